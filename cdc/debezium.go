@@ -1,0 +1,262 @@
+package cdc
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/apache/iceberg-go"
+)
+
+// Envelope carries what the envelope needs beyond the event itself.
+type Envelope struct {
+	Pipeline string // source.name: the pipeline's configured name
+	Version  string // source.version: the icecdc version
+	// SnapshotMarker is source.snapshot: "false" (the default when empty)
+	// for streamed changes, "true" while emitting an initial read, "last"
+	// on its last event.
+	SnapshotMarker string
+}
+
+// DebeziumJSON encodes events as Debezium envelopes (DESIGN §3), so that
+// existing Debezium consumers read icecdc's events unchanged. It holds no
+// per-call state and may be used from several goroutines.
+type DebeziumJSON struct{ Envelope }
+
+// AppendValue appends the event's envelope JSON to dst, on one line without
+// a trailing newline; tsMs is the processing time. The row images are
+// encoded with c.Table.Schema. On error (a *ValueError for a row value that
+// does not fit its field) it returns dst unchanged.
+func (f *DebeziumJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+	out, err := f.appendValue(dst, c, e, tsMs)
+	if err != nil {
+		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
+	}
+	return out, nil
+}
+
+func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+	if !validOp(e.Op) {
+		return dst, fmt.Errorf("unknown op %q", byte(e.Op))
+	}
+	if c.Table.Schema == nil {
+		return dst, errNoSchema
+	}
+	row := &jsonSchemaFor(c.Table.Schema).row
+	var err error
+
+	dst = append(dst, `{"before":`...)
+	if e.Before == nil {
+		dst = append(dst, "null"...)
+	} else if dst, err = row.appendStruct(dst, e.Before); err != nil {
+		return dst, fmt.Errorf("before: %w", err)
+	}
+	dst = append(dst, `,"after":`...)
+	if e.After == nil {
+		dst = append(dst, "null"...)
+	} else if dst, err = row.appendStruct(dst, e.After); err != nil {
+		return dst, fmt.Errorf("after: %w", err)
+	}
+	dst = append(dst, `,"op":"`...)
+	dst = append(dst, byte(e.Op), '"')
+	dst = append(dst, `,"ts_ms":`...)
+	dst = strconv.AppendInt(dst, tsMs, 10)
+
+	dst = append(dst, `,"source":{"version":`...)
+	dst = appendJSONString(dst, f.Version)
+	dst = append(dst, `,"connector":"icecdc","name":`...)
+	dst = appendJSONString(dst, f.Pipeline)
+	dst = append(dst, `,"ts_ms":`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.TimestampMs, 10)
+	dst = append(dst, `,"snapshot":`...)
+	if f.SnapshotMarker == "" {
+		dst = append(dst, `"false"`...)
+	} else {
+		dst = appendJSONString(dst, f.SnapshotMarker)
+	}
+	dst = append(dst, `,"db":`...)
+	dst = appendJSONString(dst, c.Table.Catalog)
+	dst = append(dst, `,"schema":`...)
+	dst = appendJSONString(dst, c.Table.Namespace)
+	dst = append(dst, `,"table":`...)
+	dst = appendJSONString(dst, c.Table.Name)
+	dst = append(dst, `,"table_uuid":`...)
+	dst = appendJSONString(dst, c.Table.UUID)
+	dst = append(dst, `,"snapshot_id":`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.ID, 10)
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
+	dst = append(dst, `,"operation":`...)
+	dst = appendJSONString(dst, c.Snapshot.Operation)
+	dst = append(dst, `,"row_id":`...)
+	dst = strconv.AppendInt(dst, e.RowID, 10)
+	dst = append(dst, `,"last_updated_sequence_number":`...)
+	dst = strconv.AppendInt(dst, e.LUSN, 10)
+	dst = append(dst, `,"event_index":`...)
+	dst = strconv.AppendInt(dst, int64(e.Index), 10)
+	if e.Source != "" {
+		dst = append(dst, `,"paired":`...)
+		dst = appendJSONString(dst, e.Source)
+	}
+
+	// One Iceberg snapshot is one transaction of one table, so the total
+	// order and the per-table order coincide.
+	order := int64(e.Index) + 1
+	dst = append(dst, `},"transaction":{"id":`...)
+	dst = appendJSONString(dst, c.Table.UUID)
+	dst = dst[:len(dst)-1] // reopen the string to add :<sequence_number>
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
+	dst = append(dst, `","total_order":`...)
+	dst = strconv.AppendInt(dst, order, 10)
+	dst = append(dst, `,"data_collection_order":`...)
+	dst = strconv.AppendInt(dst, order, 10)
+	return append(dst, "}}"...), nil
+}
+
+// AppendKey appends the event's key JSON to dst: the values of
+// c.Table.KeyFields (names as iceberg-go resolves them, "a.b" for a field
+// inside a struct), taken from the row image the event carries (Before for a
+// delete, After otherwise), or {"_row_id": N} when the table has no key
+// fields. On error it returns dst unchanged.
+func (f *DebeziumJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+	out, err := appendKey(dst, c, e)
+	if err != nil {
+		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
+	}
+	return out, nil
+}
+
+func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+	if len(c.Table.KeyFields) == 0 {
+		dst = append(dst, `{"_row_id":`...)
+		dst = strconv.AppendInt(dst, e.RowID, 10)
+		return append(dst, '}'), nil
+	}
+	if c.Table.Schema == nil {
+		return dst, errNoSchema
+	}
+	row := e.After
+	if e.Op == OpDelete {
+		row = e.Before
+	}
+	if row == nil {
+		return dst, fmt.Errorf("no row image for op %s", e.Op)
+	}
+	key, err := jsonSchemaFor(c.Table.Schema).key(c.Table.Schema, c.Table.KeyFields)
+	if err != nil {
+		return dst, err
+	}
+	return key.append(dst, row)
+}
+
+var errNoSchema = errors.New("no schema")
+
+func validOp(op Op) bool {
+	return op == OpCreate || op == OpUpdate || op == OpDelete || op == OpSnapshot
+}
+
+// eventID names an event in errors; only called on the error path.
+func eventID(c *Commit, e *Event) string {
+	return EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op)
+}
+
+// jsonKey is the compiled layout of a key: where each key field sits in a
+// row, and its encoder.
+type jsonKey struct {
+	names []string // the KeyFields it was built for
+	parts []jsonKeyPart
+}
+
+type jsonKeyPart struct {
+	name   string
+	prefix string // `{"name":` for the first part, `,"name":` after
+	path   []int  // field indexes from the row down through structs
+	typ    *jsonType
+}
+
+// key returns the key layout for names, building it on first use. A schema
+// is almost always asked for the same key fields, so one cached layout per
+// schema suffices; another set of names replaces it.
+func (s *jsonSchema) key(sc *iceberg.Schema, names []string) (*jsonKey, error) {
+	if k := s.keys.Load(); k != nil && slices.Equal(k.names, names) {
+		return k, nil
+	}
+	k := &jsonKey{names: slices.Clone(names), parts: make([]jsonKeyPart, len(names))}
+	for i, name := range names {
+		field, ok := sc.FindFieldByName(name)
+		if !ok {
+			return nil, fmt.Errorf("key field %q: not in the schema", name)
+		}
+		path, typ := s.row.findStructPath(field.ID)
+		if path == nil {
+			return nil, fmt.Errorf("key field %q: not a top-level or struct field", name)
+		}
+		var prefix []byte
+		if i == 0 {
+			prefix = append(prefix, '{')
+		} else {
+			prefix = append(prefix, ',')
+		}
+		prefix = appendJSONString(prefix, name)
+		prefix = append(prefix, ':')
+		k.parts[i] = jsonKeyPart{name: name, prefix: string(prefix), path: path, typ: typ}
+	}
+	s.keys.Store(k)
+	return k, nil
+}
+
+// findStructPath finds the field with id through nested structs only:
+// Iceberg identifier fields cannot sit inside a list or a map.
+func (t *jsonType) findStructPath(id int) ([]int, *jsonType) {
+	for i := range t.fields {
+		f := &t.fields[i]
+		if f.id == id {
+			return []int{i}, f.typ
+		}
+		if f.typ.kind == kindStruct {
+			if sub, typ := f.typ.findStructPath(id); sub != nil {
+				return append([]int{i}, sub...), typ
+			}
+		}
+	}
+	return nil, nil
+}
+
+// append appends the key object of row. A key field under a null struct is
+// null.
+func (k *jsonKey) append(dst []byte, row Row) ([]byte, error) {
+	for i := range k.parts {
+		p := &k.parts[i]
+		dst = append(dst, p.prefix...)
+		v, err := p.lookup(row)
+		if err != nil {
+			return dst, err
+		}
+		if dst, err = p.typ.appendValue(dst, v); err != nil {
+			return dst, err.(*ValueError).within(p.name)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// lookup follows the part's path into row.
+func (p *jsonKeyPart) lookup(row Row) (any, error) {
+	r := row
+	for depth, i := range p.path {
+		if i >= len(r) {
+			return nil, &ValueError{Field: p.name, Type: "struct", Want: "at least " + strconv.Itoa(i+1) + " values",
+				Got: strconv.Itoa(len(r))}
+		}
+		v := r[i]
+		if depth == len(p.path)-1 || v == nil {
+			return v, nil
+		}
+		var ok bool
+		if r, ok = v.(Row); !ok {
+			return nil, &ValueError{Field: p.name, Type: "struct", Want: "cdc.Row", Got: fmt.Sprintf("%T", v)}
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,439 @@
+package cdc
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	"github.com/apache/iceberg-go"
+)
+
+// ValueError reports a row value that does not fit its Iceberg field: a Go
+// type other than the one Row documents for the field's type, or a value
+// outside the type's domain. Encoders return it instead of writing null or a
+// guess, because a consumer must never receive a silently altered row.
+type ValueError struct {
+	// Field is the path from the top-level field: "amount",
+	// "address.city", "tags[2]", "attrs[0].key". Empty for the row itself.
+	Field string
+	Type  string // the Iceberg type, as iceberg-go prints it
+	Want  string // what the encoder accepts for Type
+	Got   string // what it found
+}
+
+// Error says which field failed and why, e.g.
+// field "amount": want float64 for double, got string.
+func (e *ValueError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("row: want %s for %s, got %s", e.Want, e.Type, e.Got)
+	}
+	return fmt.Sprintf("field %q: want %s for %s, got %s", e.Field, e.Want, e.Type, e.Got)
+}
+
+// within prefixes e's path with the step that led to it: a field name, or
+// an index such as "[2]".
+func (e *ValueError) within(step string) *ValueError {
+	switch {
+	case e.Field == "":
+		e.Field = step
+	case e.Field[0] == '[':
+		e.Field = step + e.Field
+	default:
+		e.Field = step + "." + e.Field
+	}
+	return e
+}
+
+// jsonKind selects how a value is written; one per Iceberg type.
+type jsonKind uint8
+
+const (
+	kindUnsupported jsonKind = iota // variant, geometry, ...: no Row value is defined
+	kindUnknown                     // Iceberg's unknown type: always null
+	kindBool
+	kindInt
+	kindLong
+	kindFloat
+	kindDouble
+	kindDecimal
+	kindDate
+	kindTime
+	kindTimestamp
+	kindTimestampTZ
+	kindTimestampNs
+	kindTimestampTZNs
+	kindString
+	kindUUID
+	kindFixed
+	kindBinary
+	kindStruct
+	kindList
+	kindMap
+)
+
+// jsonType is an Iceberg type compiled for encoding: the type switch on
+// iceberg.Type, the field-name escaping and the schema's clone-on-read
+// accessors are paid once per schema instead of once per value.
+type jsonType struct {
+	kind   jsonKind
+	name   string // the Iceberg type, for errors
+	want   string // the Go type accepted, for errors
+	prec   int    // decimal precision, or fixed length
+	scale  int    // decimal scale
+	fields []jsonField
+	elem   *jsonType // list element, map value
+	key    *jsonType // map key
+}
+
+// jsonField is one field of a struct or schema.
+type jsonField struct {
+	id     int
+	name   string
+	prefix string // `"name":`, with a leading comma except for the first field
+	typ    *jsonType
+}
+
+// jsonSchema is a schema compiled for encoding, with the key layouts asked of
+// it. It holds no reference to the schema, so that the cache below does not
+// keep schemas alive.
+type jsonSchema struct {
+	row  jsonType
+	keys atomic.Pointer[jsonKey]
+}
+
+// compileJSONSchema compiles sc. It never fails: types without a defined Row
+// value compile to kindUnsupported, which rejects any non-null value.
+func compileJSONSchema(sc *iceberg.Schema) *jsonSchema {
+	s := &jsonSchema{}
+	s.row = jsonType{kind: kindStruct, name: "struct", want: "Row", fields: compileFields(sc.Fields())}
+	return s
+}
+
+func compileFields(fields []iceberg.NestedField) []jsonField {
+	out := make([]jsonField, len(fields))
+	for i, f := range fields {
+		var prefix []byte
+		if i > 0 {
+			prefix = append(prefix, ',')
+		}
+		prefix = appendJSONString(prefix, f.Name)
+		prefix = append(prefix, ':')
+		out[i] = jsonField{id: f.ID, name: f.Name, prefix: string(prefix), typ: compileType(f.Type)}
+	}
+	return out
+}
+
+func compileType(t iceberg.Type) *jsonType {
+	j := &jsonType{name: fmt.Sprint(t)}
+	switch t := t.(type) {
+	case iceberg.BooleanType:
+		j.kind, j.want = kindBool, "bool"
+	case iceberg.Int32Type:
+		j.kind, j.want = kindInt, "int32"
+	case iceberg.Int64Type:
+		j.kind, j.want = kindLong, "int64"
+	case iceberg.Float32Type:
+		j.kind, j.want = kindFloat, "float32"
+	case iceberg.Float64Type:
+		j.kind, j.want = kindDouble, "float64"
+	case iceberg.DecimalType:
+		j.kind, j.want, j.prec, j.scale = kindDecimal, "cdc.Decimal", t.Precision(), t.Scale()
+	case iceberg.DateType:
+		j.kind, j.want = kindDate, "cdc.Date"
+	case iceberg.TimeType:
+		j.kind, j.want = kindTime, "cdc.Time"
+	case iceberg.TimestampType:
+		j.kind, j.want = kindTimestamp, "cdc.Timestamp"
+	case iceberg.TimestampTzType:
+		j.kind, j.want = kindTimestampTZ, "cdc.TimestampTZ"
+	case iceberg.TimestampNsType:
+		j.kind, j.want = kindTimestampNs, "cdc.TimestampNano"
+	case iceberg.TimestampTzNsType:
+		j.kind, j.want = kindTimestampTZNs, "cdc.TimestampTZNano"
+	case iceberg.StringType:
+		j.kind, j.want = kindString, "string"
+	case iceberg.UUIDType:
+		j.kind, j.want = kindUUID, "cdc.UUID"
+	case iceberg.FixedType:
+		j.kind, j.want, j.prec = kindFixed, "[]byte", t.Len()
+	case iceberg.BinaryType:
+		j.kind, j.want = kindBinary, "[]byte"
+	case iceberg.UnknownType:
+		j.kind, j.want = kindUnknown, "nil"
+	case *iceberg.StructType:
+		j.kind, j.want, j.fields = kindStruct, "cdc.Row", compileFields(t.FieldList)
+	case *iceberg.ListType:
+		j.kind, j.want, j.elem = kindList, "[]any", compileType(t.Element)
+	case *iceberg.MapType:
+		j.kind, j.want = kindMap, "[]cdc.MapEntry"
+		j.key, j.elem = compileType(t.KeyType), compileType(t.ValueType)
+	default:
+		j.kind, j.want = kindUnsupported, "nil (no row value is defined for this type)"
+	}
+	return j
+}
+
+// jsonSchemas caches compiled schemas by weak pointer: lookups are lock-free
+// reads of an immutable map (schemas change rarely, events are many), and an
+// entry goes away when its schema is collected, so a daemon that reloads
+// table metadata on every poll does not grow the cache.
+var (
+	jsonSchemas   atomic.Pointer[map[weak.Pointer[iceberg.Schema]]*jsonSchema]
+	jsonSchemasMu sync.Mutex // serialises writers of jsonSchemas
+)
+
+// jsonSchemaFor returns the compiled form of sc, compiling it on first use.
+func jsonSchemaFor(sc *iceberg.Schema) *jsonSchema {
+	wp := weak.Make(sc)
+	if m := jsonSchemas.Load(); m != nil {
+		if s, ok := (*m)[wp]; ok {
+			return s
+		}
+	}
+	jsonSchemasMu.Lock()
+	defer jsonSchemasMu.Unlock()
+	old := jsonSchemas.Load()
+	if old != nil {
+		if s, ok := (*old)[wp]; ok {
+			return s
+		}
+	}
+	s := compileJSONSchema(sc)
+	next := make(map[weak.Pointer[iceberg.Schema]]*jsonSchema, 1)
+	if old != nil {
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	next[wp] = s
+	jsonSchemas.Store(&next)
+	runtime.AddCleanup(sc, forgetJSONSchema, wp)
+	return s
+}
+
+// forgetJSONSchema drops the entry of a collected schema.
+func forgetJSONSchema(wp weak.Pointer[iceberg.Schema]) {
+	jsonSchemasMu.Lock()
+	defer jsonSchemasMu.Unlock()
+	old := *jsonSchemas.Load()
+	next := make(map[weak.Pointer[iceberg.Schema]]*jsonSchema, len(old))
+	for k, v := range old {
+		if k != wp {
+			next[k] = v
+		}
+	}
+	jsonSchemas.Store(&next)
+}
+
+// AppendRow appends r as a JSON object keyed by the top-level field names of
+// sc, in schema order, with each value encoded per its Iceberg type as in
+// the debezium-json format. It is exported for the other JSON formats. On
+// error (a *ValueError, or a length mismatch) it returns dst unchanged, so a
+// reused buffer never holds half a row.
+func AppendRow(dst []byte, sc *iceberg.Schema, r Row) ([]byte, error) {
+	if sc == nil {
+		return dst, fmt.Errorf("encode row: no schema")
+	}
+	out, err := jsonSchemaFor(sc).row.appendStruct(dst, r)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+// appendStruct appends r as an object of t's fields.
+func (t *jsonType) appendStruct(dst []byte, r Row) ([]byte, error) {
+	if len(r) != len(t.fields) {
+		return dst, &ValueError{Type: t.name, Want: strconv.Itoa(len(t.fields)) + " values",
+			Got: strconv.Itoa(len(r))}
+	}
+	dst = append(dst, '{')
+	for i := range t.fields {
+		f := &t.fields[i]
+		dst = append(dst, f.prefix...)
+		var err error
+		if dst, err = f.typ.appendValue(dst, r[i]); err != nil {
+			return dst, err.(*ValueError).within(f.name)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendValue appends v per t. A nil v is null whatever the type; any other
+// Go type than the one t accepts is a *ValueError.
+func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
+	if v == nil {
+		return append(dst, "null"...), nil
+	}
+	switch t.kind {
+	case kindBool:
+		if b, ok := v.(bool); ok {
+			return strconv.AppendBool(dst, b), nil
+		}
+	case kindInt:
+		if n, ok := v.(int32); ok {
+			return strconv.AppendInt(dst, int64(n), 10), nil
+		}
+	case kindLong:
+		if n, ok := v.(int64); ok {
+			return strconv.AppendInt(dst, n, 10), nil
+		}
+	case kindFloat:
+		if f, ok := v.(float32); ok {
+			return appendJSONFloat(dst, float64(f), 32), nil
+		}
+	case kindDouble:
+		if f, ok := v.(float64); ok {
+			return appendJSONFloat(dst, f, 64), nil
+		}
+	case kindDecimal:
+		if d, ok := v.(Decimal); ok {
+			return t.appendDecimal(dst, d)
+		}
+	case kindDate:
+		if d, ok := v.(Date); ok {
+			return appendDate(dst, int64(d)), nil
+		}
+	case kindTime:
+		if tm, ok := v.(Time); ok {
+			if tm < 0 || tm >= microsPerDay {
+				return dst, t.domainError("microseconds in [0, 86400000000)", strconv.FormatInt(int64(tm), 10))
+			}
+			return appendTimeOfDay(dst, int64(tm)), nil
+		}
+	case kindTimestamp:
+		if ts, ok := v.(Timestamp); ok {
+			return appendTimestamp(dst, int64(ts), 1_000_000, 6, false), nil
+		}
+	case kindTimestampTZ:
+		if ts, ok := v.(TimestampTZ); ok {
+			return appendTimestamp(dst, int64(ts), 1_000_000, 6, true), nil
+		}
+	case kindTimestampNs:
+		if ts, ok := v.(TimestampNano); ok {
+			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, false), nil
+		}
+	case kindTimestampTZNs:
+		if ts, ok := v.(TimestampTZNano); ok {
+			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, true), nil
+		}
+	case kindString:
+		if s, ok := v.(string); ok {
+			return appendJSONString(dst, s), nil
+		}
+	case kindUUID:
+		if u, ok := v.(UUID); ok {
+			return appendUUID(dst, u), nil
+		}
+	case kindFixed:
+		if b, ok := v.([]byte); ok {
+			if len(b) != t.prec {
+				return dst, t.domainError(strconv.Itoa(t.prec)+" bytes", strconv.Itoa(len(b))+" bytes")
+			}
+			return appendBase64(dst, b), nil
+		}
+	case kindBinary:
+		if b, ok := v.([]byte); ok {
+			return appendBase64(dst, b), nil
+		}
+	case kindStruct:
+		if r, ok := v.(Row); ok {
+			return t.appendStruct(dst, r)
+		}
+	case kindList:
+		if l, ok := v.([]any); ok {
+			return t.appendList(dst, l)
+		}
+	case kindMap:
+		if m, ok := v.([]MapEntry); ok {
+			return t.appendMap(dst, m)
+		}
+	}
+	return dst, &ValueError{Type: t.name, Want: t.want, Got: fmt.Sprintf("%T", v)}
+}
+
+func (t *jsonType) domainError(want, got string) *ValueError {
+	return &ValueError{Type: t.name, Want: want, Got: got}
+}
+
+// appendDecimal checks d against the type before writing it: a scale other
+// than the column's would change what the digits mean to a consumer that
+// reads the column's scale from its schema, and more digits than the
+// precision cannot come from a valid Iceberg file.
+func (t *jsonType) appendDecimal(dst []byte, d Decimal) ([]byte, error) {
+	if d.Scale != t.scale {
+		return dst, t.domainError("scale "+strconv.Itoa(t.scale), "scale "+strconv.Itoa(d.Scale))
+	}
+	out, ok := appendDecimal(dst, d)
+	if !ok {
+		return dst, t.domainError("unscaled base-10 digits", strconv.Quote(d.Unscaled))
+	}
+	if n := decimalDigits(d.Unscaled); n > t.prec {
+		return dst, t.domainError("at most "+strconv.Itoa(t.prec)+" digits", strconv.Itoa(n)+" digits")
+	}
+	return out, nil
+}
+
+// appendList appends l as an array of t.elem values.
+func (t *jsonType) appendList(dst []byte, l []any) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, v := range l {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = t.elem.appendValue(dst, v); err != nil {
+			return dst, err.(*ValueError).within("[" + strconv.Itoa(i) + "]")
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// appendMap appends m as an object when its keys are strings. Other keys
+// (ints, dates, structs, binary) have no faithful JSON object-key form:
+// stringifying them would hide their type from consumers and make distinct
+// keys collide (1 and "1"), so such maps become an array of {"key", "value"}
+// objects, in entry order.
+func (t *jsonType) appendMap(dst []byte, m []MapEntry) ([]byte, error) {
+	if t.key.kind == kindString {
+		dst = append(dst, '{')
+		for i, e := range m {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			k, ok := e.Key.(string)
+			if !ok {
+				// A null key cannot be an object key; Iceberg forbids it anyway.
+				return dst, (&ValueError{Type: t.key.name, Want: "string", Got: fmt.Sprintf("%T", e.Key)}).
+					within("[" + strconv.Itoa(i) + "].key")
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = t.elem.appendValue(dst, e.Value); err != nil {
+				return dst, err.(*ValueError).within("[" + strconv.Itoa(i) + "].value")
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	dst = append(dst, '[')
+	for i, e := range m {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"key":`...)
+		var err error
+		if dst, err = t.key.appendValue(dst, e.Key); err != nil {
+			return dst, err.(*ValueError).within("[" + strconv.Itoa(i) + "].key")
+		}
+		dst = append(dst, `,"value":`...)
+		if dst, err = t.elem.appendValue(dst, e.Value); err != nil {
+			return dst, err.(*ValueError).within("[" + strconv.Itoa(i) + "].value")
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), nil
+}

@@ -1,0 +1,154 @@
+package cdc
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/apache/iceberg-go"
+)
+
+// Op is the kind of a row event, with Debezium's letters.
+type Op byte
+
+const (
+	OpCreate   Op = 'c' // a row id that appeared with lusn == s
+	OpUpdate   Op = 'u' // a row id present before and after, with lusn == s
+	OpDelete   Op = 'd' // a row id that disappeared
+	OpSnapshot Op = 'r' // a row emitted by an initial read
+)
+
+// String returns the one-letter code used in the envelope and event ids.
+func (o Op) String() string { return string(rune(o)) }
+
+// phase orders the ops inside one snapshot: deletes, then updates, then inserts.
+func (o Op) phase() int {
+	switch o {
+	case OpDelete:
+		return 0
+	case OpUpdate:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// Row holds the values of one row, aligned with the fields of a Schema.
+// Values are Go values per Iceberg type: bool, int32, int64, float32,
+// float64, string, []byte, Decimal, Date, Time, Timestamp, TimestampTZ,
+// UUID, []any for lists, []MapEntry for maps and Row for structs; nil is null.
+type Row []any
+
+// Decimal is an unscaled integer with its scale, kept exact.
+type Decimal struct {
+	Unscaled string // base-10 digits with an optional leading '-'
+	Scale    int
+}
+
+// Date is days since 1970-01-01.
+type Date int32
+
+// Time is microseconds since midnight.
+type Time int64
+
+// Timestamp is microseconds since the epoch, without a time zone.
+type Timestamp int64
+
+// TimestampTZ is microseconds since the epoch, in UTC.
+type TimestampTZ int64
+
+// TimestampNano is nanoseconds since the epoch, without a time zone (v3).
+type TimestampNano int64
+
+// TimestampTZNano is nanoseconds since the epoch, in UTC (v3).
+type TimestampTZNano int64
+
+// UUID is a 16-byte universally unique identifier.
+type UUID [16]byte
+
+// MapEntry is one key/value pair of an Iceberg map.
+type MapEntry struct{ Key, Value any }
+
+// Event is one row-level change.
+type Event struct {
+	Op     Op
+	RowID  int64
+	LUSN   int64 // effective _last_updated_sequence_number of the row image the event carries last
+	Before Row   // nil for c and r
+	After  Row   // nil for d
+	Index  int   // position inside its snapshot, from 0
+	// Source is set for updates paired from an equality delete and an
+	// insert; it says so in the envelope.
+	Source string
+}
+
+// TableInfo names a table and its identity.
+type TableInfo struct {
+	Catalog   string
+	Namespace string
+	Name      string
+	UUID      string
+	Schema    *iceberg.Schema // schema of the events (the snapshot's schema)
+	KeyFields []string        // identifier fields, or empty for {_row_id}
+}
+
+// SnapshotInfo describes one snapshot on the followed branch.
+type SnapshotInfo struct {
+	ID             int64
+	ParentID       int64 // 0 when none
+	SequenceNumber int64
+	TimestampMs    int64
+	Operation      string
+	HasLineage     bool // false for snapshots committed before the table carried row lineage
+	SchemaID       int
+}
+
+// Commit is the ordered events of one snapshot.
+type Commit struct {
+	Table     TableInfo
+	Snapshot  SnapshotInfo
+	Events    []Event
+	Anomalies []Anomaly
+}
+
+// Anomaly is a lineage inconsistency found while classifying a commit: it is
+// logged and counted, and never turned into an event.
+type Anomaly struct {
+	Kind     string // "duplicate-row-id", "moved-without-removal", ...
+	File     string
+	Position int64
+	RowID    int64
+}
+
+func (a Anomaly) String() string {
+	return fmt.Sprintf("%s: row id %d at %s position %d", a.Kind, a.RowID, a.File, a.Position)
+}
+
+// EventID is the stable identifier of an event across restarts and replays:
+// <table_uuid>:<sequence_number>:<row_id>:<op>.
+func EventID(tableUUID string, seq, rowID int64, op Op) string {
+	b := make([]byte, 0, len(tableUUID)+48)
+	return string(AppendEventID(b, tableUUID, seq, rowID, op))
+}
+
+// AppendEventID appends EventID's text to b.
+func AppendEventID(b []byte, tableUUID string, seq, rowID int64, op Op) []byte {
+	b = append(b, tableUUID...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, rowID, 10)
+	b = append(b, ':', byte(op))
+	return b
+}
+
+// ValueEqual compares two row values of the same field.
+func ValueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && string(x) == string(y)
+	case []any, []MapEntry, Row:
+		return fmt.Sprint(a) == fmt.Sprint(b)
+	}
+	return a == b
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/source"
+)
+
+func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
+	fl := flag.NewFlagSet("changes", flag.ContinueOnError)
+	var o source.Options
+	props := propsFlag{}
+	fl.StringVar(&o.MetadataPath, "metadata", "", "load the table from this metadata.json file")
+	fl.StringVar(&o.CatalogType, "catalog-type", "sql", "catalog type: sql | rest | glue | hive | hadoop")
+	fl.StringVar(&o.CatalogName, "catalog-name", "local", "the catalog's own name")
+	fl.StringVar(&o.CatalogURI, "catalog-uri", "", "catalog URI (sql: file:PATH of the SQLite file)")
+	fl.StringVar(&o.Warehouse, "warehouse", "", "warehouse location")
+	fl.StringVar(&o.Table, "table", "", "table as NAMESPACE.NAME")
+	fl.StringVar(&o.Branch, "branch", "main", "branch to follow")
+	fl.Var(props, "catalog-prop", "catalog property key=value (repeatable)")
+	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
+	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
+	format := fl.String("format", "debezium-json", "event format: debezium-json")
+	pipeline := fl.String("name", "icecdc", "pipeline name for source.name")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("changes: unexpected argument %q", fl.Arg(0))
+	}
+	if *format != "debezium-json" {
+		return fmt.Errorf("changes: --format %q: only debezium-json is supported", *format)
+	}
+	if *from < 0 || *to < 0 || (*to > 0 && *to <= *from) {
+		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", *from, *to)
+	}
+	o.Props = props
+	src, err := source.Open(ctx, o)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: *pipeline, Version: version}}
+	var buf []byte
+	err = cdc.Changes(ctx, src, *from, *to, log, func(c *cdc.Commit) error {
+		now := time.Now().UnixMilli()
+		for i := range c.Events {
+			buf, err = enc.AppendValue(buf[:0], c, &c.Events[i], now)
+			if err != nil {
+				return fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, c.Events[i].RowID, c.Events[i].Op), err)
+			}
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}

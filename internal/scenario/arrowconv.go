@@ -1,0 +1,216 @@
+package scenario
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// arrowSchemaFor returns the Arrow schema that iceberg-go maps sc to (no
+// field ids, regular string/binary types), with a nullable int64 _row_id
+// column appended when withRowID is set.
+func arrowSchemaFor(sc *iceberg.Schema, withRowID bool) (*arrow.Schema, error) {
+	as, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("arrow schema: %w", err)
+	}
+	if !withRowID {
+		return as, nil
+	}
+	fields := append(as.Fields(), arrow.Field{Name: iceberg.RowIDColumnName, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// buildRecord turns rows (column name -> Go value) into one record batch with
+// schema as. A column missing from a row, or a nil value, is a null. Every
+// key of every row must name a column of as.
+func buildRecord(as *arrow.Schema, rows []map[string]any) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	for r, row := range rows {
+		for name := range row {
+			if len(as.FieldIndices(name)) == 0 {
+				return nil, fmt.Errorf("row %d: no column %q in table schema", r, name)
+			}
+		}
+		for i, f := range as.Fields() {
+			if err := appendValue(b.Field(i), row[f.Name]); err != nil {
+				return nil, fmt.Errorf("row %d column %s: %w", r, f.Name, err)
+			}
+		}
+	}
+
+	return b.NewRecordBatch(), nil
+}
+
+// appendValue appends v to bld, accepting the Go types a test naturally
+// writes for each Arrow type (any integer kind for integer columns, time.Time
+// for dates and timestamps, ...).
+func appendValue(bld array.Builder, v any) error {
+	if v == nil {
+		bld.AppendNull()
+
+		return nil
+	}
+	switch b := bld.(type) {
+	case *array.BooleanBuilder:
+		x, ok := v.(bool)
+		if !ok {
+			return typeErr(v, "bool")
+		}
+		b.Append(x)
+	case *array.Int32Builder:
+		x, ok := toInt64(v)
+		if !ok {
+			return typeErr(v, "int32")
+		}
+		b.Append(int32(x))
+	case *array.Int64Builder:
+		x, ok := toInt64(v)
+		if !ok {
+			return typeErr(v, "int64")
+		}
+		b.Append(x)
+	case *array.Float32Builder:
+		x, ok := toFloat64(v)
+		if !ok {
+			return typeErr(v, "float32")
+		}
+		b.Append(float32(x))
+	case *array.Float64Builder:
+		x, ok := toFloat64(v)
+		if !ok {
+			return typeErr(v, "float64")
+		}
+		b.Append(x)
+	case *array.StringBuilder:
+		x, ok := v.(string)
+		if !ok {
+			return typeErr(v, "string")
+		}
+		b.Append(x)
+	case *array.BinaryBuilder:
+		x, ok := v.([]byte)
+		if !ok {
+			return typeErr(v, "[]byte")
+		}
+		b.Append(x)
+	case *array.Date32Builder:
+		switch x := v.(type) {
+		case arrow.Date32:
+			b.Append(x)
+		case time.Time:
+			b.Append(arrow.Date32FromTime(x))
+		default:
+			return typeErr(v, "arrow.Date32 or time.Time")
+		}
+	case *array.TimestampBuilder:
+		unit := b.Type().(*arrow.TimestampType).Unit
+		switch x := v.(type) {
+		case arrow.Timestamp:
+			b.Append(x)
+		case time.Time:
+			ts, err := arrow.TimestampFromTime(x, unit)
+			if err != nil {
+				return err
+			}
+			b.Append(ts)
+		default:
+			return typeErr(v, "arrow.Timestamp or time.Time")
+		}
+	case *array.Decimal128Builder:
+		x, ok := v.(decimal128.Num)
+		if !ok {
+			return typeErr(v, "decimal128.Num")
+		}
+		b.Append(x)
+	default:
+		return fmt.Errorf("arrow type %s not supported by scenario rows", bld.Type())
+	}
+
+	return nil
+}
+
+func typeErr(v any, want string) error {
+	return fmt.Errorf("value %v (%T): want %s", v, v, want)
+}
+
+func toInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	default:
+		return 0, false
+	}
+}
+
+func toFloat64(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	default:
+		return 0, false
+	}
+}
+
+// valueAt returns the Go value of arr at row i: nil for null; int32, int64,
+// float32, float64, string, []byte (a copy), bool for the primitive types;
+// arrow.Date32, arrow.Timestamp (in the column's unit, microseconds for
+// Iceberg), arrow.Time64 and decimal128.Num as Arrow gives them; for any
+// other type (uuid, nested) the value arrow-go produces for JSON marshalling.
+func valueAt(arr arrow.Array, i int) any {
+	if arr.IsNull(i) {
+		return nil
+	}
+	switch a := arr.(type) {
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Int32:
+		return a.Value(i)
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Float32:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	case *array.Binary:
+		return append([]byte(nil), a.Value(i)...)
+	case *array.LargeBinary:
+		return append([]byte(nil), a.Value(i)...)
+	case *array.FixedSizeBinary:
+		return append([]byte(nil), a.Value(i)...)
+	case *array.Date32:
+		return a.Value(i)
+	case *array.Timestamp:
+		return a.Value(i)
+	case *array.Time64:
+		return a.Value(i)
+	case *array.Decimal128:
+		return a.Value(i)
+	default:
+		return arr.GetOneForMarshal(i)
+	}
+}

@@ -1,0 +1,217 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+	"github.com/google/uuid"
+)
+
+// Update is a merge-on-read update that keeps each row's _row_id, the way
+// Spark's position-delta UPDATE does it on v3, in one RowDelta commit
+// (operation "overwrite", since it adds data and delete files):
+//
+//   - the live rows matching filter are read with their effective _row_id
+//     and their position in their data file;
+//   - fn receives a copy of each row's values (column name -> Go value, as
+//     [LiveRows] gives them) and returns the new values; the new rows are
+//     written with table.NewPositionDeltaWriter and Reinsert, so the new
+//     data file stores _row_id explicitly and leaves
+//     _last_updated_sequence_number null (it inherits the new sequence
+//     number);
+//   - one Puffin file gets one deletion vector per touched data file, with
+//     the old positions plus the file's previous deletes: its previous
+//     vector (which is removed in the same commit with RemoveDeletes) or,
+//     failing that, its v2 position deletes, folded in as the spec requires.
+//
+// fn must not change _row_id; values it omits become null. A second Update
+// of the same row targets the file the first one wrote, whose _row_id is
+// stored. The table must be v3.
+func Update(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, fn func(row map[string]any) map[string]any) (*table.Table, error) {
+	fail := func(err error) (*table.Table, error) {
+		return nil, fmt.Errorf("update %v where %s: %w", tbl.Identifier(), filter, err)
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	wfs, ok := fs.(iceio.WriteFileIO)
+	if !ok {
+		return fail(fmt.Errorf("file io %T cannot write", fs))
+	}
+	tasks, err := tbl.Scan(table.WithRowFilter(filter)).PlanFiles(ctx)
+	if err != nil {
+		return fail(err)
+	}
+
+	meta := tbl.Metadata()
+	dvw := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	var oldDVs []iceberg.DataFile
+	var newRows []map[string]any
+	for _, task := range tasks {
+		rows, err := updateTask(ctx, tbl, fs, dvw, task, filter)
+		if err != nil {
+			return fail(err)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		oldDVs = append(oldDVs, task.DeletionVectorFiles...)
+		for _, r := range rows {
+			nv := fn(maps.Clone(r.Values))
+			if v, ok := nv[iceberg.RowIDColumnName]; ok && v != r.RowID {
+				return fail(fmt.Errorf("fn changed %s %d to %v", iceberg.RowIDColumnName, r.RowID, v))
+			}
+			nv = maps.Clone(nv)
+			nv[iceberg.RowIDColumnName] = r.RowID
+			newRows = append(newRows, nv)
+		}
+	}
+	if len(newRows) == 0 {
+		return fail(ErrNoCommit)
+	}
+
+	data, err := reinsert(ctx, tbl, newRows)
+	if err != nil {
+		return fail(err)
+	}
+	loc := tbl.Location() + "/data/" + uuid.NewString() + "-update-deletes.puffin"
+	dvs, err := dvw.Flush(ctx, loc)
+	if err != nil {
+		return fail(err)
+	}
+
+	tx := tbl.NewTransaction()
+	rd := tx.NewRowDelta(nil).AddRows(data...).AddDeletes(dvs...)
+	if len(oldDVs) > 0 {
+		rd.RemoveDeletes(oldDVs...)
+	}
+	if err := rd.Commit(ctx); err != nil {
+		return fail(err)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return fail(err)
+	}
+
+	return checkCommitted("update", tbl, next)
+}
+
+// updateTask finds the live rows of one data file that match filter, adds
+// their positions and the file's previous deletes to dvw, and returns them.
+func updateTask(ctx context.Context, tbl *table.Table, fs iceio.IO, dvw *dv.DVWriter, task table.FileScanTask, filter iceberg.BooleanExpression) ([]Row, error) {
+	path := task.File.FilePath()
+	matched, err := readTask(ctx, tbl, task, filter)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(matched) == 0 {
+		return nil, nil
+	}
+
+	// Every position of the file, deletes not applied, to map row ids to
+	// positions (the scan has no _pos column).
+	bare := task
+	bare.DeleteFiles, bare.DeletionVectorFiles, bare.EqualityDeleteFiles, bare.Residual = nil, nil, nil, nil
+	all, err := readTask(ctx, tbl, bare, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(all)) != task.File.Count() {
+		return nil, fmt.Errorf("read %s: %d rows, manifest says %d", path, len(all), task.File.Count())
+	}
+	pos := make(map[int64]int64, len(all))
+	for i, r := range all {
+		if _, dup := pos[r.RowID]; dup {
+			return nil, fmt.Errorf("read %s: row id %d at two positions", path, r.RowID)
+		}
+		pos[r.RowID] = int64(i)
+	}
+
+	specID, part := task.File.SpecID(), task.File.Partition()
+	switch {
+	case len(task.DeletionVectorFiles) > 1:
+		return nil, fmt.Errorf("%s has %d deletion vectors", path, len(task.DeletionVectorFiles))
+	case len(task.DeletionVectorFiles) == 1:
+		prev, err := dv.ReadDV(fs, task.DeletionVectorFiles[0])
+		if err != nil {
+			return nil, fmt.Errorf("read deletion vector of %s: %w", path, err)
+		}
+		dvw.Load(path, prev, specID, part)
+	case len(task.DeleteFiles) > 0:
+		// v2 position deletes: the positions they remove are those missing
+		// when only they are applied.
+		posOnly := bare
+		posOnly.DeleteFiles = task.DeleteFiles
+		kept, err := readTask(ctx, tbl, posOnly, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read %s with position deletes: %w", path, err)
+		}
+		live := make(map[int64]bool, len(kept))
+		for _, r := range kept {
+			live[r.RowID] = true
+		}
+		for i, r := range all {
+			if !live[r.RowID] {
+				if err := dvw.AddPosition(path, int64(i), specID, part); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, r := range matched {
+		p, ok := pos[r.RowID]
+		if !ok {
+			return nil, fmt.Errorf("%s: matched row id %d has no position", path, r.RowID)
+		}
+		if err := dvw.AddPosition(path, p, specID, part); err != nil {
+			return nil, err
+		}
+	}
+
+	return matched, nil
+}
+
+// readTask reads one task with row lineage, in position order, filtered by
+// filter when it is not nil.
+func readTask(ctx context.Context, tbl *table.Table, task table.FileScanTask, filter iceberg.BooleanExpression) ([]Row, error) {
+	opts := []table.ScanOption{table.WithRowLineage(), table.WithMaxConcurrency(1)}
+	if filter != nil {
+		opts = append(opts, table.WithRowFilter(filter))
+	}
+	scan := tbl.Scan(opts...)
+	defer scan.Close()
+	_, recs, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
+	if err != nil {
+		return nil, err
+	}
+
+	return collectRows(recs)
+}
+
+// reinsert writes rows (carrying _row_id) with a PositionDeltaWriter.
+func reinsert(ctx context.Context, tbl *table.Table, rows []map[string]any) ([]iceberg.DataFile, error) {
+	as, err := arrowSchemaFor(tbl.Schema(), true)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := buildRecord(as, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	w, err := table.NewPositionDeltaWriter(tbl)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Reinsert(rec); err != nil {
+		return nil, err
+	}
+
+	return w.Close(ctx)
+}

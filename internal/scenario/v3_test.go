@@ -1,0 +1,141 @@
+package scenario
+
+import (
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// TestV3Lifecycle walks an unpartitioned v3 table through every kind of
+// merge-on-read commit and checks live(S) and the commit's own manifest
+// entries at each snapshot.
+func TestV3Lifecycle(t *testing.T) {
+	f := newFixture(t)
+	tbl := f.create("orders", nil, 3)
+
+	// s1: one data file, rows 0..2.
+	tbl, s1 := f.step(tbl, table.OpAppend)(Append(f.ctx, tbl, []map[string]any{
+		order(1, "alice", "new", 10), order(2, "bob", "new", 20), order(3, "alice", "new", 30),
+	}))
+	l1 := f.live(tbl, s1)
+	wantIDs(t, "s1", l1, 1, 2, 3)
+	for k, r := range l1 {
+		if r.RowID != k-1 || r.LUSN != s1.SequenceNumber {
+			t.Fatalf("s1 order %d: row id %d lusn %d", k, r.RowID, r.LUSN)
+		}
+	}
+	wantCounts(t, "s1", count(f.entries(tbl, s1)), map[string]int{"ADDED data": 1})
+
+	// s2: two data files in one commit; ids continue in file order.
+	tbl, s2 := f.step(tbl, table.OpAppend)(AppendFiles(f.ctx, tbl, [][]map[string]any{
+		{order(4, "dave", "new", 40), order(5, "erin", "new", 50)},
+		{order(6, "carol", "new", 60), order(7, "carol", "new", 70)},
+	}))
+	l2 := f.live(tbl, s2)
+	wantIDs(t, "s2", l2, 1, 2, 3, 4, 5, 6, 7)
+	wantUnchanged(t, "s2", l1, l2)
+	for k := int64(4); k <= 7; k++ {
+		if r := l2[k]; r.RowID != k-1 || r.LUSN != s2.SequenceNumber {
+			t.Fatalf("s2 order %d: row id %d lusn %d", k, r.RowID, r.LUSN)
+		}
+	}
+	wantCounts(t, "s2", count(f.entries(tbl, s2)), map[string]int{"ADDED data": 2})
+
+	// s3: one delete commit touching two files: two vectors in one Puffin.
+	tbl, s3 := f.step(tbl, table.OpDelete)(Delete(f.ctx, tbl, in("order_id", 2, 5)))
+	l3 := f.live(tbl, s3)
+	wantIDs(t, "s3", l3, 1, 3, 4, 6, 7)
+	wantUnchanged(t, "s3", l2, l3)
+	e3 := f.entries(tbl, s3)
+	wantCounts(t, "s3", count(e3), map[string]int{"ADDED dv": 2})
+	if e3[0].Path != e3[1].Path || e3[0].ReferencedDataFile == e3[1].ReferencedDataFile {
+		t.Fatalf("s3: want two vectors for two files in one Puffin file: %+v", e3)
+	}
+
+	// s4: a second delete on a file that has a vector: the new vector
+	// holds both positions and the old one is removed in the same commit.
+	tbl, s4 := f.step(tbl, table.OpDelete)(Delete(f.ctx, tbl, eq("order_id", int64(3))))
+	l4 := f.live(tbl, s4)
+	wantIDs(t, "s4", l4, 1, 4, 6, 7)
+	wantUnchanged(t, "s4", l3, l4)
+	e4 := f.entries(tbl, s4)
+	wantCounts(t, "s4", count(e4), map[string]int{"ADDED dv": 1, "DELETED dv": 1})
+	for _, e := range e4 {
+		if e.Status == 1 && e.Records != 2 {
+			t.Fatalf("s4: folded vector has %d positions, want 2", e.Records)
+		}
+	}
+
+	// s5: an update keeps the row id and takes the new sequence number.
+	tbl, s5 := f.step(tbl, table.OpOverwrite)(Update(f.ctx, tbl, eq("order_id", int64(1)), func(r map[string]any) map[string]any {
+		r["status"] = "shipped"
+		return r
+	}))
+	l5 := f.live(tbl, s5)
+	wantIDs(t, "s5", l5, 1, 4, 6, 7)
+	wantUnchanged(t, "s5", l4, l5, 1)
+	if r := l5[1]; r.RowID != l4[1].RowID || r.LUSN != s5.SequenceNumber || r.Values["status"] != "shipped" || r.Values["amount"] != 10.0 {
+		t.Fatalf("s5: updated row %+v", r)
+	}
+	wantCounts(t, "s5", count(f.entries(tbl, s5)), map[string]int{"ADDED data": 1, "ADDED dv": 1, "DELETED dv": 1})
+
+	// s6: the same row again, now in the file s5 wrote (stored _row_id).
+	tbl, s6 := f.step(tbl, table.OpOverwrite)(Update(f.ctx, tbl, eq("order_id", int64(1)), func(r map[string]any) map[string]any {
+		r["amount"] = r["amount"].(float64) + 1
+		return r
+	}))
+	l6 := f.live(tbl, s6)
+	wantUnchanged(t, "s6", l5, l6, 1)
+	if r := l6[1]; r.RowID != l4[1].RowID || r.LUSN != s6.SequenceNumber || r.Values["status"] != "shipped" || r.Values["amount"] != 11.0 {
+		t.Fatalf("s6: updated row %+v", r)
+	}
+	wantCounts(t, "s6", count(f.entries(tbl, s6)), map[string]int{"ADDED data": 1, "ADDED dv": 1})
+
+	// s7: a delete that the statistics prove covers a whole file drops it.
+	tbl, s7 := f.step(tbl, table.OpDelete)(Delete(f.ctx, tbl, eq("customer", "carol")))
+	l7 := f.live(tbl, s7)
+	wantIDs(t, "s7", l7, 1, 4)
+	wantUnchanged(t, "s7", l6, l7)
+	e7 := f.entries(tbl, s7)
+	wantCounts(t, "s7", count(e7), map[string]int{"DELETED data": 1})
+	// The DELETED entry of the removed file still exposes first_row_id.
+	if e7[0].FirstRowID == nil || *e7[0].FirstRowID != l6[6].RowID {
+		t.Fatalf("s7: deleted entry first_row_id %v, want %d", e7[0].FirstRowID, l6[6].RowID)
+	}
+
+	// s8: compaction moves rows without changing ids or lusn.
+	tbl, s8 := f.step(tbl, table.OpReplace)(Compact(f.ctx, tbl))
+	l8 := f.live(tbl, s8)
+	wantIDs(t, "s8", l8, 1, 4)
+	wantUnchanged(t, "s8", l7, l8)
+	// Live at s7: the s1 file (all rows deleted by its vector, still
+	// live), the s2 file with a vector, the s5 file (vector) and the s6 file.
+	wantCounts(t, "s8", count(f.entries(tbl, s8)), map[string]int{"ADDED data": 1, "DELETED data": 4, "DELETED dv": 3})
+	for _, e := range f.entries(tbl, s8) {
+		if e.Status == 1 && e.DataSeq != s8.SequenceNumber {
+			t.Fatalf("s8: compacted file has data sequence number %d, want %d", e.DataSeq, s8.SequenceNumber)
+		}
+	}
+
+	// s9: update of a compacted row (stored ids, out of position order).
+	tbl, s9 := f.step(tbl, table.OpOverwrite)(Update(f.ctx, tbl, eq("order_id", int64(4)), func(r map[string]any) map[string]any {
+		r["status"] = "cancelled"
+		return r
+	}))
+	l9 := f.live(tbl, s9)
+	wantUnchanged(t, "s9", l8, l9, 4)
+	if r := l9[4]; r.RowID != l8[4].RowID || r.LUSN != s9.SequenceNumber || r.Values["status"] != "cancelled" {
+		t.Fatalf("s9: updated row %+v", r)
+	}
+
+	// s10: fresh rows after all that get ids above every id used so far.
+	tbl, s10 := f.step(tbl, table.OpAppend)(Append(f.ctx, tbl, []map[string]any{order(8, "frank", "new", 80)}))
+	l10 := f.live(tbl, s10)
+	if r := l10[8]; r.RowID <= l2[7].RowID || r.LUSN != s10.SequenceNumber {
+		t.Fatalf("s10: new row %+v", r)
+	}
+
+	if got := Snapshots(tbl); len(got) != 10 || got[0].SnapshotID != s1.SnapshotID || got[9].SnapshotID != s10.SnapshotID {
+		t.Fatalf("Snapshots: %d snapshots", len(got))
+	}
+}

@@ -1,0 +1,452 @@
+package source
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/dv"
+	"github.com/icecdc/icecdc/lineage"
+)
+
+// commitRun holds the state of computing one snapshot's events.
+type commitRun struct {
+	t    *Table
+	fs   iceio.IO
+	snap *table.Snapshot
+	sc   *iceberg.Schema
+	d    *delta
+
+	files  []string                       // Loc.File → data file path
+	images map[lineage.Loc]cdc.Row        // row images read for events
+	groups []removal                      // rows leaving, in manifest order
+	parent []iceberg.ManifestFile         // the parent's manifest list, read on demand
+	anoms  []cdc.Anomaly
+}
+
+// removal is a set of positions of one data file whose rows left the table.
+type removal struct {
+	m   dataFileMeta
+	pos *roaring64.Bitmap
+}
+
+// Commit computes the events of snapshot si (DESIGN §2).
+func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Commit, error) {
+	snap := t.tbl.Metadata().SnapshotByID(si.ID)
+	if snap == nil {
+		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata (expired?)", t.name(t.tbl), si.ID)
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
+	}
+	sc := t.schemaFor(snap)
+	info := t.Info()
+	info.Schema = sc
+	c := &cdc.Commit{Table: info, Snapshot: si}
+
+	d, err := readDelta(fs, snap)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range d.addedData {
+		t.files.remember(metaOf(e))
+	}
+	// A replace (compaction, rewrite) has no logical change; snapshots from
+	// before the table carried lineage have no row ids to speak of.
+	if !si.HasLineage || si.Operation == string(table.OpReplace) || d.empty() {
+		return c, nil
+	}
+	if len(d.addedPos) > 0 {
+		return nil, fmt.Errorf("snapshot %d adds v2 position delete file %s to a v3 table", si.ID, d.addedPos[0].DataFile().FilePath())
+	}
+	if len(d.addedEq) > 0 || len(d.removedEq) > 0 {
+		return nil, fmt.Errorf("snapshot %d: equality delete file %s: equality deletes are not supported yet", si.ID, firstPath(d.addedEq, d.removedEq))
+	}
+
+	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}}
+	if err := r.collectRemovals(ctx); err != nil {
+		return nil, err
+	}
+	removed, err := r.readRemovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	added, err := r.readAdded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changes, anoms := lineage.Classify(snap.SequenceNumber, removed, added)
+	for _, a := range anoms {
+		r.anoms = append(r.anoms, cdc.Anomaly{Kind: a.Kind, File: r.files[a.Loc.File], Position: a.Loc.Pos, RowID: a.RowID})
+	}
+	c.Events = r.events(changes, info.KeyFields)
+	c.Anomalies = r.anoms
+	return c, nil
+}
+
+func firstPath(lists ...[]iceberg.ManifestEntry) string {
+	for _, l := range lists {
+		if len(l) > 0 {
+			return l[0].DataFile().FilePath()
+		}
+	}
+	return ""
+}
+
+func (r *commitRun) fileIndex(path string) int {
+	r.files = append(r.files, path)
+	return len(r.files) - 1
+}
+
+// parentList returns the parent snapshot's manifest list.
+func (r *commitRun) parentList() ([]iceberg.ManifestFile, error) {
+	if r.parent != nil || r.snap.ParentSnapshotID == nil {
+		return r.parent, nil
+	}
+	p := r.t.tbl.Metadata().SnapshotByID(*r.snap.ParentSnapshotID)
+	if p == nil {
+		return nil, fmt.Errorf("snapshot %d: parent %d is not in the table metadata", r.snap.SnapshotID, *r.snap.ParentSnapshotID)
+	}
+	list, err := p.Manifests(r.fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s: %w", p.ManifestList, err)
+	}
+	r.parent = list
+	return list, nil
+}
+
+// parentHasDeletes tells from the parent's summary whether any delete file
+// was live in it; without a summary it assumes so.
+func (r *commitRun) parentHasDeletes() bool {
+	if r.snap.ParentSnapshotID == nil {
+		return false
+	}
+	p := r.t.tbl.Metadata().SnapshotByID(*r.snap.ParentSnapshotID)
+	if p == nil || p.Summary == nil {
+		return true
+	}
+	v, ok := p.Summary.Properties["total-delete-files"]
+	if !ok {
+		return true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err != nil || n > 0
+}
+
+// collectRemovals finds the positions whose rows S took away: new vectors
+// minus the deletes live before, and every live row of removed files.
+func (r *commitRun) collectRemovals(ctx context.Context) error {
+	d := r.d
+	addedFiles := map[string]bool{}
+	for _, e := range d.addedData {
+		addedFiles[e.DataFile().FilePath()] = true
+	}
+	removedFiles := map[string]bool{}
+	for _, e := range d.removedData {
+		removedFiles[e.DataFile().FilePath()] = true
+	}
+	oldDV := map[string]iceberg.ManifestEntry{}
+	for _, e := range d.removedDVs {
+		oldDV[*e.DataFile().ReferencedDataFile()] = e
+	}
+	newDV := map[string]bool{}
+	var targets []string
+	for _, e := range d.addedDVs {
+		p := *e.DataFile().ReferencedDataFile()
+		if newDV[p] {
+			return fmt.Errorf("snapshot %d adds two deletion vectors for data file %s", r.snap.SnapshotID, p)
+		}
+		newDV[p] = true
+		if !addedFiles[p] && !removedFiles[p] {
+			targets = append(targets, p)
+		}
+	}
+	for p, e := range oldDV {
+		if !newDV[p] && !removedFiles[p] {
+			// Rows come back to life: no contract event exists for that.
+			r.anoms = append(r.anoms, cdc.Anomaly{Kind: "vector-removed-without-replacement", File: e.DataFile().FilePath(), Position: -1})
+		}
+	}
+
+	located, err := r.t.files.locate(r.fs, d.list, targets)
+	if err != nil {
+		return err
+	}
+	for _, p := range targets {
+		if _, ok := located[p]; !ok {
+			return fmt.Errorf("snapshot %d: deletion vector references data file %s, which is not live in it", r.snap.SnapshotID, p)
+		}
+	}
+
+	// Removed files: their metadata comes from the DELETED entry; a writer
+	// that did not persist first_row_id there is answered from the parent.
+	removedMeta := make([]dataFileMeta, len(d.removedData))
+	var unknown []string
+	for i, e := range d.removedData {
+		removedMeta[i] = metaOf(e)
+		if removedMeta[i].firstRowID == nil {
+			unknown = append(unknown, removedMeta[i].path())
+		}
+	}
+	if len(unknown) > 0 {
+		plist, err := r.parentList()
+		if err != nil {
+			return err
+		}
+		found, err := r.t.files.locate(r.fs, plist, unknown)
+		if err != nil {
+			return err
+		}
+		for i := range removedMeta {
+			if f, ok := found[removedMeta[i].path()]; ok && removedMeta[i].firstRowID == nil {
+				removedMeta[i].firstRowID = f.firstRowID
+			}
+		}
+	}
+
+	// Old deletes not named by S itself: vectors of removed files that S
+	// left dangling, and v2 position deletes of files from before an upgrade.
+	lookupFiles := map[string]dataFileMeta{}
+	wantDV := false
+	for _, m := range removedMeta {
+		lookupFiles[m.path()] = m
+		if _, ok := oldDV[m.path()]; !ok {
+			wantDV = true
+		}
+	}
+	for _, p := range targets {
+		lookupFiles[p] = located[p]
+	}
+	wantPos := r.t.mayHaveV2Deletes()
+	var olds map[string]oldDeletes
+	if (wantDV || wantPos) && r.parentHasDeletes() && len(lookupFiles) > 0 {
+		plist, err := r.parentList()
+		if err != nil {
+			return err
+		}
+		olds, err = r.t.dels.lookup(ctx, r.fs, plist, lookupFiles, wantDV, wantPos)
+		if err != nil {
+			return err
+		}
+	}
+	oldOf := func(m dataFileMeta) ([]*roaring64.Bitmap, error) {
+		var out []*roaring64.Bitmap
+		e, ok := oldDV[m.path()]
+		if !ok {
+			e = olds[m.path()].dv
+		}
+		if e != nil {
+			bm, err := readDV(r.fs, e, m.file.Count())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, bm)
+		}
+		if pos := olds[m.path()].pos; pos != nil {
+			out = append(out, pos)
+		}
+		return out, nil
+	}
+
+	// Removals in manifest order: vectors first as they were listed, then
+	// removed files.
+	for _, e := range d.addedDVs {
+		p := *e.DataFile().ReferencedDataFile()
+		m, ok := located[p]
+		if !ok {
+			continue // targets a file S added or removed
+		}
+		bm, err := readDV(r.fs, e, m.file.Count())
+		if err != nil {
+			return err
+		}
+		old, err := oldOf(m)
+		if err != nil {
+			return err
+		}
+		if diff := dv.Diff(bm, old...); !diff.IsEmpty() {
+			r.groups = append(r.groups, removal{m: m, pos: diff})
+		}
+	}
+	for _, m := range removedMeta {
+		old, err := oldOf(m)
+		if err != nil {
+			return err
+		}
+		all := roaring64.New()
+		all.AddRange(0, uint64(m.file.Count()))
+		for _, o := range old {
+			all.AndNot(o)
+		}
+		if !all.IsEmpty() {
+			r.groups = append(r.groups, removal{m: m, pos: all})
+		}
+	}
+	return nil
+}
+
+// readRemovals reads the removed rows (row ids and before images).
+func (r *commitRun) readRemovals(ctx context.Context) ([]lineage.Removed, error) {
+	var out []lineage.Removed
+	for _, g := range r.groups {
+		fi := r.fileIndex(g.m.path())
+		rows, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, func(pos, _, _ int64, hasID bool) (bool, error) {
+			return hasID && g.pos.Contains(uint64(pos)), nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, fr := range rows {
+			loc := lineage.Loc{File: fi, Pos: fr.pos}
+			r.images[loc] = fr.row
+			out = append(out, lineage.Removed{RowID: fr.rowID, LUSN: fr.lusn, Loc: loc})
+		}
+	}
+	return out, nil
+}
+
+// readAdded reads the live rows of the files S added: row ids and lusn of
+// all, values of those changed by S (lusn == s).
+func (r *commitRun) readAdded(ctx context.Context) ([]lineage.Added, error) {
+	dvOf := map[string]iceberg.ManifestEntry{}
+	for _, e := range r.d.addedDVs {
+		dvOf[*e.DataFile().ReferencedDataFile()] = e
+	}
+	seq := r.snap.SequenceNumber
+	var out []lineage.Added
+	for _, e := range r.d.addedData {
+		m := metaOf(e)
+		if m.firstRowID == nil {
+			return nil, fmt.Errorf("snapshot %d: data file %s has no first_row_id in a snapshot with row lineage", r.snap.SnapshotID, m.path())
+		}
+		var dead *roaring64.Bitmap
+		if de, ok := dvOf[m.path()]; ok {
+			bm, err := readDV(r.fs, de, m.file.Count())
+			if err != nil {
+				return nil, err
+			}
+			dead = bm
+		}
+		fi := r.fileIndex(m.path())
+		var ids []lineage.Added
+		rows, err := r.t.scanFile(ctx, r.snap, r.sc, m, func(pos, id, lusn int64, hasID bool) (bool, error) {
+			if dead != nil && dead.Contains(uint64(pos)) {
+				return false, nil
+			}
+			if !hasID {
+				return false, fmt.Errorf("row at position %d has no row id", pos)
+			}
+			ids = append(ids, lineage.Added{RowID: id, LUSN: lusn, Loc: lineage.Loc{File: fi, Pos: pos}})
+			return lusn == seq, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, fr := range rows {
+			r.images[lineage.Loc{File: fi, Pos: fr.pos}] = fr.row
+		}
+		out = append(out, ids...)
+	}
+	return out, nil
+}
+
+// events turns classified changes into events in contract order. An update
+// that changes the key is a delete and an insert, as Debezium emits it.
+func (r *commitRun) events(changes []lineage.Change, keyFields []string) []cdc.Event {
+	keyIdx := keyPositions(r.sc, keyFields)
+	var dels, ups, ins []cdc.Event
+	var delLoc, insLoc []lineage.Loc
+	for _, ch := range changes {
+		switch ch.Kind {
+		case lineage.Delete:
+			dels = append(dels, cdc.Event{Op: cdc.OpDelete, RowID: ch.RowID, LUSN: ch.LUSN, Before: r.images[ch.Before]})
+			delLoc = append(delLoc, ch.Before)
+		case lineage.Update:
+			before, after := r.images[ch.Before], r.images[ch.After]
+			if keyChanged(before, after, keyIdx) {
+				dels = append(dels, cdc.Event{Op: cdc.OpDelete, RowID: ch.RowID, LUSN: ch.LUSN, Before: before})
+				delLoc = append(delLoc, ch.Before)
+				ins = append(ins, cdc.Event{Op: cdc.OpCreate, RowID: ch.RowID, LUSN: ch.LUSN, After: after})
+				insLoc = append(insLoc, ch.After)
+				continue
+			}
+			ups = append(ups, cdc.Event{Op: cdc.OpUpdate, RowID: ch.RowID, LUSN: ch.LUSN, Before: before, After: after})
+		case lineage.Insert:
+			ins = append(ins, cdc.Event{Op: cdc.OpCreate, RowID: ch.RowID, LUSN: ch.LUSN, After: r.images[ch.After]})
+			insLoc = append(insLoc, ch.After)
+		}
+	}
+	sortByLoc(dels, delLoc)
+	sortByLoc(ins, insLoc)
+	out := make([]cdc.Event, 0, len(dels)+len(ups)+len(ins))
+	out = append(append(append(out, dels...), ups...), ins...)
+	for i := range out {
+		out[i].Index = i
+	}
+	return out
+}
+
+// sortByLoc orders events by (file in manifest order, position).
+func sortByLoc(evs []cdc.Event, locs []lineage.Loc) {
+	idx := make([]int, len(evs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if c := cmp.Compare(locs[a].File, locs[b].File); c != 0 {
+			return c
+		}
+		return cmp.Compare(locs[a].Pos, locs[b].Pos)
+	})
+	sorted := make([]cdc.Event, len(evs))
+	for i, j := range idx {
+		sorted[i] = evs[j]
+	}
+	copy(evs, sorted)
+}
+
+func keyPositions(sc *iceberg.Schema, keys []string) []int {
+	var out []int
+	for _, k := range keys {
+		for i, f := range sc.Fields() {
+			if f.Name == k {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+func keyChanged(before, after cdc.Row, idx []int) bool {
+	for _, i := range idx {
+		if !cdc.ValueEqual(before[i], after[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayHaveV2Deletes reports whether v2 position-delete files can still be
+// live: not for a table whose retained history starts with a v3 snapshot
+// at sequence number 1 (it was born v3).
+func (t *Table) mayHaveV2Deletes() bool {
+	meta := t.tbl.Metadata()
+	var oldest *table.Snapshot
+	for s := meta.SnapshotByName(t.opts.Branch); s != nil; {
+		oldest = s
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return oldest == nil || oldest.FirstRowID == nil || oldest.SequenceNumber > 1
+}

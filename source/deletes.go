@@ -1,0 +1,200 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/dv"
+)
+
+// deleteIndex answers "which deletes were live for data file F" for the
+// rare cases a snapshot's own entries do not say: a data file removed
+// without its vector, and v2 position-delete files left from before an
+// upgrade to v3. Manifests and position-delete files are immutable, so
+// both are cached by path for the life of the follower.
+type deleteIndex struct {
+	manifests map[string][]iceberg.ManifestEntry   // delete manifest → its live entries
+	posFiles  map[string]map[string]*roaring64.Bitmap // position-delete file → data file → positions
+}
+
+func newDeleteIndex() *deleteIndex {
+	return &deleteIndex{
+		manifests: map[string][]iceberg.ManifestEntry{},
+		posFiles:  map[string]map[string]*roaring64.Bitmap{},
+	}
+}
+
+// live returns the live delete entries of the manifest list list.
+func (di *deleteIndex) live(fs iceio.IO, list []iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	var out []iceberg.ManifestEntry
+	for _, m := range list {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		es, ok := di.manifests[m.FilePath()]
+		if !ok {
+			var err error
+			es, err = m.FetchEntries(fs, true)
+			if err != nil {
+				return nil, fmt.Errorf("read delete manifest %s: %w", m.FilePath(), err)
+			}
+			di.manifests[m.FilePath()] = es
+		}
+		out = append(out, es...)
+	}
+	return out, nil
+}
+
+// oldDeletes are the deletes of one data file live in the parent snapshot.
+type oldDeletes struct {
+	dv  iceberg.ManifestEntry // nil when the file had no vector
+	pos *roaring64.Bitmap     // from v2 position-delete files; nil when none
+}
+
+// lookup finds, in the parent's manifest list, the vector of each data file
+// in paths and (when v2 may have left position deletes) their positions.
+// Deletes apply to data files whose data sequence number is ≤ theirs.
+func (di *deleteIndex) lookup(ctx context.Context, fs iceio.IO, list []iceberg.ManifestFile, files map[string]dataFileMeta, wantDV, wantPos bool) (map[string]oldDeletes, error) {
+	out := map[string]oldDeletes{}
+	if !wantDV && !wantPos {
+		return out, nil
+	}
+	live, err := di.live(fs, list)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range live {
+		df := e.DataFile()
+		if df.ContentType() != iceberg.EntryContentPosDeletes {
+			continue
+		}
+		if table.IsDeletionVector(df) {
+			if !wantDV || df.ReferencedDataFile() == nil {
+				continue
+			}
+			p := *df.ReferencedDataFile()
+			if m, ok := files[p]; ok && m.dataSeq <= e.SequenceNum() {
+				od := out[p]
+				od.dv = e
+				out[p] = od
+			}
+			continue
+		}
+		if !wantPos {
+			continue
+		}
+		byData, err := di.readPosFile(ctx, fs, df)
+		if err != nil {
+			return nil, err
+		}
+		for p, m := range files {
+			bm, ok := byData[p]
+			if !ok || m.dataSeq > e.SequenceNum() {
+				continue
+			}
+			od := out[p]
+			if od.pos == nil {
+				od.pos = roaring64.New()
+			}
+			od.pos.Or(bm)
+			out[p] = od
+		}
+	}
+	return out, nil
+}
+
+// readPosFile reads a v2 position-delete file (file_path, pos). It is
+// read with arrow-go directly: iceberg-go reads these only inside a scan.
+func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.DataFile) (map[string]*roaring64.Bitmap, error) {
+	if m, ok := di.posFiles[df.FilePath()]; ok {
+		return m, nil
+	}
+	if df.FileFormat() != iceberg.ParquetFile {
+		return nil, fmt.Errorf("position delete file %s: format %s not supported", df.FilePath(), df.FileFormat())
+	}
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return nil, fmt.Errorf("open position delete file %s: %w", df.FilePath(), err)
+	}
+	defer f.Close()
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
+	}
+	defer pr.Close()
+	ar, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
+	}
+	tbl, err := ar.ReadTable(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
+	}
+	defer tbl.Release()
+	pathIdx := tbl.Schema().FieldIndices("file_path")
+	posIdx := tbl.Schema().FieldIndices("pos")
+	if len(pathIdx) == 0 || len(posIdx) == 0 {
+		return nil, fmt.Errorf("position delete file %s: no file_path/pos columns", df.FilePath())
+	}
+	out := map[string]*roaring64.Bitmap{}
+	paths, poss := tbl.Column(pathIdx[0]).Data().Chunks(), tbl.Column(posIdx[0]).Data().Chunks()
+	for c := range paths {
+		pos, ok := poss[c].(*array.Int64)
+		if !ok {
+			return nil, fmt.Errorf("position delete file %s: pos is %s, want int64", df.FilePath(), poss[c].DataType())
+		}
+		for i := 0; i < pos.Len(); i++ {
+			p := stringAt(paths[c], i)
+			bm := out[p]
+			if bm == nil {
+				bm = roaring64.New()
+				out[p] = bm
+			}
+			bm.Add(uint64(pos.Value(i)))
+		}
+	}
+	di.posFiles[df.FilePath()] = out
+	return out, nil
+}
+
+// readDV reads the deletion vector of entry e with one ranged read,
+// checking it against the manifest's cardinality and the data file's
+// record count.
+func readDV(fs iceio.IO, e iceberg.ManifestEntry, recordCount int64) (*roaring64.Bitmap, error) {
+	df := e.DataFile()
+	if df.ContentOffset() == nil || df.ContentSizeInBytes() == nil {
+		return nil, fmt.Errorf("deletion vector in %s: manifest has no content_offset/content_size_in_bytes", df.FilePath())
+	}
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return nil, fmt.Errorf("open deletion vector file %s: %w", df.FilePath(), err)
+	}
+	defer f.Close()
+	bm, err := dv.ReadAt(f, *df.ContentOffset(), *df.ContentSizeInBytes(), df.Count(), recordCount)
+	if err != nil {
+		return nil, fmt.Errorf("read deletion vector %s at offset %d for data file %s: %w",
+			df.FilePath(), *df.ContentOffset(), *df.ReferencedDataFile(), err)
+	}
+	return bm, nil
+}
+
+func stringAt(a interface{}, i int) string {
+	switch s := a.(type) {
+	case *array.String:
+		return s.Value(i)
+	case *array.LargeString:
+		return s.Value(i)
+	case *array.Binary:
+		return string(s.Value(i))
+	}
+	return ""
+}

@@ -1,0 +1,100 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// delta is what one snapshot did itself: the entries of the manifests it
+// wrote whose snapshot id is its own, in manifest order.
+type delta struct {
+	list []iceberg.ManifestFile // the snapshot's whole manifest list
+
+	addedData, removedData []iceberg.ManifestEntry
+	addedDVs, removedDVs   []iceberg.ManifestEntry
+	addedPos, removedPos   []iceberg.ManifestEntry // v2 position-delete files
+	addedEq, removedEq     []iceberg.ManifestEntry // equality-delete files
+}
+
+func readDelta(fs iceio.IO, s *table.Snapshot) (*delta, error) {
+	list, err := s.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
+	}
+	d := &delta{list: list}
+	for _, m := range list {
+		if m.SnapshotID() != s.SnapshotID {
+			continue
+		}
+		for e, err := range m.Entries(fs, false) {
+			if err != nil {
+				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			if e.SnapshotID() != s.SnapshotID || e.Status() == iceberg.EntryStatusEXISTING {
+				continue
+			}
+			if err := d.add(e); err != nil {
+				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			}
+		}
+	}
+	return d, nil
+}
+
+func (d *delta) add(e iceberg.ManifestEntry) error {
+	added := e.Status() == iceberg.EntryStatusADDED
+	df := e.DataFile()
+	pick := func(a, r *[]iceberg.ManifestEntry) {
+		if added {
+			*a = append(*a, e)
+		} else {
+			*r = append(*r, e)
+		}
+	}
+	switch df.ContentType() {
+	case iceberg.EntryContentData:
+		pick(&d.addedData, &d.removedData)
+	case iceberg.EntryContentPosDeletes:
+		if table.IsDeletionVector(df) {
+			if df.ReferencedDataFile() == nil {
+				return fmt.Errorf("deletion vector %s has no referenced_data_file", df.FilePath())
+			}
+			pick(&d.addedDVs, &d.removedDVs)
+		} else {
+			pick(&d.addedPos, &d.removedPos)
+		}
+	case iceberg.EntryContentEqDeletes:
+		pick(&d.addedEq, &d.removedEq)
+	default:
+		return fmt.Errorf("file %s: unknown content type %v", df.FilePath(), df.ContentType())
+	}
+	return nil
+}
+
+// empty reports whether the snapshot changed no file.
+func (d *delta) empty() bool {
+	return len(d.addedData)+len(d.removedData)+len(d.addedDVs)+len(d.removedDVs)+
+		len(d.addedPos)+len(d.removedPos)+len(d.addedEq)+len(d.removedEq) == 0
+}
+
+// dataFileMeta is what icecdc needs of a data file to read its rows with
+// lineage: it is taken from a manifest entry read through the manifest
+// list of the snapshot being processed (first_row_id inheritance differs
+// between manifest lists).
+type dataFileMeta struct {
+	file       iceberg.DataFile
+	firstRowID *int64
+	dataSeq    int64
+}
+
+func metaOf(e iceberg.ManifestEntry) dataFileMeta {
+	return dataFileMeta{file: e.DataFile(), firstRowID: e.DataFile().FirstRowID(), dataSeq: e.SequenceNum()}
+}
+
+func (m dataFileMeta) path() string { return m.file.FilePath() }
+
+var _ = context.Background

@@ -1,0 +1,12 @@
+// Package source is icecdc's access to Iceberg: it opens a table (from a
+// metadata file or a catalog), walks a branch's snapshots in ascending
+// sequence number, and computes one snapshot's row events.
+//
+// For a snapshot S it reads only the manifests S wrote and in them only S's
+// own entries. Rows leave the table through new deletion vectors (diffed
+// against the vector S replaced and any v2 position deletes) and through data
+// files S removed; rows arrive through data files S added. Only the files
+// those entries name are opened, so the cost follows the size of the commit,
+// not of the table. Files outside the commit are located through a cache of
+// data-file metadata that every processed snapshot feeds.
+package source

@@ -1,0 +1,80 @@
+package source
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// defaultFileCacheSize bounds the data-file metadata kept per table
+// (~200 bytes each).
+const defaultFileCacheSize = 1 << 20
+
+// fileIndex locates data files that a snapshot touches without adding or
+// removing them (a new deletion vector names its data file by path only).
+// Every snapshot processed feeds it with the files it added, so a follower
+// that walks the history never reads a manifest twice; only files older
+// than the walk are searched for, once, in the snapshot's data manifests.
+type fileIndex struct {
+	cache *lru.Cache[string, dataFileMeta]
+}
+
+func newFileIndex(size int) *fileIndex {
+	c, err := lru.New[string, dataFileMeta](size)
+	if err != nil {
+		panic(err) // only for size <= 0, a programming error
+	}
+	return &fileIndex{cache: c}
+}
+
+// remember records a data file whose first_row_id is known; a file without
+// one is not final (an upgrade to v3 back-fills it) and is not cached.
+func (fi *fileIndex) remember(m dataFileMeta) {
+	if m.firstRowID != nil {
+		fi.cache.Add(m.path(), m)
+	}
+}
+
+// locate returns the metadata of the data files at paths as seen through
+// the manifest list list. Files not live there are missing from the result.
+func (fi *fileIndex) locate(fs iceio.IO, list []iceberg.ManifestFile, paths []string) (map[string]dataFileMeta, error) {
+	out := make(map[string]dataFileMeta, len(paths))
+	want := make(map[string]struct{})
+	for _, p := range paths {
+		if m, ok := fi.cache.Get(p); ok {
+			out[p] = m
+		} else {
+			want[p] = struct{}{}
+		}
+	}
+	if len(want) == 0 {
+		return out, nil
+	}
+	// Newest manifests first: recent files are the likeliest targets.
+	ms := slices.Clone(list)
+	slices.SortStableFunc(ms, func(a, b iceberg.ManifestFile) int { return cmp.Compare(b.SequenceNum(), a.SequenceNum()) })
+	for _, m := range ms {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			dm := metaOf(e)
+			fi.remember(dm)
+			if _, ok := want[dm.path()]; ok {
+				out[dm.path()] = dm
+				delete(want, dm.path())
+			}
+		}
+		if len(want) == 0 {
+			break
+		}
+	}
+	return out, nil
+}

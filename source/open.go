@@ -1,0 +1,139 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	_ "github.com/apache/iceberg-go/catalog/rest" // registers the rest catalog
+	_ "github.com/apache/iceberg-go/catalog/sql"  // registers the sql catalog
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun/driver/sqliteshim"
+)
+
+// Options say where a table is.
+type Options struct {
+	// MetadataPath loads the table straight from a metadata.json file; the
+	// catalog fields are ignored then.
+	MetadataPath string
+
+	CatalogName string // the catalog's own name (sql: catalog_name column)
+	CatalogType string // sql | rest | glue | hive | hadoop
+	CatalogURI  string
+	Warehouse   string
+	Props       map[string]string // passed through to iceberg-go
+	Table       string            // namespace.name
+	Branch      string            // default main
+}
+
+// ErrNotV3 is returned for a table that never carried row lineage.
+var ErrNotV3 = errors.New("table has no row lineage (format version < 3)")
+
+// OpenCatalog builds the catalog the options describe.
+func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
+	props := iceberg.Properties{}
+	for k, v := range o.Props {
+		props[k] = v
+	}
+	typ := o.CatalogType
+	if typ == "" {
+		typ = "sql"
+	}
+	props["type"] = typ
+	if o.CatalogURI != "" {
+		props["uri"] = o.CatalogURI
+	}
+	if o.Warehouse != "" {
+		props["warehouse"] = o.Warehouse
+	}
+	if typ == "sql" {
+		if _, ok := props["sql.driver"]; !ok {
+			props["sql.driver"] = sqliteshim.ShimName
+		}
+		if _, ok := props["sql.dialect"]; !ok {
+			props["sql.dialect"] = "sqlite"
+		}
+		if err := checkSQLiteFile(props["uri"]); err != nil {
+			return nil, err
+		}
+	}
+	name := o.CatalogName
+	if name == "" {
+		name = "local"
+	}
+	cat, err := catalog.Load(ctx, name, props)
+	if err != nil {
+		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, err)
+	}
+	return cat, nil
+}
+
+// checkSQLiteFile refuses a sqlite catalog whose file does not exist: the
+// driver would create an empty database and report "table not found".
+func checkSQLiteFile(uri string) error {
+	p := strings.TrimPrefix(uri, "sql://")
+	p = strings.TrimPrefix(p, "file://")
+	p = strings.TrimPrefix(p, "file:")
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[:i]
+	}
+	if p == "" || p == ":memory:" {
+		return nil
+	}
+	if _, err := os.Stat(p); err != nil {
+		return fmt.Errorf("open sql catalog %s: %w", uri, err)
+	}
+	return nil
+}
+
+// Open loads the table the options name.
+func Open(ctx context.Context, o Options) (*Table, error) {
+	if o.Branch == "" {
+		o.Branch = table.MainBranch
+	}
+	if o.MetadataPath != "" {
+		loc := o.MetadataPath
+		if !strings.Contains(loc, "://") {
+			abs, err := filepath.Abs(loc)
+			if err != nil {
+				return nil, fmt.Errorf("metadata %s: %w", loc, err)
+			}
+			loc = abs
+		}
+		load := func(ctx context.Context) (*table.Table, error) {
+			fsF := iceio.LoadFSFunc(o.Props, loc)
+			ident := table.Identifier{"default", strings.TrimSuffix(filepath.Base(loc), ".metadata.json")}
+			tbl, err := table.NewFromLocation(ctx, ident, loc, fsF, nil)
+			if err != nil {
+				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
+			}
+			return tbl, nil
+		}
+		return newTable(ctx, o, load)
+	}
+	if o.Table == "" {
+		return nil, errors.New("no table: give --metadata PATH or --table NAMESPACE.NAME")
+	}
+	cat, err := OpenCatalog(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	ident := catalog.ToIdentifier(o.Table)
+	if len(ident) < 2 {
+		return nil, fmt.Errorf("table %q: want namespace.name", o.Table)
+	}
+	load := func(ctx context.Context) (*table.Table, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
+		}
+		return tbl, nil
+	}
+	return newTable(ctx, o, load)
+}

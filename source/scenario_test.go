@@ -1,0 +1,254 @@
+package source_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/internal/replay"
+	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/source"
+)
+
+// ordersSchema is the bookshop table of the tests.
+func ordersSchema() *iceberg.Schema {
+	return iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "order_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "customer", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "status", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.PrimitiveTypes.Float64},
+	)
+}
+
+func order(id int64, customer, status string, amount float64) map[string]any {
+	return map[string]any{"order_id": id, "customer": customer, "status": status, "amount": amount}
+}
+
+func orders(from, to int64) []map[string]any {
+	var out []map[string]any
+	for i := from; i <= to; i++ {
+		out = append(out, order(i, fmt.Sprintf("c%d", i%7), "new", float64(i)*1.5))
+	}
+	return out
+}
+
+// fixture is a table under construction plus the commits made so far.
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	env   *scenario.Env
+	ident table.Identifier
+	tbl   *table.Table
+}
+
+func newFixture(t *testing.T, version int, spec *iceberg.PartitionSpec, sc *iceberg.Schema) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	if sc == nil {
+		sc = ordersSchema()
+	}
+	ident := table.Identifier{"shop", "orders"}
+	tbl, err := env.CreateTable(ctx, ident, sc, spec, version, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, ctx: ctx, env: env, ident: ident, tbl: tbl}
+}
+
+// do applies one mutation and keeps the new table.
+func (f *fixture) do(what string, fn func(context.Context, *table.Table) (*table.Table, error)) {
+	f.t.Helper()
+	tbl, err := fn(f.ctx, f.tbl)
+	if err != nil {
+		f.t.Fatalf("%s: %v", what, err)
+	}
+	f.tbl = tbl
+}
+
+func (f *fixture) open() *source.Table {
+	f.t.Helper()
+	src, err := source.Open(f.ctx, source.Options{
+		CatalogType: "sql", CatalogURI: f.env.CatalogURI, Warehouse: f.env.Warehouse,
+		Table: strings.Join(f.ident, "."),
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return src
+}
+
+// check replays every snapshot against the oracle and returns the steps.
+func (f *fixture) check() []replay.Step {
+	f.t.Helper()
+	steps, err := replay.Check(f.ctx, f.open(), f.tbl)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return steps
+}
+
+// ops summarises the events of a step as e.g. "d:3 u:1 c:0".
+func ops(s replay.Step) string {
+	n := map[string]int{}
+	for _, e := range s.Events {
+		n[e.Op]++
+	}
+	return fmt.Sprintf("d:%d u:%d c:%d", n["d"], n["u"], n["c"])
+}
+
+func wantOps(t *testing.T, steps []replay.Step, want ...string) {
+	t.Helper()
+	if len(steps) != len(want) {
+		t.Fatalf("%d snapshots, want %d", len(steps), len(want))
+	}
+	for i, s := range steps {
+		if got := ops(s); got != want[i] {
+			t.Errorf("snapshot %d (seq %d, %s): %s, want %s", i, s.Snapshot.SequenceNumber, s.Snapshot.Operation, got, want[i])
+		}
+	}
+}
+
+func eq(col string, v int64) iceberg.BooleanExpression {
+	return iceberg.EqualTo(iceberg.Reference(col), v)
+}
+
+func in(col string, vs ...int64) iceberg.BooleanExpression {
+	return iceberg.IsIn(iceberg.Reference(col), vs...)
+}
+
+func setStatus(s string) func(map[string]any) map[string]any {
+	return func(r map[string]any) map[string]any { r["status"] = s; return r }
+}
+
+func TestAppendsOfSeveralFiles(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.AppendFiles(ctx, tb, [][]map[string]any{orders(1, 3), orders(4, 8), orders(9, 9)})
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(10, 12)) })
+	wantOps(t, f.check(), "d:0 u:0 c:9", "d:0 u:0 c:3")
+}
+
+func TestMergeOnReadDeletes(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(6, 10)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(11, 12)) })
+	// one commit touching two files
+	f.do("delete two files", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 2, 7))
+	})
+	// a second delete on a file that already has a vector
+	f.do("delete again", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 3, 4))
+	})
+	// a delete emptying a file
+	f.do("delete whole file", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 11, 12))
+	})
+	// a delete emptying a file that has a vector already
+	f.do("delete rest of file", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 1, 5))
+	})
+	wantOps(t, f.check(), "d:0 u:0 c:5", "d:0 u:0 c:5", "d:0 u:0 c:2", "d:2 u:0 c:0", "d:2 u:0 c:0", "d:2 u:0 c:0", "d:2 u:0 c:0")
+}
+
+func TestUpdatesKeepRowID(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
+	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, in("order_id", 1, 3), setStatus("paid"))
+	})
+	// the same row updated twice: now it lives in the file the first update wrote
+	f.do("update again", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, eq("order_id", 1), setStatus("shipped"))
+	})
+	f.do("delete updated", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 1, 4))
+	})
+	steps := f.check()
+	wantOps(t, steps, "d:0 u:0 c:5", "d:0 u:2 c:0", "d:0 u:1 c:0", "d:2 u:0 c:0")
+	u := steps[2].Events[0]
+	if u.Before["status"] != "paid" || u.After["status"] != "shipped" || u.Source.LUSN != steps[2].Snapshot.SequenceNumber {
+		t.Fatalf("second update: before %v after %v lusn %d", u.Before, u.After, u.Source.LUSN)
+	}
+}
+
+func TestCopyOnWrite(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(6, 8)) })
+	f.do("overwrite", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.OverwriteCoW(ctx, tb, in("order_id", 2, 3), []map[string]any{order(2, "c2", "paid", 3)})
+	})
+	f.do("cow delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.DeleteCoW(ctx, tb, eq("order_id", 7))
+	})
+	// The overwrite removes rows 2 and 3 and adds a new row for order 2
+	// with a new row id: the contract sees two deletes and an insert.
+	wantOps(t, f.check(), "d:0 u:0 c:5", "d:0 u:0 c:3", "d:2 u:0 c:1", "d:1 u:0 c:0")
+}
+
+func TestCompactionThenChanges(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 4)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(5, 8)) })
+	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, eq("order_id", 2), setStatus("paid"))
+	})
+	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, eq("order_id", 6)) })
+	f.do("compact", scenario.Compact)
+	// inside the compacted file, ids are stored out of position order
+	f.do("delete in compacted", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 2, 7))
+	})
+	f.do("update in compacted", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, in("order_id", 1, 8), setStatus("shipped"))
+	})
+	steps := f.check()
+	wantOps(t, steps, "d:0 u:0 c:4", "d:0 u:0 c:4", "d:0 u:1 c:0", "d:1 u:0 c:0", "d:0 u:0 c:0", "d:2 u:0 c:0", "d:0 u:2 c:0")
+	if steps[4].Snapshot.Operation != "replace" {
+		t.Fatalf("compaction operation %q", steps[4].Snapshot.Operation)
+	}
+}
+
+func TestPartitionedTable(t *testing.T) {
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1000, Name: "status", Transform: iceberg.IdentityTransform{}})
+	f := newFixture(t, 3, &spec, nil)
+	rows := orders(1, 6)
+	for i, r := range rows {
+		r["status"] = []string{"new", "paid"}[i%2]
+	}
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, rows) })
+	f.do("delete across partitions", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 1, 2))
+	})
+	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, eq("order_id", 3), func(r map[string]any) map[string]any { r["amount"] = 99.5; return r })
+	})
+	wantOps(t, f.check(), "d:0 u:0 c:6", "d:2 u:0 c:0", "d:0 u:1 c:0")
+}
+
+func TestUpgradeFromV2(t *testing.T) {
+	f := newFixture(t, 2, nil, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 4)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(5, 7)) })
+	f.do("upgrade", scenario.UpgradeToV3)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(8, 9)) })
+	f.do("delete old rows", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 2, 6, 8))
+	})
+	f.do("update old row", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, eq("order_id", 3), setStatus("paid"))
+	})
+	wantOps(t, f.check(), "d:0 u:0 c:0", "d:0 u:0 c:0", "d:0 u:0 c:2", "d:3 u:0 c:0", "d:0 u:1 c:0")
+}

@@ -1,0 +1,144 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// Table is one followed Iceberg table on one branch.
+type Table struct {
+	opts  Options
+	load  func(context.Context) (*table.Table, error)
+	tbl   *table.Table
+	files *fileIndex
+	dels  *deleteIndex
+}
+
+var _ cdc.Source = (*Table)(nil)
+
+func newTable(ctx context.Context, o Options, load func(context.Context) (*table.Table, error)) (*Table, error) {
+	t := &Table{opts: o, load: load, files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex()}
+	if err := t.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Refresh reloads the table's metadata.
+func (t *Table) Refresh(ctx context.Context) error {
+	tbl, err := t.load(ctx)
+	if err != nil {
+		return err
+	}
+	if v := tbl.Metadata().Version(); v < 3 {
+		return fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
+	}
+	t.tbl = tbl
+	return nil
+}
+
+// Iceberg returns the loaded iceberg-go table.
+func (t *Table) Iceberg() *table.Table { return t.tbl }
+
+func (t *Table) name(tbl *table.Table) string {
+	if t.opts.MetadataPath != "" {
+		return t.opts.MetadataPath
+	}
+	return strings.Join(tbl.Identifier(), ".")
+}
+
+// Info describes the table for event envelopes.
+func (t *Table) Info() cdc.TableInfo {
+	ident := t.tbl.Identifier()
+	ns, name := "", ""
+	if n := len(ident); n > 0 {
+		name = ident[n-1]
+		ns = strings.Join(ident[:n-1], ".")
+	}
+	sc := t.tbl.Schema()
+	var keys []string
+	for _, id := range sc.IdentifierFieldIDs {
+		if f, ok := sc.FindFieldByID(id); ok {
+			keys = append(keys, f.Name)
+		}
+	}
+	cat := t.opts.CatalogName
+	if cat == "" && t.opts.MetadataPath == "" {
+		cat = "local"
+	}
+	return cdc.TableInfo{
+		Catalog:   cat,
+		Namespace: ns,
+		Name:      name,
+		UUID:      t.tbl.Metadata().TableUUID().String(),
+		Schema:    sc,
+		KeyFields: keys,
+	}
+}
+
+// Snapshots returns the snapshots of the branch's ancestry with
+// afterSeq < sequence number <= toSeq (toSeq <= 0: no upper bound), in
+// ascending sequence number.
+func (t *Table) Snapshots(_ context.Context, afterSeq, toSeq int64) ([]cdc.SnapshotInfo, error) {
+	meta := t.tbl.Metadata()
+	head := meta.SnapshotByName(t.opts.Branch)
+	if head == nil {
+		if t.opts.Branch != table.MainBranch {
+			return nil, fmt.Errorf("table %s: no branch %q", t.name(t.tbl), t.opts.Branch)
+		}
+		return nil, nil // an empty table has no snapshots yet
+	}
+	var out []cdc.SnapshotInfo
+	for s := head; s != nil; {
+		if s.SequenceNumber <= afterSeq {
+			break
+		}
+		if toSeq <= 0 || s.SequenceNumber <= toSeq {
+			out = append(out, snapshotInfo(s))
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+func snapshotInfo(s *table.Snapshot) cdc.SnapshotInfo {
+	si := cdc.SnapshotInfo{
+		ID:             s.SnapshotID,
+		SequenceNumber: s.SequenceNumber,
+		TimestampMs:    s.TimestampMs,
+		HasLineage:     s.FirstRowID != nil,
+	}
+	if s.ParentSnapshotID != nil {
+		si.ParentID = *s.ParentSnapshotID
+	}
+	if s.Summary != nil {
+		si.Operation = string(s.Summary.Operation)
+	}
+	if s.SchemaID != nil {
+		si.SchemaID = *s.SchemaID
+	}
+	return si
+}
+
+// schemaFor returns the schema a snapshot's rows are read and encoded with.
+func (t *Table) schemaFor(s *table.Snapshot) *iceberg.Schema {
+	if s.SchemaID != nil {
+		for _, sc := range t.tbl.Metadata().Schemas() {
+			if sc.ID == *s.SchemaID {
+				return sc
+			}
+		}
+	}
+	return t.tbl.Schema()
+}
