@@ -14,11 +14,11 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// jsonSafe reports, per ASCII byte, whether it may appear unescaped inside a
-// JSON string. Everything else below utf8.RuneSelf is a control character,
-// '"' or '\\'. HTML characters (<, >, &) are left alone: the output is a
-// message payload, never inlined into a page.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+// jsonSafe reports, per byte, whether it may appear unescaped inside a JSON
+// string as it is. Control characters, '"' and '\\' need escaping; bytes
+// from utf8.RuneSelf up need a UTF-8 check. HTML characters (<, >, &) are
+// left alone: the output is a message payload, never inlined into a page.
+var jsonSafe = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
@@ -31,13 +31,24 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 // escaped too (also as encoding/json does): they are legal JSON but end lines
 // in JavaScript.
 func appendJSONString(dst []byte, s string) []byte {
+	// Most strings in events are plain ASCII: copy them in one go.
+	n := plainPrefix(s)
 	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
+	dst = append(dst, s[:n]...)
+	if n < len(s) {
+		dst = appendEscaped(dst, s, n)
+	}
+	return append(dst, '"')
+}
+
+// appendEscaped appends s[i:] escaped, without quotes.
+func appendEscaped(dst []byte, s string, i int) []byte {
+	start := i
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if jsonSafe[c] {
-				i++
+				i += 1 + plainPrefix(s[i+1:])
 				continue
 			}
 			dst = append(dst, s[start:i]...)
@@ -76,8 +87,36 @@ func appendJSONString(dst []byte, s string) []byte {
 		i += size
 		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
+}
+
+const (
+	lsb8 = 0x0101010101010101 // the low bit of each byte of a word
+	msb8 = 0x8080808080808080 // the high bit of each byte of a word
+)
+
+// plainPrefix returns the length of the longest prefix of s that needs no
+// escaping and no UTF-8 check. It tests eight bytes at a time with the
+// word-at-a-time tricks of "Bit Twiddling Hacks" (haszero, hasless): each
+// sets a byte's high bit when some byte of the word is a control character,
+// '"', '\\' or not ASCII — exact as to whether any byte matches, which is all
+// that is asked here — and finishes byte by byte.
+func plainPrefix(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		c := s[i : i+8]
+		x := uint64(c[0]) | uint64(c[1])<<8 | uint64(c[2])<<16 | uint64(c[3])<<24 |
+			uint64(c[4])<<32 | uint64(c[5])<<40 | uint64(c[6])<<48 | uint64(c[7])<<56
+		quote := x ^ (lsb8 * '"')
+		backslash := x ^ (lsb8 * '\\')
+		control := (x - lsb8*0x20) &^ x
+		if (control|(quote-lsb8)&^quote|(backslash-lsb8)&^backslash|x)&msb8 != 0 {
+			break
+		}
+	}
+	for ; i < len(s) && jsonSafe[s[i]]; i++ {
+	}
+	return i
 }
 
 // appendJSONFloat appends f the way encoding/json does (the shortest

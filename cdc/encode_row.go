@@ -100,8 +100,9 @@ type jsonField struct {
 // it. It holds no reference to the schema, so that the cache below does not
 // keep schemas alive.
 type jsonSchema struct {
-	row  jsonType
-	keys atomic.Pointer[jsonKey]
+	row    jsonType
+	keys   atomic.Pointer[jsonKey]
+	schema weak.Pointer[iceberg.Schema] // for the front of the cache
 }
 
 // compileJSONSchema compiles sc. It never fails: types without a defined Row
@@ -179,17 +180,27 @@ func compileType(t iceberg.Type) *jsonType {
 // jsonSchemas caches compiled schemas by weak pointer: lookups are lock-free
 // reads of an immutable map (schemas change rarely, events are many), and an
 // entry goes away when its schema is collected, so a daemon that reloads
-// table metadata on every poll does not grow the cache.
+// table metadata on every poll does not grow the cache. lastJSONSchema, the
+// one used last, answers the common case (a commit's events one after the
+// other) without hashing.
 var (
-	jsonSchemas   atomic.Pointer[map[weak.Pointer[iceberg.Schema]]*jsonSchema]
-	jsonSchemasMu sync.Mutex // serialises writers of jsonSchemas
+	jsonSchemas    atomic.Pointer[map[weak.Pointer[iceberg.Schema]]*jsonSchema]
+	jsonSchemasMu  sync.Mutex // serialises writers of jsonSchemas
+	lastJSONSchema atomic.Pointer[jsonSchema]
 )
 
 // jsonSchemaFor returns the compiled form of sc, compiling it on first use.
 func jsonSchemaFor(sc *iceberg.Schema) *jsonSchema {
+	// Value is non-nil and equal to sc only for the very object the entry
+	// was compiled from (sc is alive, so its weak pointer is too): a new
+	// schema at a reused address never matches.
+	if s := lastJSONSchema.Load(); s != nil && s.schema.Value() == sc {
+		return s
+	}
 	wp := weak.Make(sc)
 	if m := jsonSchemas.Load(); m != nil {
 		if s, ok := (*m)[wp]; ok {
+			lastJSONSchema.Store(s)
 			return s
 		}
 	}
@@ -202,6 +213,7 @@ func jsonSchemaFor(sc *iceberg.Schema) *jsonSchema {
 		}
 	}
 	s := compileJSONSchema(sc)
+	s.schema = wp
 	next := make(map[weak.Pointer[iceberg.Schema]]*jsonSchema, 1)
 	if old != nil {
 		for k, v := range *old {
@@ -210,6 +222,7 @@ func jsonSchemaFor(sc *iceberg.Schema) *jsonSchema {
 	}
 	next[wp] = s
 	jsonSchemas.Store(&next)
+	lastJSONSchema.Store(s)
 	runtime.AddCleanup(sc, forgetJSONSchema, wp)
 	return s
 }

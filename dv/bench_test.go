@@ -49,3 +49,28 @@ func BenchmarkDecodeDiff1M(b *testing.B) {
 	b.ReportMetric(float64(oldDV.GetCardinality()), "old-positions")
 	b.ReportMetric(float64(added), "new-positions")
 }
+
+// BenchmarkDecodeManyRuns decodes the costliest vector a canonical writer
+// produces: 1,048,576 rows where every 33-row stretch starts with 20 deleted
+// ones, so each container holds ~1,986 runs (Java and roaring still choose
+// runs over a bitmap there). roaring's Validate checks run containers pairwise,
+// O(runs²), and that dominates the decode.
+func BenchmarkDecodeManyRuns(b *testing.B) {
+	const rows = 1 << 20
+	dv := roaring64.New()
+	for start := uint64(0); start < rows; start += 33 {
+		dv.AddRange(start, min(start+20, rows))
+	}
+	blob, err := Encode(dv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	card := int64(dv.GetCardinality())
+	b.SetBytes(int64(len(blob)))
+	for b.Loop() {
+		if _, err := Decode(blob, card, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(card)*float64(b.N)/b.Elapsed().Seconds(), "positions/s")
+}

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -207,4 +211,53 @@ func eq(col string, v any) iceberg.BooleanExpression {
 
 func in(col string, vs ...int64) iceberg.BooleanExpression {
 	return iceberg.IsIn(iceberg.Reference(col), vs...)
+}
+
+// parquetColumn returns the column names of a local data file and the
+// values of its column col (nil if absent; null values as nil).
+func parquetColumn(t *testing.T, path, col string) (names []string, values []any) {
+	t.Helper()
+	rdr, err := file.OpenParquetFile(strings.TrimPrefix(path, "file://"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	for i, f := range tbl.Schema().Fields() {
+		names = append(names, f.Name)
+		if f.Name != col {
+			continue
+		}
+		for _, chunk := range tbl.Column(i).Data().Chunks() {
+			for j := range chunk.Len() {
+				values = append(values, valueAt(chunk, j))
+			}
+		}
+	}
+
+	return names, values
+}
+
+// addedDataFile returns the path of the one data file snap added.
+func (f *fixture) addedDataFile(tbl *table.Table, snap table.Snapshot) string {
+	f.t.Helper()
+	var paths []string
+	for _, e := range f.entries(tbl, snap) {
+		if e.Status == iceberg.EntryStatusADDED && e.Content == iceberg.EntryContentData {
+			paths = append(paths, e.Path)
+		}
+	}
+	if len(paths) != 1 {
+		f.t.Fatalf("snapshot %d added data files %v, want one", snap.SnapshotID, paths)
+	}
+
+	return paths[0]
 }

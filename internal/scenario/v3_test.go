@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
@@ -78,6 +79,11 @@ func TestV3Lifecycle(t *testing.T) {
 		t.Fatalf("s5: updated row %+v", r)
 	}
 	wantCounts(t, "s5", count(f.entries(tbl, s5)), map[string]int{"ADDED data": 1, "ADDED dv": 1, "DELETED dv": 1})
+	// The update's file stores _row_id, not lusn (it inherits s5's).
+	cols, stored := parquetColumn(t, f.addedDataFile(tbl, s5), "_row_id")
+	if fmt.Sprint(cols) != "[order_id customer status amount _row_id]" || fmt.Sprint(stored) != fmt.Sprint([]any{l4[1].RowID}) {
+		t.Fatalf("s5: update file columns %v, _row_id %v", cols, stored)
+	}
 
 	// s6: the same row again, now in the file s5 wrote (stored _row_id).
 	tbl, s6 := f.step(tbl, table.OpOverwrite)(Update(f.ctx, tbl, eq("order_id", int64(1)), func(r map[string]any) map[string]any {
@@ -111,6 +117,13 @@ func TestV3Lifecycle(t *testing.T) {
 	// Live at s7: the s1 file (all rows deleted by its vector, still
 	// live), the s2 file with a vector, the s5 file (vector) and the s6 file.
 	wantCounts(t, "s8", count(f.entries(tbl, s8)), map[string]int{"ADDED data": 1, "DELETED data": 4, "DELETED dv": 3})
+	// The compacted file stores both lineage columns.
+	cols, stored = parquetColumn(t, f.addedDataFile(tbl, s8), "_last_updated_sequence_number")
+	lusns := map[any]bool{l7[1].LUSN: true, l7[4].LUSN: true}
+	if fmt.Sprint(cols) != "[order_id customer status amount _row_id _last_updated_sequence_number]" ||
+		len(stored) != 2 || !lusns[stored[0]] || !lusns[stored[1]] || stored[0] == stored[1] {
+		t.Fatalf("s8: compacted file columns %v, lusn %v", cols, stored)
+	}
 	for _, e := range f.entries(tbl, s8) {
 		if e.Status == 1 && e.DataSeq != s8.SequenceNumber {
 			t.Fatalf("s8: compacted file has data sequence number %d, want %d", e.DataSeq, s8.SequenceNumber)

@@ -1,0 +1,94 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Checkpoint is a position in one table's change stream. Events of the
+// snapshot with sequence number Seq are delivered up to, not including,
+// Next; Done says the whole snapshot is delivered, so the stream resumes
+// after Seq. Checkpoints compare by (Seq, Done, Next).
+type Checkpoint struct {
+	TableUUID   string `json:"table_uuid"`
+	SnapshotID  int64  `json:"snapshot_id"`
+	Seq         int64  `json:"sequence_number"`
+	Next        int    `json:"event_index"`
+	Done        bool   `json:"done"`
+	TimestampMs int64  `json:"commit_ts_ms,omitempty"` // commit time of the snapshot
+}
+
+// Before reports whether c is an earlier position than o.
+func (c Checkpoint) Before(o Checkpoint) bool {
+	if c.Seq != o.Seq {
+		return c.Seq < o.Seq
+	}
+	if c.Done != o.Done {
+		return !c.Done
+	}
+	return c.Next < o.Next
+}
+
+func (c Checkpoint) String() string {
+	if c.Done {
+		return fmt.Sprintf("%s@%d(snapshot %d, done)", c.TableUUID, c.Seq, c.SnapshotID)
+	}
+	return fmt.Sprintf("%s@%d(snapshot %d, next event %d)", c.TableUUID, c.Seq, c.SnapshotID, c.Next)
+}
+
+// Message is one encoded event, ready for a sink.
+type Message struct {
+	ID    string // stable event id: <table_uuid>:<seq>:<row_id>:<op>
+	Op    Op
+	Key   []byte
+	Value []byte
+}
+
+// Batch is a chunk of one snapshot's events, in order. Once a sink
+// confirmed it, the table's position is Checkpoint.
+type Batch struct {
+	Table      TableInfo
+	Snapshot   SnapshotInfo
+	Messages   []Message
+	Checkpoint Checkpoint
+}
+
+// Sink delivers batches. Implementations live in sinks/.
+type Sink interface {
+	// Write delivers every message of b, in order, and returns only once
+	// the destination confirmed all of them (then the pipeline may store
+	// b.Checkpoint), or an error. An error wrapping ErrPermanent stops the
+	// table; any other error is retried by the pipeline from the last
+	// checkpoint. Write is called for one table at a time per goroutine;
+	// batches of one table arrive in stream order.
+	Write(ctx context.Context, b *Batch) error
+	// Close drains what is in flight and releases the sink.
+	Close(ctx context.Context) error
+}
+
+// CheckpointSink is a sink that stores checkpoints itself, atomically with
+// the events (Kafka exactly-once). On start, its checkpoint is the truth.
+type CheckpointSink interface {
+	Sink
+	// Restore returns the last checkpoint committed for the table, if any.
+	Restore(ctx context.Context, pipeline string, table TableInfo) (Checkpoint, bool, error)
+}
+
+// ErrPermanent marks a sink error that retrying cannot fix (HTTP 4xx, a
+// message too large, an authorization failure): the table stops.
+var ErrPermanent = errors.New("permanent sink error")
+
+// ErrDisabled marks a destination that asked to be left alone (HTTP 410).
+var ErrDisabled = errors.New("sink disabled by the destination")
+
+// Store keeps checkpoints (state/ implements it on bbolt).
+type Store interface {
+	// Load returns the table's checkpoint in the pipeline, if any.
+	Load(ctx context.Context, pipeline, table string) (Checkpoint, bool, error)
+	// Save durably (fsynced) stores the table's checkpoint and, when it
+	// completes a snapshot, records the snapshot in the bounded history.
+	Save(ctx context.Context, pipeline, table string, cp Checkpoint) error
+	// Close releases the store (and its file lock).
+	Close() error
+}
