@@ -98,6 +98,8 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	if e.Source != "" {
 		dst = append(dst, `,"paired":`...)
 		dst = appendJSONString(dst, e.Source)
+		dst = append(dst, `,"paired_row_id":`...)
+		dst = strconv.AppendInt(dst, e.PairedRowID, 10)
 	}
 
 	// One Iceberg snapshot is one transaction of one table, so the total

@@ -79,6 +79,9 @@ type Event struct {
 	// Source is set for updates paired from an equality delete and an
 	// insert; it says so in the envelope.
 	Source string
+	// PairedRowID is the row id the equality delete removed, for a paired
+	// update (RowID is the new row's id).
+	PairedRowID int64
 }
 
 // TableInfo names a table and its identity.

@@ -25,10 +25,12 @@ type commitRun struct {
 	sc   *iceberg.Schema
 	d    *delta
 
-	files  []string                       // Loc.File → data file path
-	images map[lineage.Loc]cdc.Row        // row images read for events
-	groups []removal                      // rows leaving, in manifest order
-	parent []iceberg.ManifestFile         // the parent's manifest list, read on demand
+	files  []string                // Loc.File → data file path
+	eqFile map[int]bool            // Loc.File → rows removed by equality deletes
+	oldEq  []*eqDeletes            // equality deletes live in the parent
+	images map[lineage.Loc]cdc.Row // row images read for events
+	groups []removal               // rows leaving, in manifest order
+	parent []iceberg.ManifestFile  // the parent's manifest list, read on demand
 	anoms  []cdc.Anomaly
 }
 
@@ -36,6 +38,8 @@ type commitRun struct {
 type removal struct {
 	m   dataFileMeta
 	pos *roaring64.Bitmap
+	// eq, when set, keeps only the rows that S's equality deletes match.
+	eq []*eqDeletes
 }
 
 // Commit computes the events of snapshot si (DESIGN §2).
@@ -68,12 +72,15 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Commit, e
 	if len(d.addedPos) > 0 {
 		return nil, fmt.Errorf("snapshot %d adds v2 position delete file %s to a v3 table", si.ID, d.addedPos[0].DataFile().FilePath())
 	}
-	if len(d.addedEq) > 0 || len(d.removedEq) > 0 {
-		return nil, fmt.Errorf("snapshot %d: equality delete file %s: equality deletes are not supported yet", si.ID, firstPath(d.addedEq, d.removedEq))
-	}
 
-	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}}
+	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}}
 	if err := r.collectRemovals(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.collectEqualityRemovals(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.loadParentEq(ctx); err != nil {
 		return nil, err
 	}
 	removed, err := r.readRemovals(ctx)
@@ -299,6 +306,15 @@ func (r *commitRun) readRemovals(ctx context.Context) ([]lineage.Removed, error)
 	var out []lineage.Removed
 	for _, g := range r.groups {
 		fi := r.fileIndex(g.m.path())
+		if g.eq != nil {
+			r.eqFile[fi] = true
+		}
+		var older []*eqDeletes
+		for _, e := range r.oldEq {
+			if e.appliesTo(g.m) {
+				older = append(older, e)
+			}
+		}
 		rows, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, func(pos, _, _ int64, hasID bool) (bool, error) {
 			return hasID && g.pos.Contains(uint64(pos)), nil
 		})
@@ -306,6 +322,9 @@ func (r *commitRun) readRemovals(ctx context.Context) ([]lineage.Removed, error)
 			return nil, err
 		}
 		for _, fr := range rows {
+			if !matchesAny(g.eq, fr.row, true) || matchesAny(older, fr.row, false) {
+				continue // not deleted now, or already deleted in the parent
+			}
 			loc := lineage.Loc{File: fi, Pos: fr.pos}
 			r.images[loc] = fr.row
 			out = append(out, lineage.Removed{RowID: fr.rowID, LUSN: fr.lusn, Loc: loc})
@@ -385,6 +404,9 @@ func (r *commitRun) events(changes []lineage.Change, keyFields []string) []cdc.E
 			insLoc = append(insLoc, ch.After)
 		}
 	}
+	if len(keyIdx) > 0 {
+		dels, delLoc, ups, ins, insLoc = r.pairEqualityUpserts(keyIdx, dels, delLoc, ups, ins, insLoc)
+	}
 	sortByLoc(dels, delLoc)
 	sortByLoc(ins, insLoc)
 	out := make([]cdc.Event, 0, len(dels)+len(ups)+len(ins))
@@ -449,4 +471,48 @@ func (t *Table) mayHaveV2Deletes() bool {
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
 	}
 	return oldest == nil || oldest.FirstRowID == nil || oldest.SequenceNumber > 1
+}
+
+// PairedByEqualityDelete is the envelope's source marker of an update made
+// of an equality delete and an insert with the same key.
+const PairedByEqualityDelete = "equality-delete"
+
+// pairEqualityUpserts turns a delete made by an equality delete and an
+// insert with an equal key in the same snapshot into one update, as a
+// Flink or Kafka Connect upsert means it. The update carries the new row
+// id and names the removed one.
+func (r *commitRun) pairEqualityUpserts(keyIdx []int, dels []cdc.Event, delLoc []lineage.Loc, ups, ins []cdc.Event, insLoc []lineage.Loc) ([]cdc.Event, []lineage.Loc, []cdc.Event, []cdc.Event, []lineage.Loc) {
+	byKey := map[string]int{}
+	for i, e := range ins {
+		k := keyOf(e.After, keyIdx)
+		if _, dup := byKey[k]; dup {
+			byKey[k] = -1 // two inserts with one key: pair neither
+			continue
+		}
+		byKey[k] = i
+	}
+	paired := map[int]bool{}
+	var keptDels []cdc.Event
+	var keptLoc []lineage.Loc
+	for i, d := range dels {
+		j, ok := byKey[keyOf(d.Before, keyIdx)]
+		if !ok || j < 0 || paired[j] || !r.eqFile[delLoc[i].File] {
+			keptDels = append(keptDels, d)
+			keptLoc = append(keptLoc, delLoc[i])
+			continue
+		}
+		paired[j] = true
+		c := ins[j]
+		ups = append(ups, cdc.Event{Op: cdc.OpUpdate, RowID: c.RowID, LUSN: c.LUSN, Before: d.Before, After: c.After,
+			Source: PairedByEqualityDelete, PairedRowID: d.RowID})
+	}
+	var keptIns []cdc.Event
+	var keptInsLoc []lineage.Loc
+	for j, c := range ins {
+		if !paired[j] {
+			keptIns = append(keptIns, c)
+			keptInsLoc = append(keptInsLoc, insLoc[j])
+		}
+	}
+	return keptDels, keptLoc, ups, keptIns, keptInsLoc
 }

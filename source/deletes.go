@@ -22,7 +22,7 @@ import (
 // upgrade to v3. Manifests and position-delete files are immutable, so
 // both are cached by path for the life of the follower.
 type deleteIndex struct {
-	manifests map[string][]iceberg.ManifestEntry   // delete manifest → its live entries
+	manifests map[string][]iceberg.ManifestEntry      // delete manifest → its live entries
 	posFiles  map[string]map[string]*roaring64.Bitmap // position-delete file → data file → positions
 }
 

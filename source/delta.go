@@ -1,7 +1,6 @@
 package source
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/apache/iceberg-go"
@@ -96,5 +95,3 @@ func metaOf(e iceberg.ManifestEntry) dataFileMeta {
 }
 
 func (m dataFileMeta) path() string { return m.file.FilePath() }
-
-var _ = context.Background

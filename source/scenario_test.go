@@ -134,15 +134,23 @@ func TestAppendsOfSeveralFiles(t *testing.T) {
 	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.AppendFiles(ctx, tb, [][]map[string]any{orders(1, 3), orders(4, 8), orders(9, 9)})
 	})
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(10, 12)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(10, 12))
+	})
 	wantOps(t, f.check(), "d:0 u:0 c:9", "d:0 u:0 c:3")
 }
 
 func TestMergeOnReadDeletes(t *testing.T) {
 	f := newFixture(t, 3, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(6, 10)) })
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(11, 12)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 5))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(6, 10))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(11, 12))
+	})
 	// one commit touching two files
 	f.do("delete two files", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Delete(ctx, tb, in("order_id", 2, 7))
@@ -164,7 +172,9 @@ func TestMergeOnReadDeletes(t *testing.T) {
 
 func TestUpdatesKeepRowID(t *testing.T) {
 	f := newFixture(t, 3, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 5))
+	})
 	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Update(ctx, tb, in("order_id", 1, 3), setStatus("paid"))
 	})
@@ -185,8 +195,12 @@ func TestUpdatesKeepRowID(t *testing.T) {
 
 func TestCopyOnWrite(t *testing.T) {
 	f := newFixture(t, 3, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(6, 8)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 5))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(6, 8))
+	})
 	f.do("overwrite", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.OverwriteCoW(ctx, tb, in("order_id", 2, 3), []map[string]any{order(2, "c2", "paid", 3)})
 	})
@@ -200,12 +214,18 @@ func TestCopyOnWrite(t *testing.T) {
 
 func TestCompactionThenChanges(t *testing.T) {
 	f := newFixture(t, 3, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 4)) })
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(5, 8)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 4))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(5, 8))
+	})
 	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Update(ctx, tb, eq("order_id", 2), setStatus("paid"))
 	})
-	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, eq("order_id", 6)) })
+	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, eq("order_id", 6))
+	})
 	f.do("compact", scenario.Compact)
 	// inside the compacted file, ids are stored out of position order
 	f.do("delete in compacted", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
@@ -228,7 +248,9 @@ func TestPartitionedTable(t *testing.T) {
 	for i, r := range rows {
 		r["status"] = []string{"new", "paid"}[i%2]
 	}
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, rows) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, rows)
+	})
 	f.do("delete across partitions", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Delete(ctx, tb, in("order_id", 1, 2))
 	})
@@ -240,10 +262,16 @@ func TestPartitionedTable(t *testing.T) {
 
 func TestUpgradeFromV2(t *testing.T) {
 	f := newFixture(t, 2, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 4)) })
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(5, 7)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 4))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(5, 7))
+	})
 	f.do("upgrade", scenario.UpgradeToV3)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(8, 9)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(8, 9))
+	})
 	f.do("delete old rows", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Delete(ctx, tb, in("order_id", 2, 6, 8))
 	})
@@ -251,4 +279,30 @@ func TestUpgradeFromV2(t *testing.T) {
 		return scenario.Update(ctx, tb, eq("order_id", 3), setStatus("paid"))
 	})
 	wantOps(t, f.check(), "d:0 u:0 c:0", "d:0 u:0 c:0", "d:0 u:0 c:2", "d:3 u:0 c:0", "d:0 u:1 c:0")
+}
+
+func TestEqualityDeletes(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(6, 8)) })
+	f.do("mor delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, eq("order_id", 4)) })
+	// an equality delete of a live row, of a row already deleted by a vector, and of no row
+	f.do("equality delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.EqualityDelete(ctx, tb, []string{"order_id"}, []map[string]any{{"order_id": int64(2)}, {"order_id": int64(4)}, {"order_id": int64(99)}})
+	})
+	// a Flink-style upsert: equality delete + insert of the same keys; order 2 is gone, 9 is new
+	f.do("upsert", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.EqualityUpsert(ctx, tb, []string{"order_id"}, []map[string]any{
+			order(3, "c3", "paid", 4.5), order(7, "c0", "shipped", 10.5), order(2, "c2", "again", 1), order(9, "c9", "new", 9)})
+	})
+	// a vector after equality deletes: rows the equality deletes removed stay removed
+	f.do("mor delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, in("order_id", 1, 3)) })
+	steps := f.check()
+	// identifier field order_id: upserts of live keys pair into updates
+	wantOps(t, steps, "d:0 u:0 c:5", "d:0 u:0 c:3", "d:1 u:0 c:0", "d:1 u:0 c:0", "d:0 u:2 c:2", "d:2 u:0 c:0")
+	for _, e := range steps[4].Events {
+		if e.Op == "u" && (e.Source.Paired != "equality-delete" || e.Source.PairedRowID == e.Source.RowID) {
+			t.Fatalf("paired update must name the removed row: %+v", e.Source)
+		}
+	}
 }

@@ -19,12 +19,13 @@ type Table struct {
 	tbl   *table.Table
 	files *fileIndex
 	dels  *deleteIndex
+	eq    eqCache
 }
 
 var _ cdc.Source = (*Table)(nil)
 
 func newTable(ctx context.Context, o Options, load func(context.Context) (*table.Table, error)) (*Table, error) {
-	t := &Table{opts: o, load: load, files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex()}
+	t := &Table{opts: o, load: load, files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex(), eq: eqCache{}}
 	if err := t.Refresh(ctx); err != nil {
 		return nil, err
 	}

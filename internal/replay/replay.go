@@ -24,11 +24,13 @@ type Event struct {
 	Before map[string]any `json:"before"`
 	After  map[string]any `json:"after"`
 	Source struct {
-		SnapshotID int64 `json:"snapshot_id"`
-		Seq        int64 `json:"sequence_number"`
-		RowID      int64 `json:"row_id"`
-		LUSN       int64 `json:"last_updated_sequence_number"`
-		EventIndex int   `json:"event_index"`
+		SnapshotID  int64  `json:"snapshot_id"`
+		Seq         int64  `json:"sequence_number"`
+		RowID       int64  `json:"row_id"`
+		LUSN        int64  `json:"last_updated_sequence_number"`
+		EventIndex  int    `json:"event_index"`
+		Paired      string `json:"paired"`
+		PairedRowID int64  `json:"paired_row_id"`
 	} `json:"source"`
 }
 
@@ -71,6 +73,14 @@ func (s State) Apply(evs []Event) error {
 			return fmt.Errorf("event %d has event_index %d", i, ev.Source.EventIndex)
 		}
 		id := ev.Source.RowID
+		if ev.Source.Paired != "" {
+			// An update paired from an equality delete and an insert: the
+			// removed row has the old id, the new row a new one.
+			id = ev.Source.PairedRowID
+			if _, taken := s[ev.Source.RowID]; taken {
+				return fmt.Errorf("event %d: paired update to row %d, which the consumer already has", i, ev.Source.RowID)
+			}
+		}
 		cur, ok := s[id]
 		switch ev.Op {
 		case "d", "u":
@@ -80,10 +90,9 @@ func (s State) Apply(evs []Event) error {
 			if !reflect.DeepEqual(cur, ev.Before) {
 				return fmt.Errorf("event %d: %s of row %d: before %v, consumer has %v", i, ev.Op, id, ev.Before, cur)
 			}
-			if ev.Op == "d" {
-				delete(s, id)
-			} else {
-				s[id] = ev.After
+			delete(s, id)
+			if ev.Op == "u" {
+				s[ev.Source.RowID] = ev.After
 			}
 		case "c":
 			if ok {

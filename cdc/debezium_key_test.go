@@ -1,0 +1,174 @@
+package cdc
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDebeziumJSONKey(t *testing.T) {
+	row := fullRow()
+	other := fullRow()
+	other[colID] = int64(99)
+	other[colAddress] = nil
+
+	cases := []struct {
+		name  string
+		keys  []string
+		event Event
+		want  string
+	}{
+		{"no key fields", nil, Event{Op: OpCreate, RowID: 1000, After: row}, `{"_row_id":1000}`},
+		{"no key fields, delete", nil, Event{Op: OpDelete, RowID: -1, Before: row}, `{"_row_id":-1}`},
+		{"one field", []string{"id"}, Event{Op: OpCreate, RowID: 1, After: row}, `{"id":42}`},
+		{"snapshot read", []string{"id"}, Event{Op: OpSnapshot, RowID: 1, After: row}, `{"id":42}`},
+		{"update keys from after", []string{"id"}, Event{Op: OpUpdate, RowID: 1, Before: other, After: row},
+			`{"id":42}`},
+		{"delete keys from before", []string{"id"}, Event{Op: OpDelete, RowID: 1, Before: other}, `{"id":99}`},
+		{"several fields in key order", []string{"name", "id", "price"}, Event{Op: OpCreate, After: row},
+			`{"name":"Zoë \"quoted\"\n\ttab \u2028 <&>","id":42,"price":"123.45"}`},
+		{"nested field", []string{"address.city", "id"}, Event{Op: OpCreate, After: row},
+			`{"address.city":"Springfield","id":42}`},
+		{"deeply nested field", []string{"address.geo.lat"}, Event{Op: OpCreate, After: row},
+			`{"address.geo.lat":44.0462}`},
+		{"field under a null struct", []string{"address.city"}, Event{Op: OpDelete, Before: other},
+			`{"address.city":null}`},
+		{"typed key values", []string{"uid", "day", "utc_ts"}, Event{Op: OpCreate, After: row},
+			`{"uid":"123e4567-e89b-12d3-a456-426614174000","day":"2024-06-02","utc_ts":"2024-06-02T12:34:56.000001Z"}`},
+	}
+	f := &DebeziumJSON{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goldenCommit(false)
+			c.Table.KeyFields = tc.keys
+			got, err := f.AppendKey([]byte("k="), c, &tc.event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "k=" + tc.want; string(got) != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+			if !json.Valid(got[2:]) {
+				t.Errorf("invalid JSON: %s", got)
+			}
+		})
+	}
+}
+
+func TestDebeziumJSONKeyErrors(t *testing.T) {
+	badRow := fullRow()
+	badRow[colID] = "42"
+	shortStruct := fullRow()
+	shortStruct[colAddress] = Row{}
+
+	cases := []struct {
+		name  string
+		keys  []string
+		event Event
+		want  string
+	}{
+		{"unknown field", []string{"nope"}, Event{Op: OpCreate, After: fullRow()}, `key field "nope": not in the schema`},
+		{"field in a list", []string{"items.sku"}, Event{Op: OpCreate, After: fullRow()},
+			`key field "items.sku": not a top-level or struct field`},
+		{"no row image", []string{"id"}, Event{Op: OpCreate, Before: fullRow()}, `no row image for op c`},
+		{"delete without before", []string{"id"}, Event{Op: OpDelete, After: fullRow()}, `no row image for op d`},
+		{"wrong value type", []string{"id"}, Event{Op: OpCreate, After: badRow},
+			`field "id": want int64 for long, got string`},
+		{"short struct", []string{"address.city"}, Event{Op: OpCreate, After: shortStruct},
+			`field "address.city": want at least 2 values for struct, got 0`},
+		{"not a struct", []string{"address.city"}, Event{Op: OpCreate, After: func() Row {
+			r := fullRow()
+			r[colAddress] = "x"
+			return r
+		}()}, `field "address.city": want cdc.Row for struct, got string`},
+	}
+	f := &DebeziumJSON{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goldenCommit(false)
+			c.Table.KeyFields = tc.keys
+			got, err := f.AppendKey([]byte("kept"), c, &tc.event)
+			if err == nil {
+				t.Fatalf("no error; encoded %s", got)
+			}
+			if !strings.HasPrefix(err.Error(), "encode key of event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:") ||
+				!strings.HasSuffix(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to name the event and end in %q", err, tc.want)
+			}
+			if string(got) != "kept" {
+				t.Errorf("dst = %q after an error, want it unchanged", got)
+			}
+		})
+	}
+}
+
+func TestDebeziumJSONValueErrors(t *testing.T) {
+	bad := fullRow()
+	bad[colAmount] = "12.5"
+	cases := []struct {
+		name   string
+		commit func(*Commit)
+		event  Event
+		want   string
+	}{
+		{"after value", nil, Event{Op: OpCreate, RowID: 5, After: bad},
+			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:5:c: after: field "amount": want float64 for double, got string`},
+		{"before value", nil, Event{Op: OpDelete, RowID: 6, Before: bad},
+			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:6:d: before: field "amount": want float64 for double, got string`},
+		{"row length", nil, Event{Op: OpCreate, RowID: 7, After: Row{int64(1)}},
+			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:7:c: after: row: want 24 values for struct, got 1`},
+		{"unknown op", nil, Event{Op: 'x', RowID: 8, After: fullRow()},
+			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:8:x: unknown op 'x'`},
+		{"no schema", func(c *Commit) { c.Table.Schema = nil }, Event{Op: OpCreate, RowID: 9, After: fullRow()},
+			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:9:c: no schema`},
+	}
+	f := &DebeziumJSON{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := goldenCommit(true)
+			if tc.commit != nil {
+				tc.commit(c)
+			}
+			got, err := f.AppendValue([]byte("kept"), c, &tc.event, 0)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error %v, want %s", err, tc.want)
+			}
+			if string(got) != "kept" {
+				t.Errorf("dst = %q after an error, want it unchanged", got)
+			}
+		})
+	}
+	_, err := f.AppendValue(nil, goldenCommit(true), &Event{Op: OpCreate, After: bad}, 0)
+	var ve *ValueError
+	if !errors.As(err, &ve) || ve.Field != "amount" || ve.Type != "double" || ve.Got != "string" {
+		t.Errorf("errors.As(%v) = %+v, want the ValueError of field amount", err, ve)
+	}
+}
+
+// TestDebeziumJSONEnvelopeStrings checks that envelope strings are escaped
+// and the snapshot marker passed through.
+func TestDebeziumJSONEnvelopeStrings(t *testing.T) {
+	c := goldenCommit(false)
+	c.Table.Namespace = "we\"ird\nns"
+	c.Table.UUID = "u\\id"
+	f := &DebeziumJSON{Envelope{Pipeline: "p\x00", Version: "v", SnapshotMarker: "last"}}
+	got, err := f.AppendValue(nil, c, &Event{Op: OpSnapshot, After: fullRow()}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct {
+		Source struct {
+			Name, Snapshot, Schema string
+			TableUUID              string `json:"table_uuid"`
+		}
+		Transaction struct{ ID string }
+	}
+	if err := json.Unmarshal(got, &env); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	if env.Source.Name != "p\x00" || env.Source.Snapshot != "last" || env.Source.Schema != "we\"ird\nns" ||
+		env.Source.TableUUID != "u\\id" || env.Transaction.ID != "u\\id:7" {
+		t.Errorf("decoded %+v from %s", env, got)
+	}
+}

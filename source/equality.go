@@ -1,0 +1,289 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// eqDeletes is the content of one equality-delete file: the key tuples it
+// deletes, on which top-level fields, at which sequence number and in
+// which partition.
+type eqDeletes struct {
+	path      string
+	fieldIdx  []int // positions of the equality fields among the schema's top-level fields
+	keys      map[string]struct{}
+	seq       int64
+	specID    int32
+	partition map[int]any
+	global    bool // an unpartitioned delete applies to every partition
+}
+
+// appliesTo reports whether the delete can remove rows of data file m:
+// only files with a strictly lower data sequence number, in its partition.
+func (e *eqDeletes) appliesTo(m dataFileMeta) bool {
+	if m.dataSeq >= e.seq {
+		return false
+	}
+	if e.global {
+		return true
+	}
+	if m.file.SpecID() != e.specID {
+		return false
+	}
+	return fmt.Sprint(m.file.Partition()) == fmt.Sprint(e.partition)
+}
+
+// matches reports whether row (in schema order) equals one of the keys.
+func (e *eqDeletes) matches(row cdc.Row) bool {
+	_, ok := e.keys[keyOf(row, e.fieldIdx)]
+	return ok
+}
+
+// keyOf renders the values at idx canonically; null equals null, as the
+// spec says for equality deletes.
+func keyOf(row cdc.Row, idx []int) string {
+	var b strings.Builder
+	for _, i := range idx {
+		fmt.Fprintf(&b, "%T:%v\x00", row[i], row[i])
+	}
+	return b.String()
+}
+
+// eqCache holds decoded equality-delete files by path (they are immutable).
+type eqCache map[string]*eqDeletes
+
+// load reads an equality-delete file with iceberg-go's reader, projected on
+// its equality fields, so values come out typed like data rows.
+func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, e iceberg.ManifestEntry, specs func(int32) bool) (*eqDeletes, error) {
+	df := e.DataFile()
+	if c, ok := t.eq[df.FilePath()]; ok {
+		return c, nil
+	}
+	ed := &eqDeletes{path: df.FilePath(), keys: map[string]struct{}{}, seq: e.SequenceNum(), specID: df.SpecID(), partition: df.Partition()}
+	ed.global = specs(df.SpecID())
+	var names []string
+	for _, id := range df.EqualityFieldIDs() {
+		f, ok := sc.FindFieldByID(id)
+		if !ok {
+			return nil, fmt.Errorf("equality delete file %s: field id %d not in schema %d", df.FilePath(), id, sc.ID)
+		}
+		pos := -1
+		for i, top := range sc.Fields() {
+			if top.ID == id {
+				pos = i
+			}
+		}
+		if pos < 0 {
+			return nil, fmt.Errorf("equality delete file %s: field %s is nested; only top-level equality fields are supported", df.FilePath(), f.Name)
+		}
+		names = append(names, f.Name)
+		ed.fieldIdx = append(ed.fieldIdx, pos)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("equality delete file %s: no equality field ids", df.FilePath())
+	}
+	scan := t.tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithSelectedFields(names...))
+	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Start: 0, Length: df.FileSizeBytes()}})
+	if err != nil {
+		return nil, fmt.Errorf("read equality delete file %s: %w", df.FilePath(), err)
+	}
+	fields := sc.Fields()
+	for rec, err := range it {
+		if err != nil {
+			return nil, fmt.Errorf("read equality delete file %s: %w", df.FilePath(), err)
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			row := make(cdc.Row, len(fields))
+			for k, pos := range ed.fieldIdx {
+				idx := rec.Schema().FieldIndices(names[k])
+				if len(idx) == 0 {
+					rec.Release()
+					return nil, fmt.Errorf("equality delete file %s: no column %s", df.FilePath(), names[k])
+				}
+				v, err := valueAt(rec.Column(idx[0]), i, fields[pos].Type)
+				if err != nil {
+					rec.Release()
+					return nil, fmt.Errorf("equality delete file %s: %w", df.FilePath(), err)
+				}
+				row[pos] = v
+			}
+			ed.keys[keyOf(row, ed.fieldIdx)] = struct{}{}
+		}
+		rec.Release()
+	}
+	t.eq[df.FilePath()] = ed
+	return ed, nil
+}
+
+// unpartitioned returns a func telling whether a spec id has no fields.
+func (t *Table) unpartitioned() func(int32) bool {
+	return func(id int32) bool {
+		for _, s := range t.tbl.Metadata().PartitionSpecs() {
+			if int32(s.ID()) == id {
+				return s.NumFields() == 0
+			}
+		}
+		return false
+	}
+}
+
+// liveDataFiles lists the data files live in a manifest list. Equality
+// deletes name no file, so every file of their partition is a candidate.
+func liveDataFiles(fs iceio.IO, list []iceberg.ManifestFile) ([]dataFileMeta, error) {
+	var out []dataFileMeta
+	for _, m := range list {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			out = append(out, metaOf(e))
+		}
+	}
+	return out, nil
+}
+
+// matchesAny reports whether any of sets matches row; with no sets it
+// returns empty.
+func matchesAny(sets []*eqDeletes, row cdc.Row, empty bool) bool {
+	if len(sets) == 0 {
+		return empty
+	}
+	for _, e := range sets {
+		if e.matches(row) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectEqualityRemovals adds, for S's equality deletes, the rows of older
+// data files they match. Equality deletes name no file: every live file of
+// their partition with a lower data sequence number is read.
+func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
+	if len(r.d.addedEq) == 0 {
+		return nil
+	}
+	var sets []*eqDeletes
+	for _, e := range r.d.addedEq {
+		ed, err := r.t.loadEq(ctx, r.snap, r.sc, e, r.t.unpartitioned())
+		if err != nil {
+			return err
+		}
+		sets = append(sets, ed)
+	}
+	skip := map[string]bool{}
+	for _, e := range r.d.addedData {
+		skip[e.DataFile().FilePath()] = true
+	}
+	for _, e := range r.d.removedData {
+		skip[e.DataFile().FilePath()] = true
+	}
+	live, err := liveDataFiles(r.fs, r.d.list)
+	if err != nil {
+		return err
+	}
+	cands := map[string]dataFileMeta{}
+	var order []dataFileMeta
+	for _, m := range live {
+		if skip[m.path()] {
+			continue
+		}
+		var apply []*eqDeletes
+		for _, s := range sets {
+			if s.appliesTo(m) {
+				apply = append(apply, s)
+			}
+		}
+		if len(apply) == 0 {
+			continue
+		}
+		cands[m.path()] = m
+		order = append(order, m)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	var olds map[string]oldDeletes
+	if r.parentHasDeletes() {
+		plist, err := r.parentList()
+		if err != nil {
+			return err
+		}
+		if olds, err = r.t.dels.lookup(ctx, r.fs, plist, cands, true, r.t.mayHaveV2Deletes()); err != nil {
+			return err
+		}
+	}
+	// Rows that S's own new vectors removed are already accounted for.
+	byDV := map[string]*roaring64.Bitmap{}
+	for _, g := range r.groups {
+		byDV[g.m.path()] = g.pos
+	}
+	for _, m := range order {
+		pos := roaring64.New()
+		pos.AddRange(0, uint64(m.file.Count()))
+		if e := olds[m.path()].dv; e != nil {
+			bm, err := readDV(r.fs, e, m.file.Count())
+			if err != nil {
+				return err
+			}
+			pos.AndNot(bm)
+		}
+		if p := olds[m.path()].pos; p != nil {
+			pos.AndNot(p)
+		}
+		if p := byDV[m.path()]; p != nil {
+			pos.AndNot(p)
+		}
+		if !pos.IsEmpty() {
+			r.groups = append(r.groups, removal{m: m, pos: pos, eq: sets})
+		}
+	}
+	return nil
+}
+
+// loadParentEq loads the equality deletes live in the parent, which hide
+// rows of older files from live(P), when the parent has any.
+func (r *commitRun) loadParentEq(ctx context.Context) error {
+	if r.snap.ParentSnapshotID == nil || len(r.groups) == 0 {
+		return nil
+	}
+	p := r.t.tbl.Metadata().SnapshotByID(*r.snap.ParentSnapshotID)
+	if p != nil && p.Summary != nil {
+		if v, ok := p.Summary.Properties["total-equality-deletes"]; ok && v == "0" {
+			return nil
+		}
+		if v, ok := p.Summary.Properties["total-delete-files"]; ok && v == "0" {
+			return nil
+		}
+	}
+	plist, err := r.parentList()
+	if err != nil {
+		return err
+	}
+	live, err := r.t.dels.live(r.fs, plist)
+	if err != nil {
+		return err
+	}
+	for _, e := range live {
+		if e.DataFile().ContentType() != iceberg.EntryContentEqDeletes {
+			continue
+		}
+		ed, err := r.t.loadEq(ctx, r.snap, r.sc, e, r.t.unpartitioned())
+		if err != nil {
+			return err
+		}
+		r.oldEq = append(r.oldEq, ed)
+	}
+	return nil
+}
