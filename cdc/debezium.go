@@ -96,6 +96,8 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	dst = append(dst, `,"event_index":`...)
 	dst = strconv.AppendInt(dst, int64(e.Index), 10)
 	if e.Source != "" {
+		// A paired update replaced a row by value: name the removed row
+		// too, or a consumer keyed by _row_id would keep it forever.
 		dst = append(dst, `,"paired":`...)
 		dst = appendJSONString(dst, e.Source)
 		dst = append(dst, `,"paired_row_id":`...)

@@ -96,8 +96,8 @@ type jsonField struct {
 	typ    *jsonType
 }
 
-// jsonSchema is a schema compiled for encoding, with the key layouts asked of
-// it. It holds no reference to the schema, so that the cache below does not
+// jsonSchema is a schema compiled for encoding, with the key layout asked of
+// it. It refers to its schema only weakly, so that the cache below does not
 // keep schemas alive.
 type jsonSchema struct {
 	row    jsonType
@@ -109,7 +109,7 @@ type jsonSchema struct {
 // value compile to kindUnsupported, which rejects any non-null value.
 func compileJSONSchema(sc *iceberg.Schema) *jsonSchema {
 	s := &jsonSchema{}
-	s.row = jsonType{kind: kindStruct, name: "struct", want: "Row", fields: compileFields(sc.Fields())}
+	s.row = jsonType{kind: kindStruct, name: "struct", want: "cdc.Row", fields: compileFields(sc.Fields())}
 	return s
 }
 

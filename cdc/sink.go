@@ -9,7 +9,7 @@ import (
 // Checkpoint is a position in one table's change stream. Events of the
 // snapshot with sequence number Seq are delivered up to, not including,
 // Next; Done says the whole snapshot is delivered, so the stream resumes
-// after Seq. Checkpoints compare by (Seq, Done, Next).
+// after Seq. Checkpoints compare by (Seq, Initial before stream, Done, Next).
 type Checkpoint struct {
 	TableUUID   string `json:"table_uuid"`
 	SnapshotID  int64  `json:"snapshot_id"`
@@ -17,12 +17,18 @@ type Checkpoint struct {
 	Next        int    `json:"event_index"`
 	Done        bool   `json:"done"`
 	TimestampMs int64  `json:"commit_ts_ms,omitempty"` // commit time of the snapshot
+	// Initial marks a position inside the initial read of snapshot
+	// SnapshotID (start: initial): Next counts the r events delivered.
+	Initial bool `json:"initial,omitempty"`
 }
 
 // Before reports whether c is an earlier position than o.
 func (c Checkpoint) Before(o Checkpoint) bool {
 	if c.Seq != o.Seq {
 		return c.Seq < o.Seq
+	}
+	if c.Initial != o.Initial {
+		return c.Initial // the initial read of a snapshot precedes its stream
 	}
 	if c.Done != o.Done {
 		return !c.Done
@@ -31,6 +37,9 @@ func (c Checkpoint) Before(o Checkpoint) bool {
 }
 
 func (c Checkpoint) String() string {
+	if c.Initial {
+		return fmt.Sprintf("%s@%d(initial read of snapshot %d, next row %d)", c.TableUUID, c.Seq, c.SnapshotID, c.Next)
+	}
 	if c.Done {
 		return fmt.Sprintf("%s@%d(snapshot %d, done)", c.TableUUID, c.Seq, c.SnapshotID)
 	}

@@ -13,4 +13,11 @@ type Source interface {
 	Snapshots(ctx context.Context, afterSeq, toSeq int64) ([]SnapshotInfo, error)
 	// Commit computes the ordered events of one snapshot.
 	Commit(ctx context.Context, s SnapshotInfo) (*Commit, error)
+	// Head returns the branch head; ok is false for a table with no snapshot.
+	Head() (s SnapshotInfo, ok bool)
+	// HasSnapshot reports whether the table metadata still holds a snapshot.
+	HasSnapshot(id int64) bool
+	// InitialRead returns the live rows of snapshot s as OpSnapshot events,
+	// in manifest order of their data file, then position.
+	InitialRead(ctx context.Context, s SnapshotInfo) (*Commit, error)
 }

@@ -30,6 +30,7 @@ type Options struct {
 	Props       map[string]string // passed through to iceberg-go
 	Table       string            // namespace.name
 	Branch      string            // default main
+	KeyFields   []string          // event key; default the identifier fields
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage.

@@ -70,6 +70,9 @@ func (t *Table) Info() cdc.TableInfo {
 			keys = append(keys, f.Name)
 		}
 	}
+	if len(t.opts.KeyFields) > 0 {
+		keys = t.opts.KeyFields
+	}
 	cat := t.opts.CatalogName
 	if cat == "" && t.opts.MetadataPath == "" {
 		cat = "local"
@@ -142,4 +145,18 @@ func (t *Table) schemaFor(s *table.Snapshot) *iceberg.Schema {
 		}
 	}
 	return t.tbl.Schema()
+}
+
+// Head returns the followed branch's head snapshot.
+func (t *Table) Head() (cdc.SnapshotInfo, bool) {
+	s := t.tbl.Metadata().SnapshotByName(t.opts.Branch)
+	if s == nil {
+		return cdc.SnapshotInfo{}, false
+	}
+	return snapshotInfo(s), true
+}
+
+// HasSnapshot reports whether the loaded metadata still holds snapshot id.
+func (t *Table) HasSnapshot(id int64) bool {
+	return t.tbl.Metadata().SnapshotByID(id) != nil
 }

@@ -1,0 +1,387 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// TableSpec is one followed table of a pipeline.
+type TableSpec struct {
+	Name   string // as configured, e.g. "shop.orders"; the checkpoint key
+	Source Source
+	Start  Start // used only when the table has no checkpoint
+}
+
+// Encoder turns an event into a message key and value.
+type Encoder interface {
+	AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error)
+	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
+}
+
+// ErrHistory marks a table whose history no longer continues from its
+// checkpoint: expired snapshots, a rollback, a re-created table.
+var ErrHistory = errors.New("history does not continue from the checkpoint")
+
+// Pipeline follows tables and delivers their events to one sink. Each
+// table runs on its own goroutine; its checkpoint moves only after the
+// sink confirmed a batch, to the highest confirmed position. A transient
+// error reloads the checkpoint and retries with backoff; a permanent one
+// (sink ErrPermanent / ErrDisabled, ErrHistory) stops that table only.
+type Pipeline struct {
+	Name      string
+	Tables    []TableSpec
+	Sink      Sink
+	Store     Store
+	Encoder   Encoder
+	Poll      time.Duration // default 1s
+	ChunkSize int           // events per batch; default 500
+	// RetryInitial and RetryMax bound the backoff after transient errors
+	// (defaults 500ms and 30s).
+	RetryInitial, RetryMax time.Duration
+	Log                    *slog.Logger
+	Metrics                *Metrics
+	// Ready is closed once every table has loaded its start position.
+	Ready chan struct{}
+}
+
+func (p *Pipeline) defaults() {
+	if p.Poll <= 0 {
+		p.Poll = time.Second
+	}
+	if p.ChunkSize <= 0 {
+		p.ChunkSize = 500
+	}
+	if p.RetryInitial <= 0 {
+		p.RetryInitial = 500 * time.Millisecond
+	}
+	if p.RetryMax <= 0 {
+		p.RetryMax = 30 * time.Second
+	}
+	if p.Log == nil {
+		p.Log = slog.New(slog.DiscardHandler)
+	}
+	if p.Metrics == nil {
+		p.Metrics = NewMetrics(nil)
+	}
+	if p.Encoder == nil {
+		p.Encoder = &DebeziumJSON{Envelope: Envelope{Pipeline: p.Name}}
+	}
+}
+
+// Run follows every table until ctx is done (then it returns nil after the
+// in-flight batches finished) or until every table stopped; it returns the
+// tables' errors joined.
+func (p *Pipeline) Run(ctx context.Context) error {
+	p.defaults()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		ready sync.WaitGroup
+	)
+	ready.Add(len(p.Tables))
+	for _, spec := range p.Tables {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
+			if err := f.run(ctx, ready.Done); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("table %s: %w", spec.Name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	go func() {
+		ready.Wait()
+		if p.Ready != nil {
+			close(p.Ready)
+		}
+	}()
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// follower is the loop of one table.
+type follower struct {
+	p    *Pipeline
+	spec TableSpec
+	log  *slog.Logger
+	cp   Checkpoint
+}
+
+func (f *follower) run(ctx context.Context, ready func()) error {
+	m := f.p.Metrics
+	m.TableUp.WithLabelValues(f.spec.Name).Set(1)
+	readyOnce := sync.OnceFunc(ready)
+	defer readyOnce()
+	backoff := f.p.RetryInitial
+	for {
+		err := f.load(ctx)
+		if err == nil {
+			readyOnce()
+			err = f.catchUp(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil // shutdown: the last confirmed batch is checkpointed
+		}
+		switch {
+		case err == nil:
+			backoff = f.p.RetryInitial
+			if !sleep(ctx, f.p.Poll) {
+				return nil
+			}
+			continue
+		case errors.Is(err, ErrHistory), errors.Is(err, ErrPermanent), errors.Is(err, ErrDisabled):
+			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
+			f.log.Error("table stopped", "err", err)
+			return err
+		}
+		m.Retries.WithLabelValues(f.spec.Name).Inc()
+		f.log.Warn("transient error, retrying from the checkpoint", "err", err, "backoff", backoff)
+		if !sleep(ctx, jitter(backoff)) {
+			return nil
+		}
+		backoff = min(2*backoff, f.p.RetryMax)
+	}
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// load (re)reads the table's position: from a checkpointing sink, else the
+// store, else the configured start. After any error the position is
+// reloaded from there, never trusted from memory.
+func (f *follower) load(ctx context.Context) error {
+	src := f.spec.Source
+	if err := src.Refresh(ctx); err != nil {
+		return err
+	}
+	if cs, ok := f.p.Sink.(CheckpointSink); ok {
+		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
+		if err != nil {
+			return fmt.Errorf("restore checkpoint from sink: %w", err)
+		}
+		if found {
+			f.cp = cp
+			return nil
+		}
+	}
+	cp, found, err := f.p.Store.Load(ctx, f.p.Name, f.spec.Name)
+	if err != nil {
+		return err
+	}
+	if !found {
+		if cp, err = f.spec.Start.resolve(ctx, src); err != nil {
+			return err
+		}
+		f.log.Info("no checkpoint: starting", "position", cp.String())
+	}
+	f.cp = cp
+	return nil
+}
+
+// catchUp delivers every snapshot after the checkpoint.
+func (f *follower) catchUp(ctx context.Context) error {
+	src := f.spec.Source
+	start := time.Now()
+	if err := src.Refresh(ctx); err != nil {
+		return err
+	}
+	info := src.Info()
+	if f.cp.TableUUID != "" && f.cp.TableUUID != info.UUID {
+		return fmt.Errorf("%w: table uuid changed from %s to %s: the table was dropped and re-created; "+
+			"to follow the new table, run 'icecdc reset --table %s' (or change its start) and restart", ErrHistory, f.cp.TableUUID, info.UUID, f.spec.Name)
+	}
+	if f.cp.Initial && !f.cp.Done {
+		if err := f.initialRead(ctx); err != nil {
+			return err
+		}
+	}
+	after := f.cp.Seq
+	if !f.cp.Done {
+		after = f.cp.Seq - 1
+	}
+	snaps, err := src.Snapshots(ctx, after, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.checkContinuity(snaps); err != nil {
+		return err
+	}
+	f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
+	f.lag(snaps)
+	for i, si := range snaps {
+		t0 := time.Now()
+		c, err := src.Commit(ctx, si)
+		if err != nil {
+			return err
+		}
+		for _, a := range c.Anomalies {
+			f.p.Metrics.Anomalies.WithLabelValues(f.spec.Name, a.Kind).Inc()
+		}
+		LogAnomalies(f.log, c)
+		from := 0
+		if !f.cp.Done && si.ID == f.cp.SnapshotID {
+			from = f.cp.Next
+		}
+		if err := f.deliver(ctx, c, from, "false"); err != nil {
+			return err
+		}
+		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
+		f.lag(snaps[i+1:])
+	}
+	return nil
+}
+
+// checkContinuity makes sure the listed snapshots continue the stream
+// exactly where the checkpoint stands.
+func (f *follower) checkContinuity(snaps []SnapshotInfo) error {
+	cp, src := f.cp, f.spec.Source
+	if cp.SnapshotID == 0 {
+		return nil // nothing delivered yet (earliest, or an empty table)
+	}
+	if !cp.Done || cp.Initial {
+		if len(snaps) > 0 && snaps[0].ID == cp.SnapshotID {
+			return nil
+		}
+	} else {
+		if len(snaps) > 0 && snaps[0].ParentID == cp.SnapshotID {
+			return nil
+		}
+		if head, ok := src.Head(); len(snaps) == 0 && ok && head.ID == cp.SnapshotID {
+			return nil
+		}
+	}
+	if !src.HasSnapshot(cp.SnapshotID) {
+		return fmt.Errorf("%w: checkpoint snapshot %d (sequence number %d) was expired before the stream moved past it, so commits may be lost; "+
+			"to resync, run 'icecdc reset --table %s' and restart with start: latest or initial", ErrHistory, cp.SnapshotID, cp.Seq, f.spec.Name)
+	}
+	head, _ := src.Head()
+	return fmt.Errorf("%w: the branch head %d (sequence number %d) no longer descends from checkpoint snapshot %d (sequence number %d): the table was rolled back; "+
+		"consumers may hold events of commits that no longer exist; to follow the new head, run 'icecdc reset --table %s' and restart",
+		ErrHistory, head.ID, head.SequenceNumber, cp.SnapshotID, cp.Seq, f.spec.Name)
+}
+
+func (f *follower) lag(pending []SnapshotInfo) {
+	m := f.p.Metrics
+	m.SnapshotsBehind.WithLabelValues(f.spec.Name).Set(float64(len(pending)))
+	behind := 0.0
+	if len(pending) > 0 {
+		behind = time.Since(time.UnixMilli(pending[0].TimestampMs)).Seconds()
+	}
+	m.SecondsBehind.WithLabelValues(f.spec.Name).Set(behind)
+}
+
+// initialRead delivers the head's rows as 'r' events, resumable by index.
+func (f *follower) initialRead(ctx context.Context) error {
+	src := f.spec.Source
+	var si SnapshotInfo
+	for _, s := range mustSnapshots(ctx, src) {
+		if s.ID == f.cp.SnapshotID {
+			si = s
+		}
+	}
+	if si.ID == 0 {
+		return fmt.Errorf("%w: initial read of snapshot %d: it was expired; run 'icecdc reset --table %s' and restart", ErrHistory, f.cp.SnapshotID, f.spec.Name)
+	}
+	c, err := src.InitialRead(ctx, si)
+	if err != nil {
+		return err
+	}
+	return f.deliver(ctx, c, f.cp.Next, "true")
+}
+
+func mustSnapshots(ctx context.Context, src Source) []SnapshotInfo {
+	s, _ := src.Snapshots(ctx, 0, 0)
+	return s
+}
+
+// deliver sends the commit's events from index from on, in chunks, and
+// checkpoints after each confirmed chunk. A snapshot without events is
+// checkpointed too, so the position follows the head.
+func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
+	initial := marker == "true"
+	n := len(c.Events)
+	for lo := from; lo < n || (lo == from && n <= from); {
+		hi := min(lo+f.p.ChunkSize, n)
+		cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
+			Next: hi, Done: hi == n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial}
+		if initial && cp.Done {
+			cp.Initial, cp.Next = false, 0 // the stream resumes after the read snapshot
+		}
+		if hi > lo {
+			if err := f.write(ctx, c, lo, hi, cp, marker); err != nil {
+				return err
+			}
+		}
+		if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
+			return err
+		}
+		f.cp = cp
+		f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(cp.Seq))
+		if hi == n {
+			return nil
+		}
+		lo = hi
+	}
+	return nil
+}
+
+func (f *follower) write(ctx context.Context, c *Commit, lo, hi int, cp Checkpoint, marker string) error {
+	enc := f.p.Encoder
+	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
+		cp := *d
+		cp.SnapshotMarker = marker
+		if marker == "true" && hi == len(c.Events) {
+			cp.SnapshotMarker = "last"
+		}
+		enc = &cp
+	}
+	now := time.Now().UnixMilli()
+	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, hi-lo)}
+	for i := lo; i < hi; i++ {
+		e := &c.Events[i]
+		key, err := enc.AppendKey(nil, c, e)
+		if err != nil {
+			return fmt.Errorf("%w: encode key of event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
+		}
+		val, err := enc.AppendValue(nil, c, e, now)
+		if err != nil {
+			return fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
+		}
+		b.Messages = append(b.Messages, Message{ID: EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op), Op: e.Op, Key: key, Value: val})
+	}
+	if err := f.p.Sink.Write(ctx, b); err != nil {
+		class := "transient"
+		if errors.Is(err, ErrPermanent) || errors.Is(err, ErrDisabled) {
+			class = "permanent"
+		}
+		f.p.Metrics.SinkErrors.WithLabelValues(f.spec.Name, class).Inc()
+		return fmt.Errorf("sink: %w", err)
+	}
+	for _, msg := range b.Messages {
+		f.p.Metrics.Events.WithLabelValues(f.spec.Name, msg.Op.String()).Inc()
+	}
+	if c.Snapshot.TimestampMs > 0 {
+		f.p.Metrics.DeliveryLatency.WithLabelValues(f.spec.Name).Observe(time.Since(time.UnixMilli(c.Snapshot.TimestampMs)).Seconds())
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package source
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// InitialRead returns every live row of snapshot si as an 'r' event, in
+// manifest order of its data file, then position: the rows of each data
+// file minus its vector (or v2 position deletes) and the equality deletes
+// that apply to it. It reads the whole snapshot, once, by design.
+func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Commit, error) {
+	snap := t.tbl.Metadata().SnapshotByID(si.ID)
+	if snap == nil {
+		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata", t.name(t.tbl), si.ID)
+	}
+	if !si.HasLineage {
+		return nil, fmt.Errorf("table %s: snapshot %d has no row lineage to read rows with", t.name(t.tbl), si.ID)
+	}
+	fs, err := t.tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
+	}
+	list, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+	}
+	files, err := liveDataFiles(fs, list)
+	if err != nil {
+		return nil, err
+	}
+	byPath := make(map[string]dataFileMeta, len(files))
+	for _, m := range files {
+		byPath[m.path()] = m
+		t.files.remember(m)
+	}
+	olds, err := t.dels.lookup(ctx, fs, list, byPath, true, t.mayHaveV2Deletes())
+	if err != nil {
+		return nil, err
+	}
+	live, err := t.dels.live(fs, list)
+	if err != nil {
+		return nil, err
+	}
+	sc := t.schemaFor(snap)
+	var eqs []*eqDeletes
+	for _, e := range live {
+		if e.DataFile().ContentType() == iceberg.EntryContentEqDeletes {
+			ed, err := t.loadEq(ctx, snap, sc, e, t.unpartitioned())
+			if err != nil {
+				return nil, err
+			}
+			eqs = append(eqs, ed)
+		}
+	}
+	info := t.Info()
+	info.Schema = sc
+	c := &cdc.Commit{Table: info, Snapshot: si}
+	for _, m := range files {
+		dead, err := deadPositions(fs, m, olds[m.path()])
+		if err != nil {
+			return nil, err
+		}
+		var apply []*eqDeletes
+		for _, e := range eqs {
+			if e.appliesTo(m) {
+				apply = append(apply, e)
+			}
+		}
+		rows, err := t.scanFile(ctx, snap, sc, m, func(pos, _, _ int64, hasID bool) (bool, error) {
+			return hasID && !dead.Contains(uint64(pos)), nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, fr := range rows {
+			if matchesAny(apply, fr.row, false) {
+				continue
+			}
+			c.Events = append(c.Events, cdc.Event{Op: cdc.OpSnapshot, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: len(c.Events)})
+		}
+	}
+	return c, nil
+}
+
+// deadPositions returns the positions of m deleted by its vector, or by
+// v2 position deletes when it has no vector (a vector supersedes them).
+func deadPositions(fs iceio.IO, m dataFileMeta, od oldDeletes) (*roaring64.Bitmap, error) {
+	if od.dv != nil {
+		return readDV(fs, od.dv, m.file.Count())
+	}
+	if od.pos != nil {
+		return od.pos, nil
+	}
+	return roaring64.New(), nil
+}

@@ -1,0 +1,29 @@
+// Package state keeps icecdc's checkpoints in a bbolt file; Store
+// implements cdc.Store.
+//
+// The model:
+//
+//   - One file per daemon. Open takes bbolt's exclusive file lock (flock)
+//     and holds it until Close, so a second daemon on the same file is
+//     refused with ErrLocked instead of both advancing the same positions.
+//     The kernel drops the lock when a process dies, so a crash leaves no
+//     stale lock behind.
+//   - One top-level bucket per pipeline; in it, one bucket per table, named
+//     as configured ("shop.orders"), holding the key "checkpoint" (the
+//     table's cdc.Checkpoint as versioned JSON, {"v":1,...}) and a bucket
+//     "history" of delivered snapshots keyed by big-endian sequence number,
+//     bounded to Options.HistoryLimit entries.
+//   - Every Save is one read-write transaction, and bbolt fsyncs every commit
+//     (NoSync is never set): when Save returns nil the checkpoint survives a
+//     crash or a power loss. That costs a couple of fsyncs per Save, so the
+//     pipeline saves once per confirmed batch, not per event.
+//   - Save refuses to move a table's checkpoint backwards while its table
+//     uuid is unchanged (ErrBackwards): the pipeline decides what a rollback
+//     or a re-created table means; the store only guards against bugs.
+//   - A record that does not decode is reported as ErrCorrupt, naming the
+//     pipeline, table and key; the store never guesses a position.
+//
+// Caveats: the lock is advisory and only as good as the file system's flock
+// (it does not hold across hosts on NFS); a reader such as `icecdc status`
+// cannot open the file while a daemon holds it.
+package state

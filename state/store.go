@@ -1,0 +1,276 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// Defaults for the zero Options.
+const (
+	// DefaultLockTimeout is long enough for a restarting daemon to release
+	// the lock and short enough that a duplicate daemon fails at once.
+	DefaultLockTimeout = time.Second
+	// DefaultHistoryLimit keeps about a day of one-minute commits per table.
+	DefaultHistoryLimit = 1000
+)
+
+// Options tune Open. The zero value is the daemon's configuration.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release
+	// the file lock before it fails with ErrLocked. Default 1s.
+	LockTimeout time.Duration
+	// HistoryLimit is how many delivered snapshots each table keeps; the
+	// oldest are trimmed in the transaction that adds a new one. Default
+	// 1000; a negative value records no history.
+	HistoryLimit int
+
+	now func() time.Time // tests pin the clock for golden files
+}
+
+// ErrLocked is returned by Open when another process holds the state file.
+var ErrLocked = errors.New("in use by another icecdc process (lock held)")
+
+// ErrCorrupt marks a stored record that does not decode. Nothing is
+// repaired automatically: the operator decides whether to Reset the table.
+var ErrCorrupt = errors.New("corrupt state record")
+
+// ErrBackwards is returned by Save for a checkpoint earlier than the stored
+// one of the same table uuid: delivering it would re-send confirmed events,
+// and storing it means a bug in the caller.
+var ErrBackwards = errors.New("checkpoint would move backwards")
+
+// ErrNotFound is returned by Reset for a table that has no stored state, so
+// that a mistyped name is reported rather than silently ignored.
+var ErrNotFound = errors.New("no stored state")
+
+// Store is the bbolt checkpoint store. Its methods are safe for concurrent
+// use; bbolt runs one write transaction at a time.
+type Store struct {
+	db           *bolt.DB
+	historyLimit int
+	now          func() time.Time
+}
+
+var _ cdc.Store = (*Store)(nil)
+
+// Open opens or creates the state file at path, creating its parent
+// directories, and takes its lock. It fails with an error wrapping
+// ErrLocked when another process holds the file for longer than
+// opts.LockTimeout.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	if opts.HistoryLimit == 0 {
+		opts.HistoryLimit = DefaultHistoryLimit
+	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("state %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: opts.LockTimeout,
+		NoSync:  false, // Save promises durability: every commit is fsynced
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("state %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state %s: %w", path, err)
+	}
+	return &Store{db: db, historyLimit: opts.HistoryLimit, now: opts.now}, nil
+}
+
+// Path is the state file's path, for messages.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Close releases the file and its lock. Calling it again does nothing.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close state %s: %w", s.db.Path(), err)
+	}
+	return nil
+}
+
+// Load returns the table's checkpoint in the pipeline; ok is false when
+// none was saved.
+func (s *Store) Load(ctx context.Context, pipeline, table string) (cp cdc.Checkpoint, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return cdc.Checkpoint{}, false, fmt.Errorf("load checkpoint %s/%s: %w", pipeline, table, err)
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		tb := tableBucket(tx, pipeline, table)
+		if tb == nil {
+			return nil
+		}
+		raw := tb.Get(keyCheckpoint)
+		if raw == nil {
+			return nil
+		}
+		rec, err := decodeCheckpoint(raw)
+		if err != nil {
+			return corrupt(keyCheckpoint, err)
+		}
+		cp, ok = rec.Checkpoint, true
+		return nil
+	})
+	if err != nil {
+		return cdc.Checkpoint{}, false, fmt.Errorf("load checkpoint %s/%s: %w", pipeline, table, err)
+	}
+	return cp, ok, nil
+}
+
+// Save stores the table's checkpoint in one fsynced transaction and, when
+// cp.Done, records the snapshot in the table's history. A checkpoint
+// earlier than the stored one with the same table uuid is refused with
+// ErrBackwards; a different uuid (a re-created table) replaces the stored
+// checkpoint and clears the history. The context is checked before the
+// transaction starts; a started commit is never abandoned half way.
+func (s *Store) Save(ctx context.Context, pipeline, table string, cp cdc.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("save checkpoint %s/%s: %w", pipeline, table, err)
+	}
+	err := validate(pipeline, table, cp)
+	if err == nil {
+		now := s.now()
+		err = s.db.Update(func(tx *bolt.Tx) error { return s.save(tx, pipeline, table, cp, now) })
+	}
+	if err != nil {
+		return fmt.Errorf("save checkpoint %s/%s: %w", pipeline, table, err)
+	}
+	return nil
+}
+
+func (s *Store) save(tx *bolt.Tx, pipeline, table string, cp cdc.Checkpoint, now time.Time) error {
+	pb, err := tx.CreateBucketIfNotExists([]byte(pipeline))
+	if err != nil {
+		return err
+	}
+	tb, err := pb.CreateBucketIfNotExists([]byte(table))
+	if err != nil {
+		return err
+	}
+	if raw := tb.Get(keyCheckpoint); raw != nil {
+		old, err := decodeCheckpoint(raw)
+		if err != nil {
+			return corrupt(keyCheckpoint, err)
+		}
+		switch {
+		case old.TableUUID == cp.TableUUID && cp.Before(old.Checkpoint):
+			return fmt.Errorf("%w: stored %s, new %s", ErrBackwards, old.Checkpoint, cp)
+		case old.TableUUID != cp.TableUUID:
+			// A re-created table restarts its sequence numbers; its
+			// predecessor's history would interleave with them and be
+			// trimmed in the wrong order.
+			if err := tb.DeleteBucket(keyHistory); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return err
+			}
+		}
+	}
+	if err := tb.Put(keyCheckpoint, encodeCheckpoint(cp, now)); err != nil {
+		return err
+	}
+	if cp.Done && s.historyLimit > 0 {
+		return recordHistory(tb, cp, now, s.historyLimit)
+	}
+	return nil
+}
+
+// Reset deletes the table's checkpoint and history, so that the pipeline
+// starts it again from its configured start position. It returns an error
+// wrapping ErrNotFound when there is nothing to delete.
+func (s *Store) Reset(pipeline, table string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		pb := tx.Bucket([]byte(pipeline))
+		if pb == nil {
+			return ErrNotFound
+		}
+		err := pb.DeleteBucket([]byte(table))
+		if errors.Is(err, berrors.ErrBucketNotFound) || errors.Is(err, berrors.ErrIncompatibleValue) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if k, _ := pb.Cursor().First(); k == nil {
+			return tx.DeleteBucket([]byte(pipeline))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset %s/%s: %w", pipeline, table, err)
+	}
+	return nil
+}
+
+// TableState is one table's stored checkpoint, as `icecdc status` shows it.
+type TableState struct {
+	Table      string
+	Checkpoint cdc.Checkpoint
+	SavedAt    time.Time // when the checkpoint was stored
+}
+
+// Tables lists every table of the pipeline that has a checkpoint, in byte
+// order of the table names. An unknown pipeline has none.
+func (s *Store) Tables(pipeline string) ([]TableState, error) {
+	var out []TableState
+	err := s.db.View(func(tx *bolt.Tx) error {
+		pb := tx.Bucket([]byte(pipeline))
+		if pb == nil {
+			return nil
+		}
+		return pb.ForEachBucket(func(name []byte) error {
+			raw := pb.Bucket(name).Get(keyCheckpoint)
+			if raw == nil {
+				return nil
+			}
+			rec, err := decodeCheckpoint(raw)
+			if err != nil {
+				return fmt.Errorf("table %s: %w", name, corrupt(keyCheckpoint, err))
+			}
+			out = append(out, TableState{
+				Table:      string(name),
+				Checkpoint: rec.Checkpoint,
+				SavedAt:    time.UnixMilli(rec.SavedAtMs),
+			})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tables %s: %w", pipeline, err)
+	}
+	return out, nil
+}
+
+func tableBucket(tx *bolt.Tx, pipeline, table string) *bolt.Bucket {
+	pb := tx.Bucket([]byte(pipeline))
+	if pb == nil {
+		return nil
+	}
+	return pb.Bucket([]byte(table))
+}
+
+// validate rejects what bbolt cannot key, and positions that big-endian
+// history keys would sort wrongly.
+func validate(pipeline, table string, cp cdc.Checkpoint) error {
+	switch {
+	case pipeline == "":
+		return errors.New("empty pipeline name")
+	case table == "":
+		return errors.New("empty table name")
+	case cp.Seq < 0 || cp.Next < 0:
+		return fmt.Errorf("invalid checkpoint %s: negative position", cp)
+	}
+	return nil
+}
