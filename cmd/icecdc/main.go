@@ -22,6 +22,9 @@ const usage = `icecdc — change data capture for Apache Iceberg v3 tables
 Usage:
   icecdc changes --metadata PATH [--from-seq N] [--to-seq M] [--format debezium-json]
   icecdc changes --catalog-type sql --catalog-uri file:catalog.db --warehouse file:///wh --table ns.t
+  icecdc run -c icecdc.yaml          the daemon (first SIGINT/SIGTERM drains and exits 0; a second exits at once)
+  icecdc status -c icecdc.yaml       each table's checkpoint, head and lag
+  icecdc reset -c icecdc.yaml --table NS.T   forget a table's checkpoint
   icecdc demo [--dir DIR]
   icecdc version
 
@@ -41,12 +44,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first signal, restore the default handling: a second
+		// signal ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	var err error
 	switch args[0] {
 	case "changes":
 		err = cmdChanges(ctx, args[1:], stdout, log)
+	case "run":
+		err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "status":
+		err = cmdStatus(ctx, args[1:], stdout)
+	case "reset":
+		err = cmdReset(ctx, args[1:], stdout)
 	case "demo":
 		err = cmdDemo(ctx, args[1:], stdout, log)
 	case "version":

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/sinks/kafka"
+)
+
+// Config is icecdc.yaml (DESIGN §6).
+type Config struct {
+	Name    string        `yaml:"name"`
+	Catalog CatalogConfig `yaml:"catalog"`
+	Tables  []TableConfig `yaml:"tables"`
+	Poll    struct {
+		Interval time.Duration `yaml:"interval"`
+	} `yaml:"poll"`
+	Format string     `yaml:"format"`
+	Sink   SinkConfig `yaml:"sink"`
+	State  struct {
+		Path string `yaml:"path"`
+	} `yaml:"state"`
+	HTTP struct {
+		Listen string `yaml:"listen"`
+	} `yaml:"http"`
+	Chunk int `yaml:"chunk"` // events per batch, default 500
+}
+
+// CatalogConfig says where the tables are.
+type CatalogConfig struct {
+	Name       string            `yaml:"name"`
+	Type       string            `yaml:"type"`
+	URI        string            `yaml:"uri"`
+	Warehouse  string            `yaml:"warehouse"`
+	Properties map[string]string `yaml:"properties"`
+}
+
+// TableConfig is one followed table (or namespace.* for all of them).
+type TableConfig struct {
+	Name     string   `yaml:"name"`
+	Metadata string   `yaml:"metadata"` // follow a metadata.json file instead of a catalog entry
+	Branch   string   `yaml:"branch"`
+	Start    string   `yaml:"start"`
+	Key      []string `yaml:"key"`
+}
+
+// SinkConfig chooses and configures the sink.
+type SinkConfig struct {
+	Type    string        `yaml:"type"`
+	Kafka   kafka.Config  `yaml:"kafka"`
+	Webhook WebhookConfig `yaml:"webhook"`
+	File    struct {
+		Path string `yaml:"path"`
+	} `yaml:"file"`
+}
+
+// WebhookConfig is the YAML shape of the webhook sink.
+type WebhookConfig struct {
+	URL         string        `yaml:"url"`
+	Secret      string        `yaml:"secret"`
+	Timeout     time.Duration `yaml:"timeout"`
+	CloudEvents bool          `yaml:"cloudevents"`
+	Batch       struct {
+		MaxEvents int `yaml:"max_events"`
+		MaxBytes  int `yaml:"max_bytes"`
+	} `yaml:"batch"`
+}
+
+// parseConfig expands ${ENV} references, decodes strictly (an unknown
+// field is an error naming it) and validates.
+func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
+	var missing []string
+	expanded := os.Expand(string(raw), func(k string) string {
+		if k == "$" {
+			return "$" // $$ stays a literal dollar
+		}
+		v := getenv(k)
+		if v == "" {
+			missing = append(missing, k)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("config: environment variable %s is not set", strings.Join(missing, ", "))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("config: %s", oneLine(err.Error()))
+	}
+	c.defaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func loadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c, err := parseConfig(raw, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func (c *Config) defaults() {
+	if c.Catalog.Type == "" {
+		c.Catalog.Type = "sql"
+	}
+	if c.Catalog.Name == "" {
+		c.Catalog.Name = "local"
+	}
+	if c.Poll.Interval == 0 {
+		c.Poll.Interval = time.Second
+	}
+	if c.Format == "" {
+		c.Format = "debezium-json"
+	}
+	if c.Sink.Type == "" {
+		c.Sink.Type = "stdout"
+	}
+	if c.State.Path == "" {
+		c.State.Path = "icecdc-state.db"
+	}
+	for i := range c.Tables {
+		if c.Tables[i].Branch == "" {
+			c.Tables[i].Branch = "main"
+		}
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if c.Name == "" {
+		bad("name", "required (the pipeline name)")
+	}
+	switch c.Catalog.Type {
+	case "sql", "rest", "glue", "hive", "hadoop":
+	default:
+		bad("catalog.type", "%q: want sql, rest, glue, hive or hadoop", c.Catalog.Type)
+	}
+	if len(c.Tables) == 0 {
+		bad("tables", "at least one table is required")
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tables {
+		f := fmt.Sprintf("tables[%d]", i)
+		if t.Name == "" {
+			bad(f+".name", "required (namespace.table or namespace.*)")
+		} else if !strings.Contains(strings.TrimSuffix(t.Name, ".*"), ".") && !strings.HasSuffix(t.Name, ".*") && t.Metadata == "" {
+			bad(f+".name", "%q: want namespace.table", t.Name)
+		}
+		if seen[t.Name] {
+			bad(f+".name", "%q is listed twice", t.Name)
+		}
+		seen[t.Name] = true
+		if _, err := cdc.ParseStart(t.Start); err != nil {
+			bad(f+".start", "%v", err)
+		}
+	}
+	if c.Poll.Interval < 10*time.Millisecond {
+		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
+	}
+	if c.Format != "debezium-json" {
+		bad("format", "%q: only debezium-json is supported", c.Format)
+	}
+	if c.Chunk < 0 {
+		bad("chunk", "must be positive")
+	}
+	switch c.Sink.Type {
+	case "stdout":
+	case "file":
+		if c.Sink.File.Path == "" {
+			bad("sink.file.path", "required for sink type file")
+		}
+	case "kafka":
+		if len(c.Sink.Kafka.Brokers) == 0 {
+			bad("sink.kafka.brokers", "at least one broker is required")
+		}
+		switch c.Sink.Kafka.Delivery {
+		case "", "at-least-once", "exactly-once":
+		default:
+			bad("sink.kafka.delivery", "%q: want at-least-once or exactly-once", c.Sink.Kafka.Delivery)
+		}
+	case "webhook":
+		if c.Sink.Webhook.URL == "" {
+			bad("sink.webhook.url", "required for sink type webhook")
+		} else if !strings.HasPrefix(c.Sink.Webhook.URL, "http://") && !strings.HasPrefix(c.Sink.Webhook.URL, "https://") {
+			bad("sink.webhook.url", "%q: want an http:// or https:// URL", c.Sink.Webhook.URL)
+		}
+		if c.Sink.Webhook.Timeout < 0 {
+			bad("sink.webhook.timeout", "must not be negative")
+		}
+	default:
+		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	}
+	return errors.Join(errs...)
+}

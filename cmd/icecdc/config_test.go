@@ -1,0 +1,120 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodConfig = `
+name: shop-cdc
+catalog:
+  name: local
+  type: sql
+  uri: file:/var/lib/icecdc/catalog.db
+  warehouse: file:///var/lib/icecdc/warehouse
+  properties: {}
+tables:
+  - name: shop.orders
+    branch: main
+    start: earliest
+    key: [order_id]
+  - name: audit.*
+    start: latest
+poll: {interval: 2s}
+format: debezium-json
+sink:
+  type: webhook
+  webhook: {url: "https://hooks.example/icecdc", secret: "${ICECDC_WEBHOOK_SECRET}", timeout: 15s,
+            batch: {max_events: 500, max_bytes: 1048576}}
+state: {path: /var/lib/icecdc/state.db}
+http: {listen: 127.0.0.1:9464}
+`
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseConfig(t *testing.T) {
+	c, err := parseConfig([]byte(goodConfig), env(map[string]string{"ICECDC_WEBHOOK_SECRET": "whsec_abc"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sink.Webhook.Secret != "whsec_abc" || c.Poll.Interval != 2*time.Second || c.Sink.Webhook.Timeout != 15*time.Second {
+		t.Fatalf("parsed %+v", c)
+	}
+	if len(c.Tables) != 2 || c.Tables[0].Key[0] != "order_id" || c.Tables[1].Branch != "main" {
+		t.Fatalf("tables %+v", c.Tables)
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": "s"})
+	tests := []struct {
+		name, edit, want string
+	}{
+		{"missing env", "", "ICECDC_WEBHOOK_SECRET is not set"},
+		{"unknown field", "sinc: {}\n", "field sinc not found"},
+		{"bad start", "start: earliest", "tables[0].start"},
+		{"bad sink", "type: webhook", "sink.type"},
+		{"bad url", `url: "https://hooks.example/icecdc"`, "sink.webhook.url"},
+		{"bad catalog", "type: sql", "catalog.type"},
+		{"no name", "name: shop-cdc", "name: required"},
+		{"short poll", "interval: 2s", "poll.interval"},
+		{"bad table name", "name: shop.orders", "tables[0].name"},
+		{"bad duration", "timeout: 15s", "15 parsecs"},
+	}
+	repl := map[string]string{
+		"bad start":      "start: yesterday",
+		"bad sink":       "type: carrier-pigeon",
+		"bad url":        `url: "ftp://x"`,
+		"bad catalog":    "type: oracle",
+		"no name":        "name: ''",
+		"short poll":     "interval: 1ms",
+		"bad table name": "name: orders",
+		"bad duration":   "timeout: 15 parsecs",
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := goodConfig
+			getenv := secret
+			switch tc.name {
+			case "missing env":
+				getenv = env(nil)
+			case "unknown field":
+				cfg += tc.edit
+			default:
+				cfg = strings.Replace(cfg, tc.edit, repl[tc.name], 1)
+			}
+			_, err := parseConfig([]byte(cfg), getenv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(goodConfig))
+	f.Add([]byte("name: x\ntables: [{name: a.b}]\n"))
+	f.Add([]byte("{"))
+	f.Add([]byte("name: ${"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := parseConfig(raw, env(map[string]string{"ICECDC_WEBHOOK_SECRET": "s"}))
+		if err == nil && (c.Name == "" || len(c.Tables) == 0) {
+			t.Fatalf("accepted an invalid config: %+v", c)
+		}
+	})
+}
+
+// The shipped example configs must stay valid.
+func TestExampleConfigs(t *testing.T) {
+	for _, p := range []string{"../../examples/icecdc.yaml", "../../examples/icecdc.compose.yaml"} {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parseConfig(raw, env(map[string]string{"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}

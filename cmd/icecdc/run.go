@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/sinks/file"
+	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/stdout"
+	"github.com/icecdc/icecdc/sinks/webhook"
+	"github.com/icecdc/icecdc/source"
+	"github.com/icecdc/icecdc/state"
+)
+
+// runFlags are the flags of run, status and reset: a config file and the
+// overrides a flag may give.
+type runFlags struct {
+	config, listen, statePath, sinkType string
+	table                               string
+}
+
+func parseRunFlags(name string, args []string, withTable bool) (*runFlags, *Config, error) {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	var f runFlags
+	fl.StringVar(&f.config, "c", "icecdc.yaml", "config file")
+	fl.StringVar(&f.listen, "listen", "", "override http.listen")
+	fl.StringVar(&f.statePath, "state", "", "override state.path")
+	fl.StringVar(&f.sinkType, "sink", "", "override sink.type")
+	if withTable {
+		fl.StringVar(&f.table, "table", "", "table name as configured")
+	}
+	if err := fl.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if fl.NArg() > 0 {
+		return nil, nil, fmt.Errorf("%s: unexpected argument %q", name, fl.Arg(0))
+	}
+	cfg, err := loadConfig(f.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.listen != "" {
+		cfg.HTTP.Listen = f.listen
+	}
+	if f.statePath != "" {
+		cfg.State.Path = f.statePath
+	}
+	if f.sinkType != "" {
+		cfg.Sink.Type = f.sinkType
+		if err := cfg.validate(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &f, cfg, nil
+}
+
+func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer) error {
+	_, cfg, err := parseRunFlags("run", args, false)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	store, err := state.Open(cfg.State.Path, state.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sink, err := buildSink(cfg, out, log)
+	if err != nil {
+		return err
+	}
+	tables, err := buildTables(ctx, cfg)
+	if err != nil {
+		sink.Close(context.Background())
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p := &cdc.Pipeline{
+		Name: cfg.Name, Tables: tables, Sink: sink, Store: store,
+		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
+		Poll:      cfg.Poll.Interval,
+		ChunkSize: cfg.Chunk,
+		Log:       log,
+		Metrics:   cdc.NewMetrics(reg),
+		Ready:     make(chan struct{}),
+	}
+	if cfg.HTTP.Listen != "" {
+		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, store, cfg.Name)
+		if err != nil {
+			sink.Close(context.Background())
+			return err
+		}
+		defer srv.Close()
+	}
+	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(tables), "sink", cfg.Sink.Type, "state", cfg.State.Path, "version", version)
+	runErr := p.Run(ctx)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sink.Close(closeCtx); err != nil && runErr == nil {
+		runErr = fmt.Errorf("close sink: %w", err)
+	}
+	log.Info("icecdc stopped", "pipeline", cfg.Name)
+	return runErr
+}
+
+func buildSink(cfg *Config, out io.Writer, log *slog.Logger) (cdc.Sink, error) {
+	switch cfg.Sink.Type {
+	case "stdout":
+		return stdout.New(out), nil
+	case "file":
+		return file.Open(cfg.Sink.File.Path)
+	case "kafka":
+		kc := cfg.Sink.Kafka
+		kc.Pipeline = cfg.Name
+		kc.Logger = log
+		return kafka.New(kc)
+	case "webhook":
+		w := cfg.Sink.Webhook
+		return webhook.New(webhook.Config{
+			URL: w.URL, Secret: w.Secret, Pipeline: cfg.Name, Timeout: w.Timeout, CloudEvents: w.CloudEvents,
+			Batch: webhook.BatchConfig{MaxEvents: w.Batch.MaxEvents, MaxBytes: w.Batch.MaxBytes},
+		})
+	}
+	return nil, fmt.Errorf("config: sink.type %q: want kafka, webhook, stdout or file", cfg.Sink.Type)
+}
+
+// buildTables opens every configured table, expanding namespace.* through
+// the catalog.
+func buildTables(ctx context.Context, cfg *Config) ([]cdc.TableSpec, error) {
+	base := source.Options{
+		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
+		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties,
+	}
+	var specs []cdc.TableSpec
+	for _, t := range cfg.Tables {
+		start, err := cdc.ParseStart(t.Start)
+		if err != nil {
+			return nil, err
+		}
+		names := []string{t.Name}
+		if ns, ok := strings.CutSuffix(t.Name, ".*"); ok && t.Metadata == "" {
+			if names, err = listTables(ctx, base, ns); err != nil {
+				return nil, err
+			}
+		}
+		for _, name := range names {
+			o := base
+			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
+			src, err := source.Open(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, cdc.TableSpec{Name: name, Source: src, Start: start})
+		}
+	}
+	return specs, nil
+}
+
+func listTables(ctx context.Context, o source.Options, ns string) ([]string, error) {
+	cat, err := source.OpenCatalog(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
+		if err != nil {
+			return nil, fmt.Errorf("list tables of namespace %s: %w", ns, err)
+		}
+		out = append(out, strings.Join(ident, "."))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("namespace %s has no tables", ns)
+	}
+	return out, nil
+}
+
+// serveHTTP serves /metrics, /healthz, /readyz and /status on a local address.
+func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, store *state.Store, pipeline string) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-ready:
+			io.WriteString(w, "ready\n")
+		default:
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		}
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		ts, err := store.Tables(pipeline)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(ts)
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http.listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("http server", "err", err)
+		}
+	}()
+	return srv, nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/icecdc/icecdc/state"
+)
+
+// cmdStatus prints each table's checkpoint, the branch head and the lag.
+// A running daemon holds the state file's lock, so status asks it over
+// HTTP first and reads the file only when no daemon answers.
+func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
+	_, cfg, err := parseRunFlags("status", args, false)
+	if err != nil {
+		return err
+	}
+	states, err := statesFromDaemon(ctx, cfg)
+	if err != nil {
+		store, oerr := state.Open(cfg.State.Path, state.Options{LockTimeout: 200 * time.Millisecond})
+		if oerr != nil {
+			return fmt.Errorf("status: no daemon answered at %s (%v) and %w", cfg.HTTP.Listen, err, oerr)
+		}
+		defer store.Close()
+		if states, err = store.Tables(cfg.Name); err != nil {
+			return err
+		}
+	}
+	byName := map[string]state.TableState{}
+	for _, s := range states {
+		byName[s.Table] = s
+	}
+	specs, err := buildTables(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TABLE\tCHECKPOINT SEQ\tSNAPSHOT\tPOSITION\tHEAD SEQ\tSNAPSHOTS BEHIND\tSECONDS BEHIND\tSAVED")
+	for _, sp := range specs {
+		head, hasHead := sp.Source.Head()
+		st, ok := byName[sp.Name]
+		cp := st.Checkpoint
+		pos, saved := "-", "-"
+		if ok {
+			pos = "done"
+			if cp.Initial {
+				pos = fmt.Sprintf("initial read, row %d", cp.Next)
+			} else if !cp.Done {
+				pos = fmt.Sprintf("event %d", cp.Next)
+			}
+			saved = st.SavedAt.UTC().Format(time.RFC3339)
+		}
+		behind, secs := 0, 0.0
+		if hasHead {
+			snaps, err := sp.Source.Snapshots(ctx, cp.Seq, 0)
+			if err == nil {
+				behind = len(snaps)
+				if !cp.Done && ok {
+					behind++
+				}
+				if len(snaps) > 0 {
+					secs = time.Since(time.UnixMilli(snaps[0].TimestampMs)).Seconds()
+				}
+			}
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%.0f\t%s\n", sp.Name, cp.Seq, cp.SnapshotID, pos, head.SequenceNumber, behind, secs, saved)
+	}
+	return w.Flush()
+}
+
+func statesFromDaemon(ctx context.Context, cfg *Config) ([]state.TableState, error) {
+	if cfg.HTTP.Listen == "" {
+		return nil, errors.New("http.listen is not set")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cfg.HTTP.Listen+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("daemon /status: %s", resp.Status)
+	}
+	var ts []state.TableState
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&ts); err != nil {
+		return nil, fmt.Errorf("daemon /status: %w", err)
+	}
+	return ts, nil
+}
+
+// cmdReset forgets a table's checkpoint so its start position applies
+// again (after a rollback, an expiry or a re-created table).
+func cmdReset(_ context.Context, args []string, out io.Writer) error {
+	f, cfg, err := parseRunFlags("reset", args, true)
+	if err != nil {
+		return err
+	}
+	if f.table == "" {
+		return errors.New("reset: --table is required")
+	}
+	store, err := state.Open(cfg.State.Path, state.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Reset(cfg.Name, f.table); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "reset %s/%s: its start position (%s) applies at the next run\n", cfg.Name, f.table, startOf(cfg, f.table))
+	return nil
+}
+
+func startOf(cfg *Config, table string) string {
+	for _, t := range cfg.Tables {
+		if t.Name == table && t.Start != "" {
+			return t.Start
+		}
+	}
+	return "latest"
+}

@@ -1,0 +1,36 @@
+// Package kafka is the Kafka sink of icecdc, on franz-go (DESIGN §4, §5).
+//
+// The model: each table's events go to the topic its template names
+// (default icecdc.{namespace}.{table}), one record per event, keyed by the
+// event's key, with the headers id, op, sequence_number and snapshot_id,
+// and, when asked, a tombstone (same key, null value) after each delete so
+// that log compaction can forget deleted keys. The producer is idempotent
+// and waits for acks=all.
+//
+// Ordering: records with one key hash to one partition (franz-go's default
+// partitioner hashes keys as Kafka's own clients do), the idempotent
+// producer keeps a partition's order through its internal retries (its
+// sequence numbers make the broker refuse a batch out of order), and Write
+// returns only after every record of its batch is acknowledged, so the
+// next batch of the table cannot overtake it. A consumer therefore sees
+// each key's events in commit order. Adding partitions to a topic moves
+// keys and breaks that order across the change, as for any keyed topic.
+//
+// Delivery: at least once (Sink), Write confirms a batch only when every
+// record is acked; on error the pipeline replays from its checkpoint and
+// consumers drop repeats by event id. Exactly once (ExactlyOnceSink), each
+// batch and its checkpoint record commit in one transaction; on start the
+// checkpoint topic, read back with read_committed, is the truth.
+//
+// Topics: the sink creates a missing event topic on first use with the
+// configured partitions and replication (by default the broker's), and
+// the checkpoint topic with one partition and cleanup.policy=compact. It
+// does not ask the broker to auto-create topics, because auto-created
+// checkpoint topics would not be compacted. A cluster that refuses the
+// creation (ACLs, policies) is logged and produced to anyway, for topics
+// that operators create themselves.
+//
+// Errors that retrying cannot fix (a record too large, an authorization
+// or authentication failure, a fenced transactional producer) wrap
+// cdc.ErrPermanent; everything else is left to the pipeline's retry.
+package kafka

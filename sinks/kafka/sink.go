@@ -1,0 +1,282 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var (
+	_ cdc.Sink           = (*Sink)(nil)
+	_ cdc.CheckpointSink = (*ExactlyOnceSink)(nil)
+)
+
+// errClosed is returned by Write after Close.
+var errClosed = errors.New("kafka sink is closed")
+
+// New returns the sink cfg asks for: a *Sink for at-least-once delivery,
+// or an *ExactlyOnceSink, which also implements cdc.CheckpointSink. It
+// does not contact the brokers; the first Write or Restore does.
+func New(cfg Config) (cdc.Sink, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Delivery == ExactlyOnce {
+		p, err := newProducer(cfg, kgo.TransactionalID(cfg.TransactionalID))
+		if err != nil {
+			return nil, err
+		}
+		return &ExactlyOnceSink{p: p, sem: make(chan struct{}, 1)}, nil
+	}
+	p, err := newProducer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Sink{p: p}, nil
+}
+
+// Sink delivers batches at least once. Writes for different tables may
+// run concurrently; each waits only for its own records.
+type Sink struct {
+	p *producer
+}
+
+// Write produces every message of b and returns once the brokers acked
+// all of them with acks=all, or with the first error. Records of one
+// key go to one partition, and the idempotent producer keeps their order
+// through its own retries, so a batch that Write confirms is in the topic
+// in batch order per key; the next batch is produced only after that.
+//
+// On error some records of b may be in the topic: the pipeline replays
+// from its checkpoint, and consumers drop the repeats by event id. An
+// error wrapping cdc.ErrPermanent is one no retry can fix (a record over
+// the broker's size limit, a refused ACL or credential).
+//
+// Write blocks while the cluster is unreachable: cancelling ctx fails the
+// records not yet sent, and records already sent are waited for, because
+// the idempotent producer cannot know whether the broker wrote them.
+func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
+	if s.p.closed.Load() {
+		return errClosed
+	}
+	if len(b.Messages) == 0 {
+		return nil
+	}
+	topic, err := s.p.topic(b.Table)
+	if err != nil {
+		return err
+	}
+	if err := s.p.ensureTopic(ctx, topic, s.p.cfg.TopicPartitions, nil); err != nil {
+		return err
+	}
+	return s.p.produce(ctx, s.p.records(topic, b, nil))
+}
+
+// Close flushes what is buffered, waiting at most until ctx is done, and
+// closes the client; records still unsent then fail their Write.
+func (s *Sink) Close(ctx context.Context) error { return s.p.close(ctx) }
+
+// producer is what both delivery modes share: the client, the topic
+// template and the shape of records.
+type producer struct {
+	cfg  Config
+	base []kgo.Opt // options for the clients Restore makes
+	opts []kgo.Opt // options of the producing client
+	// cl is swapped only by ExactlyOnceSink.renew, which runs with
+	// every other user of the client excluded.
+	cl atomic.Pointer[kgo.Client]
+
+	closed atomic.Bool
+
+	mu     sync.Mutex
+	topics map[string]bool // topics that exist or whose creation was tried
+}
+
+func newProducer(cfg Config, extra ...kgo.Opt) (*producer, error) {
+	base, err := cfg.commonOpts()
+	if err != nil {
+		return nil, fmt.Errorf("kafka sink config: %w", err)
+	}
+	opts := append([]kgo.Opt{
+		// The default already, restated because the delivery guarantee
+		// rests on it: an ack means every in-sync replica has the record.
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	}, base...)
+	p := &producer{cfg: cfg, base: base, opts: append(opts, extra...), topics: map[string]bool{}}
+	cl, err := kgo.NewClient(p.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	p.cl.Store(cl)
+	return p, nil
+}
+
+func (p *producer) client() *kgo.Client { return p.cl.Load() }
+
+// topic expands the topic template for a table.
+func (p *producer) topic(t cdc.TableInfo) (string, error) {
+	name := strings.NewReplacer(
+		"{namespace}", t.Namespace,
+		"{table}", t.Name,
+		"{catalog}", t.Catalog,
+		"{pipeline}", p.cfg.Pipeline,
+	).Replace(p.cfg.Topic)
+	if err := validTopicName(name); err != nil {
+		return "", fmt.Errorf("%w: topic of table %s.%s from template %q: %w", cdc.ErrPermanent, t.Namespace, t.Name, p.cfg.Topic, err)
+	}
+	return name, nil
+}
+
+// ensureTopic creates topic on its first use. Creating it ourselves rather
+// than relying on the broker's auto.create.topics.enable gives it the
+// configured partitions and, for checkpoints, cleanup.policy=compact. A
+// refusal (no CREATE permission, a creation policy) is logged and not
+// returned: operators may have created the topic themselves, and if not,
+// producing to it fails with an error of its own.
+func (p *producer) ensureTopic(ctx context.Context, topic string, partitions int32, configs map[string]*string) error {
+	p.mu.Lock()
+	known := p.topics[topic]
+	p.mu.Unlock()
+	if known {
+		return nil
+	}
+	resp, err := kadm.NewClient(p.client()).CreateTopic(ctx, partitions, p.cfg.TopicReplicationFactor, configs, topic)
+	switch {
+	case err == nil:
+		p.cfg.Logger.Info("created kafka topic", "topic", topic, "partitions", resp.NumPartitions, "configs", configs)
+	case errors.Is(err, kerr.TopicAlreadyExists):
+	case resp.Topic == "":
+		// The request itself failed: we know nothing about the topic.
+		return classify(fmt.Errorf("create topic %s: %w", topic, err))
+	default:
+		p.cfg.Logger.Warn("cannot create kafka topic; producing to it anyway", "topic", topic, "err", err)
+	}
+	p.mu.Lock()
+	p.topics[topic] = true
+	p.mu.Unlock()
+	return nil
+}
+
+// Header names of every event record.
+const (
+	headerID       = "id"
+	headerOp       = "op"
+	headerSequence = "sequence_number"
+	headerSnapshot = "snapshot_id"
+)
+
+// records turns b's messages into records for topic, each delete followed
+// by its tombstone when configured, and appends extra.
+func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo.Record {
+	n := len(b.Messages)
+	if p.cfg.Tombstones {
+		for i := range b.Messages {
+			if b.Messages[i].Op == cdc.OpDelete {
+				n++
+			}
+		}
+	}
+	// One backing array for records and one for headers: a batch is
+	// produced and waited for as a unit, so they live and die together.
+	recs := make([]*kgo.Record, 0, n+1)
+	backing := make([]kgo.Record, n)
+	headers := make([]kgo.RecordHeader, 0, 4*len(b.Messages))
+	seq := []byte(strconv.FormatInt(b.Snapshot.SequenceNumber, 10))
+	snap := []byte(strconv.FormatInt(b.Snapshot.ID, 10))
+	next := 0
+	for i := range b.Messages {
+		m := &b.Messages[i]
+		h := len(headers)
+		headers = append(headers,
+			kgo.RecordHeader{Key: headerID, Value: []byte(m.ID)},
+			kgo.RecordHeader{Key: headerOp, Value: []byte{byte(m.Op)}},
+			kgo.RecordHeader{Key: headerSequence, Value: seq},
+			kgo.RecordHeader{Key: headerSnapshot, Value: snap},
+		)
+		r := &backing[next]
+		next++
+		r.Topic, r.Key, r.Value, r.Headers = topic, m.Key, m.Value, headers[h:len(headers):len(headers)]
+		recs = append(recs, r)
+		if p.cfg.Tombstones && m.Op == cdc.OpDelete {
+			// No headers: a tombstone is not an event, and an id
+			// header would make consumers that drop repeated ids drop
+			// it as a copy of the delete.
+			t := &backing[next]
+			next++
+			t.Topic, t.Key = topic, m.Key
+			recs = append(recs, t)
+		}
+	}
+	if extra != nil {
+		recs = append(recs, extra)
+	}
+	return recs
+}
+
+// produce produces recs and waits for every one of them. ProduceSync is
+// Produce with a promise per record plus a wait for all promises, and it
+// stops the linger of just the partitions it used, so a Write does not
+// wait for other tables' records as a Flush would.
+func (p *producer) produce(ctx context.Context, recs []*kgo.Record) error {
+	results := p.client().ProduceSync(ctx, recs...)
+	var first, permanent *kgo.ProduceResult
+	failed := 0
+	for i := range results {
+		r := &results[i]
+		if r.Err == nil {
+			continue
+		}
+		failed++
+		if first == nil {
+			first = r
+		}
+		if permanent == nil && isPermanent(r.Err) {
+			permanent = r
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if permanent != nil {
+		first = permanent
+	}
+	return classify(fmt.Errorf("produce %s to %s[%d] (%d of %d records failed): %w",
+		describe(first.Record), first.Record.Topic, first.Record.Partition, failed, len(recs), first.Err))
+}
+
+// describe names a record in an error by its event id.
+func describe(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == headerID {
+			return "event " + string(h.Value)
+		}
+	}
+	if r.Value == nil {
+		return "tombstone"
+	}
+	return "record"
+}
+
+// close flushes, then closes the client whatever the flush returned.
+func (p *producer) close(ctx context.Context) error {
+	if !p.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	cl := p.client()
+	err := cl.Flush(ctx)
+	cl.Close()
+	if err != nil {
+		return fmt.Errorf("close kafka sink: flush: %w", err)
+	}
+	return nil
+}
