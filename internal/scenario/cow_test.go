@@ -34,7 +34,13 @@ func TestCopyOnWrite(t *testing.T) {
 		t.Fatalf("s2: new row %+v", r)
 	}
 	// The rewritten survivors 1 and 3 live in a new file with the old lusn.
-	wantCounts(t, "s2", count(f.entries(tbl, s2)), map[string]int{"ADDED data": 2, "DELETED data": 2})
+	e2 := f.entries(tbl, s2)
+	wantCounts(t, "s2", count(e2), map[string]int{"ADDED data": 2, "DELETED data": 2})
+	for _, e := range e2 {
+		if e.Status == iceberg.EntryStatusDELETED && e.FirstRowID == nil {
+			t.Fatalf("s2: deleted entry without first_row_id: %+v", e)
+		}
+	}
 
 	// Copy-on-write delete: the file holding 1, 3 is rewritten without 3,
 	// and so is the file holding 2, 6 although none of its rows matches:

@@ -14,19 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// ordersSchema is the bookshop orders table, keyed by order_id.
-func ordersSchema() *iceberg.Schema {
-	return iceberg.NewSchemaWithIdentifiers(0, []int{1},
-		iceberg.NestedField{ID: 1, Name: "order_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "customer", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "status", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.PrimitiveTypes.Float64},
-	)
-}
-
-func order(id int64, customer, status string, amount float64) map[string]any {
-	return map[string]any{"order_id": id, "customer": customer, "status": status, "amount": amount}
-}
+var order = Order
 
 type fixture struct {
 	t   *testing.T
@@ -52,7 +40,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) create(name string, spec *iceberg.PartitionSpec, version int) *table.Table {
 	f.t.Helper()
-	tbl, err := f.env.CreateTable(f.ctx, table.Identifier{"shop", name}, ordersSchema(), spec, version, nil)
+	tbl, err := f.env.CreateTable(f.ctx, table.Identifier{"shop", name}, OrdersSchema(), spec, version, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}

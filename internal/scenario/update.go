@@ -31,7 +31,8 @@ import (
 //
 // fn must not change _row_id; values it omits become null. A second Update
 // of the same row targets the file the first one wrote, whose _row_id is
-// stored. The table must be v3.
+// stored. The table must be v3, and the touched files must have row lineage
+// (right after [UpgradeToV3], make one commit first).
 func Update(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, fn func(row map[string]any) map[string]any) (*table.Table, error) {
 	fail := func(err error) (*table.Table, error) {
 		return nil, fmt.Errorf("update %v where %s: %w", tbl.Identifier(), filter, err)
@@ -64,6 +65,9 @@ func Update(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpress
 		oldDVs = append(oldDVs, task.DeletionVectorFiles...)
 		for _, r := range rows {
 			nv := fn(maps.Clone(r.Values))
+			if nv == nil {
+				return fail(fmt.Errorf("fn returned nil for row id %d", r.RowID))
+			}
 			if v, ok := nv[iceberg.RowIDColumnName]; ok && v != r.RowID {
 				return fail(fmt.Errorf("fn changed %s %d to %v", iceberg.RowIDColumnName, r.RowID, v))
 			}
@@ -125,8 +129,16 @@ func updateTask(ctx context.Context, tbl *table.Table, fs iceio.IO, dvw *dv.DVWr
 	if int64(len(all)) != task.File.Count() {
 		return nil, fmt.Errorf("read %s: %d rows, manifest says %d", path, len(all), task.File.Count())
 	}
+	first := task.FirstRowID
 	pos := make(map[int64]int64, len(all))
 	for i, r := range all {
+		if r.RowID == NoLineage {
+			return nil, fmt.Errorf("read %s: no row lineage (a file from before the upgrade to v3 gets first_row_id at the next commit)", path)
+		}
+		// Rows without a stored id must come back in position order.
+		if first != nil && r.RowID < *first+int64(len(all)) && r.RowID >= *first && r.RowID != *first+int64(i) {
+			return nil, fmt.Errorf("read %s: row id %d at position %d, first_row_id %d: rows out of position order", path, r.RowID, i, *first)
+		}
 		if _, dup := pos[r.RowID]; dup {
 			return nil, fmt.Errorf("read %s: row id %d at two positions", path, r.RowID)
 		}

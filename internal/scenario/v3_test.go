@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -62,7 +63,7 @@ func TestV3Lifecycle(t *testing.T) {
 	e4 := f.entries(tbl, s4)
 	wantCounts(t, "s4", count(e4), map[string]int{"ADDED dv": 1, "DELETED dv": 1})
 	for _, e := range e4 {
-		if e.Status == 1 && e.Records != 2 {
+		if e.Status == iceberg.EntryStatusADDED && e.Records != 2 {
 			t.Fatalf("s4: folded vector has %d positions, want 2", e.Records)
 		}
 	}
@@ -125,8 +126,11 @@ func TestV3Lifecycle(t *testing.T) {
 		t.Fatalf("s8: compacted file columns %v, lusn %v", cols, stored)
 	}
 	for _, e := range f.entries(tbl, s8) {
-		if e.Status == 1 && e.DataSeq != s8.SequenceNumber {
+		if e.Status == iceberg.EntryStatusADDED && e.DataSeq != s8.SequenceNumber {
 			t.Fatalf("s8: compacted file has data sequence number %d, want %d", e.DataSeq, s8.SequenceNumber)
+		}
+		if e.Status == iceberg.EntryStatusDELETED && e.Content == iceberg.EntryContentData && e.FirstRowID == nil {
+			t.Fatalf("s8: deleted data entry without first_row_id: %+v", e)
 		}
 	}
 
@@ -150,5 +154,40 @@ func TestV3Lifecycle(t *testing.T) {
 
 	if got := Snapshots(tbl); len(got) != 10 || got[0].SnapshotID != s1.SnapshotID || got[9].SnapshotID != s10.SnapshotID {
 		t.Fatalf("Snapshots: %d snapshots", len(got))
+	}
+}
+
+// TestUpdateManyFiles updates rows of two data files in one commit: one
+// Puffin file with a vector per file, one new data file, every id kept.
+func TestUpdateManyFiles(t *testing.T) {
+	f := newFixture(t)
+	tbl := f.create("orders", nil, 3)
+	tbl, s1 := f.step(tbl, table.OpAppend)(AppendFiles(f.ctx, tbl, [][]map[string]any{
+		{order(1, "alice", "new", 10), order(2, "bob", "paid", 20)},
+		{order(3, "carol", "new", 30), order(4, "dave", "new", 40)},
+	}))
+	l1 := f.live(tbl, s1)
+	tbl, s2 := f.step(tbl, table.OpOverwrite)(Update(f.ctx, tbl, eq("status", "new"), func(r map[string]any) map[string]any {
+		r["status"] = "paid"
+		return r
+	}))
+	l2 := f.live(tbl, s2)
+	wantIDs(t, "s2", l2, 1, 2, 3, 4)
+	wantUnchanged(t, "s2", l1, l2, 1, 3, 4)
+	for _, k := range []int64{1, 3, 4} {
+		if r := l2[k]; r.RowID != l1[k].RowID || r.LUSN != s2.SequenceNumber || r.Values["status"] != "paid" {
+			t.Fatalf("s2: order %d: %+v", k, r)
+		}
+	}
+	e2 := f.entries(tbl, s2)
+	wantCounts(t, "s2", count(e2), map[string]int{"ADDED data": 1, "ADDED dv": 2})
+	var puffins = map[string]bool{}
+	for _, e := range e2 {
+		if e.DV {
+			puffins[e.Path] = true
+		}
+	}
+	if len(puffins) != 1 {
+		t.Fatalf("s2: vectors in %d Puffin files", len(puffins))
 	}
 }
