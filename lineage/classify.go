@@ -54,10 +54,10 @@ type Anomaly struct {
 
 // Anomaly kinds.
 const (
-	DuplicateRemoved   = "duplicate-removed-row-id"   // one row id removed from two places
-	DuplicateAdded     = "duplicate-added-row-id"     // one row id live twice in the added files
-	MovedNotRemoved    = "moved-row-not-removed"      // lusn < s but the row was not live elsewhere in P
-	FutureSequence     = "lusn-above-snapshot"        // lusn > s: written by a later commit?
+	DuplicateRemoved = "duplicate-removed-row-id" // one row id removed from two places
+	DuplicateAdded   = "duplicate-added-row-id"   // one row id live twice in the added files
+	MovedNotRemoved  = "moved-row-not-removed"    // lusn < s but the row was not live elsewhere in P
+	FutureSequence   = "lusn-above-snapshot"      // lusn > s: written by a later commit?
 )
 
 // Classify computes the events of a snapshot with sequence number seq:

@@ -283,9 +283,15 @@ func TestUpgradeFromV2(t *testing.T) {
 
 func TestEqualityDeletes(t *testing.T) {
 	f := newFixture(t, 3, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 5)) })
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(6, 8)) })
-	f.do("mor delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, eq("order_id", 4)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 5))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(6, 8))
+	})
+	f.do("mor delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, eq("order_id", 4))
+	})
 	// an equality delete of a live row, of a row already deleted by a vector, and of no row
 	f.do("equality delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.EqualityDelete(ctx, tb, []string{"order_id"}, []map[string]any{{"order_id": int64(2)}, {"order_id": int64(4)}, {"order_id": int64(99)}})
@@ -296,7 +302,9 @@ func TestEqualityDeletes(t *testing.T) {
 			order(3, "c3", "paid", 4.5), order(7, "c0", "shipped", 10.5), order(2, "c2", "again", 1), order(9, "c9", "new", 9)})
 	})
 	// a vector after equality deletes: rows the equality deletes removed stay removed
-	f.do("mor delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, in("order_id", 1, 3)) })
+	f.do("mor delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 1, 3))
+	})
 	steps := f.check()
 	// identifier field order_id: upserts of live keys pair into updates
 	wantOps(t, steps, "d:0 u:0 c:5", "d:0 u:0 c:3", "d:1 u:0 c:0", "d:1 u:0 c:0", "d:0 u:2 c:2", "d:2 u:0 c:0")

@@ -97,7 +97,9 @@ func TestValuesFromRealFiles(t *testing.T) {
 // before images read the new column as null, and updates fill it.
 func TestSchemaEvolution(t *testing.T) {
 	f := newFixture(t, 3, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 3)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 3))
+	})
 	f.do("add column", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		tx := tb.NewTransaction()
 		if err := tx.UpdateSchema(true, false).AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
@@ -108,7 +110,9 @@ func TestSchemaEvolution(t *testing.T) {
 	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Update(ctx, tb, eq("order_id", 2), func(r map[string]any) map[string]any { r["note"] = "gift"; return r })
 	})
-	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, eq("order_id", 3)) })
+	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, eq("order_id", 3))
+	})
 	steps := f.check()
 	wantOps(t, steps, "d:0 u:0 c:3", "d:0 u:1 c:0", "d:1 u:0 c:0")
 	u := steps[1].Events[0]
