@@ -74,14 +74,20 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Commit, e
 	}
 
 	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}}
-	if err := r.collectRemovals(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.collectEqualityRemovals(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.loadParentEq(ctx); err != nil {
-		return nil, err
+	// The first snapshot with lineage after an upgrade from v2: the
+	// parent's rows have no row ids (DESIGN §1: null for a file without
+	// first_row_id), so nothing can be deleted or updated, and the rows
+	// it changed are inserts.
+	if r.parentHasLineage() {
+		if err := r.collectRemovals(ctx); err != nil {
+			return nil, err
+		}
+		if err := r.collectEqualityRemovals(ctx); err != nil {
+			return nil, err
+		}
+		if err := r.loadParentEq(ctx); err != nil {
+			return nil, err
+		}
 	}
 	removed, err := r.readRemovals(ctx)
 	if err != nil {
@@ -129,6 +135,16 @@ func (r *commitRun) parentList() ([]iceberg.ManifestFile, error) {
 	}
 	r.parent = list
 	return list, nil
+}
+
+// parentHasLineage reports whether the parent snapshot carried row
+// lineage; a snapshot without a parent has nothing to remove anyway.
+func (r *commitRun) parentHasLineage() bool {
+	if r.snap.ParentSnapshotID == nil {
+		return true
+	}
+	p := r.t.tbl.Metadata().SnapshotByID(*r.snap.ParentSnapshotID)
+	return p == nil || p.FirstRowID != nil
 }
 
 // parentHasDeletes tells from the parent's summary whether any delete file

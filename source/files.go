@@ -61,7 +61,9 @@ func (fi *fileIndex) locate(fs iceio.IO, list []iceberg.ManifestFile, paths []st
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		for e, err := range m.Entries(fs, true) {
+		// Column statistics are most of a manifest entry's decoding cost
+		// and a lookup needs none of them.
+		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{}) {
 			if err != nil {
 				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
