@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -50,7 +51,7 @@ func TestAppendRowValues(t *testing.T) {
 		{"empty binary", iceberg.PrimitiveTypes.Binary, []byte{}, `""`},
 		{"fixed", iceberg.FixedTypeOf(2), []byte{0xff, 0xee}, `"/+4="`},
 		{"unknown type is null", iceberg.UnknownType{}, nil, `null`},
-		{"float NaN", iceberg.PrimitiveTypes.Float32, float32(nanF32()), `"NaN"`},
+		{"float NaN", iceberg.PrimitiveTypes.Float32, float32(math.NaN()), `"NaN"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,11 +64,6 @@ func TestAppendRowValues(t *testing.T) {
 			}
 		})
 	}
-}
-
-func nanF32() float32 {
-	var zero float32
-	return zero / zero
 }
 
 func TestAppendRowFieldNames(t *testing.T) {

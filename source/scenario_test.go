@@ -321,11 +321,15 @@ func TestEqualityDeletes(t *testing.T) {
 // changed rows are inserts and the baseline is what it did not change.
 func TestFirstLineageSnapshotChanges(t *testing.T) {
 	f := newFixture(t, 2, nil, nil)
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 4)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 4))
+	})
 	f.do("upgrade", scenario.UpgradeToV3)
 	f.do("first v3 commit deletes old rows", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Delete(ctx, tb, in("order_id", 1, 2))
 	})
-	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Delete(ctx, tb, eq("order_id", 3)) })
+	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, eq("order_id", 3))
+	})
 	wantOps(t, f.check(), "d:0 u:0 c:0", "d:0 u:0 c:0", "d:1 u:0 c:0")
 }
