@@ -121,11 +121,19 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 	readyOnce := sync.OnceFunc(ready)
 	defer readyOnce()
 	backoff := f.p.RetryInitial
+	loaded := false
 	for {
-		err := f.load(ctx)
+		var err error
+		if !loaded {
+			err = f.load(ctx)
+			loaded = err == nil
+		}
 		if err == nil {
 			readyOnce()
 			err = f.catchUp(ctx)
+		}
+		if err != nil {
+			loaded = false // after any error, the position comes from the store or sink again
 		}
 		if ctx.Err() != nil {
 			return nil // shutdown: the last confirmed batch is checkpointed
@@ -190,6 +198,11 @@ func (f *follower) load(ctx context.Context) error {
 	}
 	if !found {
 		if cp, err = f.spec.Start.resolve(ctx, src); err != nil {
+			return err
+		}
+		// Stored at once: a restart must not resolve "latest" again and
+		// skip the commits made in between.
+		if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
 			return err
 		}
 		f.log.Info("no checkpoint: starting", "position", cp.String())
@@ -332,7 +345,9 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 				return err
 			}
 		}
-		if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
+		// The batch is confirmed: its checkpoint is stored even when a
+		// shutdown began meanwhile, so a restart does not resend it.
+		if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
 			return err
 		}
 		f.cp = cp
@@ -346,19 +361,20 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 }
 
 func (f *follower) write(ctx context.Context, c *Commit, lo, hi int, cp Checkpoint, marker string) error {
-	enc := f.p.Encoder
+	enc, last := f.p.Encoder, f.p.Encoder
 	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
-		cp := *d
-		cp.SnapshotMarker = marker
-		if marker == "true" && hi == len(c.Events) {
-			cp.SnapshotMarker = "last"
-		}
-		enc = &cp
+		e, l := *d, *d
+		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
+		enc, last = &e, &l
 	}
 	now := time.Now().UnixMilli()
 	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, hi-lo)}
 	for i := lo; i < hi; i++ {
 		e := &c.Events[i]
+		enc := enc
+		if i == len(c.Events)-1 {
+			enc = last // the last row of an initial read says so
+		}
 		key, err := enc.AppendKey(nil, c, e)
 		if err != nil {
 			return fmt.Errorf("%w: encode key of event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)

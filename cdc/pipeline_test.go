@@ -1,0 +1,215 @@
+package cdc_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/sinks/file"
+	"github.com/icecdc/icecdc/source"
+	"github.com/icecdc/icecdc/state"
+)
+
+type delivered struct {
+	Op     string `json:"op"`
+	Source struct {
+		Snapshot string `json:"snapshot"`
+		Seq      int64  `json:"sequence_number"`
+		RowID    int64  `json:"row_id"`
+		Index    int    `json:"event_index"`
+	} `json:"source"`
+}
+
+// harness is a real table, a real bbolt store and a file sink.
+type harness struct {
+	t     *testing.T
+	ctx   context.Context
+	env   *scenario.Env
+	tbl   *table.Table
+	dir   string
+	out   string
+	state string
+}
+
+func newHarness(t *testing.T) *harness {
+	ctx := context.Background()
+	dir := t.TempDir()
+	env, err := scenario.NewEnv(ctx, filepath.Join(dir, "wh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	tbl, err := env.CreateTable(ctx, table.Identifier{"shop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, ctx: ctx, env: env, tbl: tbl, dir: dir, out: filepath.Join(dir, "events.jsonl"), state: filepath.Join(dir, "state.db")}
+}
+
+func (h *harness) append(from, to int64) {
+	h.t.Helper()
+	var rows []map[string]any
+	for i := from; i <= to; i++ {
+		rows = append(rows, scenario.Order(i, "c", "new", float64(i)))
+	}
+	tbl, err := scenario.Append(h.ctx, h.tbl, rows)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.tbl = tbl
+}
+
+// runUntil runs the pipeline until the table's checkpoint reaches the head
+// (or stopAfter confirmed batches when > 0), then stops it.
+func (h *harness) run(start string, chunk int, stopAfter int) {
+	h.t.Helper()
+	st, err := cdc.ParseStart(start)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	src, err := source.Open(h.ctx, source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	store, err := state.Open(h.state, state.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer store.Close()
+	fs, err := file.Open(h.out)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	sink := &countingSink{Sink: fs, stopAfter: stopAfter, cancel: cancel}
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st}},
+		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: chunk}
+	head := h.tbl.CurrentSnapshot().SequenceNumber
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+			if cp, ok, _ := store.Load(ctx, "p", "shop.orders"); ok && cp.Done && !cp.Initial && cp.Seq >= head && stopAfter == 0 {
+				cancel()
+			}
+		}
+	}()
+	if err := p.Run(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	fs.Close(h.ctx)
+}
+
+type countingSink struct {
+	cdc.Sink
+	n, stopAfter int
+	cancel       func()
+}
+
+func (s *countingSink) Write(ctx context.Context, b *cdc.Batch) error {
+	if err := s.Sink.Write(ctx, b); err != nil {
+		return err
+	}
+	s.n++
+	if s.stopAfter > 0 && s.n >= s.stopAfter {
+		s.cancel()
+	}
+	return nil
+}
+
+func (h *harness) events() []delivered {
+	h.t.Helper()
+	f, err := os.Open(h.out)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []delivered
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var d delivered
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func TestPipelineInitialThenStream(t *testing.T) {
+	h := newHarness(t)
+	h.append(1, 5)
+	tbl, err := scenario.Delete(h.ctx, h.tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.tbl = tbl
+	h.run("initial", 2, 0)
+	evs := h.events()
+	if len(evs) != 4 {
+		t.Fatalf("initial read: %d events, want the 4 live rows", len(evs))
+	}
+	for i, e := range evs {
+		wantMarker := "true"
+		if i == len(evs)-1 {
+			wantMarker = "last"
+		}
+		if e.Op != "r" || e.Source.Snapshot != wantMarker {
+			t.Fatalf("event %d: op %s snapshot %q", i, e.Op, e.Source.Snapshot)
+		}
+	}
+	h.append(6, 7)
+	h.run("initial", 2, 0) // the checkpoint wins over the start position now
+	evs = h.events()
+	if len(evs) != 6 || evs[4].Op != "c" || evs[5].Op != "c" || evs[5].Source.Snapshot != "false" {
+		t.Fatalf("after the initial read: %+v", evs)
+	}
+}
+
+func TestPipelineResumesInsideASnapshot(t *testing.T) {
+	h := newHarness(t)
+	h.append(1, 10)
+	h.run("earliest", 3, 2) // stop after two confirmed chunks: 6 of 10 events
+	if n := len(h.events()); n != 6 {
+		t.Fatalf("%d events after two chunks, want 6", n)
+	}
+	h.run("earliest", 3, 0)
+	evs := h.events()
+	if len(evs) != 10 {
+		t.Fatalf("%d events after resuming, want 10 (no duplicate, none lost)", len(evs))
+	}
+	for i, e := range evs {
+		if e.Source.Index != i || e.Source.RowID != int64(i) {
+			t.Fatalf("event %d: index %d row %d", i, e.Source.Index, e.Source.RowID)
+		}
+	}
+}
+
+func TestPipelineStartPositions(t *testing.T) {
+	h := newHarness(t)
+	h.append(1, 2)
+	h.append(3, 4)
+	h.append(5, 6)
+	h.run("sequence:2", 100, 0)
+	evs := h.events()
+	if len(evs) != 2 || evs[0].Source.Seq != 3 {
+		t.Fatalf("sequence:2 must start after seq 2: %+v", evs)
+	}
+	h2 := newHarness(t)
+	h2.append(1, 2)
+	h2.run("latest", 100, 0)
+	h2.append(3, 3)
+	h2.run("latest", 100, 0)
+	if evs := h2.events(); len(evs) != 1 || evs[0].Source.RowID != 2 {
+		t.Fatalf("latest must skip existing history: %+v", evs)
+	}
+}
