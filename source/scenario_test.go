@@ -333,3 +333,7 @@ func TestFirstLineageSnapshotChanges(t *testing.T) {
 	})
 	wantOps(t, f.check(), "d:0 u:0 c:0", "d:0 u:0 c:0", "d:1 u:0 c:0")
 }
+
+func replayCheck(f *fixture) ([]replay.Step, error) {
+	return replay.Check(f.ctx, f.open(), f.tbl)
+}
