@@ -475,8 +475,11 @@ func keyChanged(before, after cdc.Row, idx []int) bool {
 
 // mayHaveV2Deletes reports whether v2 position-delete files can still be
 // live: not for a table whose retained history starts with a v3 snapshot
-// at sequence number 1 (it was born v3).
+// at sequence number 1 (it was born v3). Computed once per metadata load.
 func (t *Table) mayHaveV2Deletes() bool {
+	if t.v2Known {
+		return t.v2Deletes
+	}
 	meta := t.tbl.Metadata()
 	var oldest *table.Snapshot
 	for s := meta.SnapshotByName(t.opts.Branch); s != nil; {
@@ -486,7 +489,9 @@ func (t *Table) mayHaveV2Deletes() bool {
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
 	}
-	return oldest == nil || oldest.FirstRowID == nil || oldest.SequenceNumber > 1
+	t.v2Known = true
+	t.v2Deletes = oldest == nil || oldest.FirstRowID == nil || oldest.SequenceNumber > 1
+	return t.v2Deletes
 }
 
 // PairedByEqualityDelete is the envelope's source marker of an update made

@@ -20,6 +20,8 @@ type Table struct {
 	files *fileIndex
 	dels  *deleteIndex
 	eq    eqCache
+
+	v2Known, v2Deletes bool // see mayHaveV2Deletes
 }
 
 var _ cdc.Source = (*Table)(nil)
@@ -42,6 +44,7 @@ func (t *Table) Refresh(ctx context.Context) error {
 		return fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
 	t.tbl = tbl
+	t.v2Known = false
 	return nil
 }
 
