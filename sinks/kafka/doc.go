@@ -19,8 +19,15 @@
 // Delivery: at least once (Sink), Write confirms a batch only when every
 // record is acked; on error the pipeline replays from its checkpoint and
 // consumers drop repeats by event id. Exactly once (ExactlyOnceSink), each
-// batch and its checkpoint record commit in one transaction; on start the
-// checkpoint topic, read back with read_committed, is the truth.
+// batch and its checkpoint record (key <pipeline>/<namespace>.<table>, a
+// JSON cdc.Checkpoint) commit in one transaction, and Restore reads the
+// checkpoint topic back with read_committed: on start and after every
+// error that position is the truth. All tables share one transactional
+// producer, so their Writes take turns. A commit whose outcome is unknown
+// is settled before anything else is sent (the producer's next epoch makes
+// the broker finish it), and a batch whose checkpoint already landed is
+// not sent again; a second daemon with the same transactional id fences
+// the first, which then stops with cdc.ErrPermanent.
 //
 // Topics: the sink creates a missing event topic on first use with the
 // configured partitions and replication (by default the broker's), and

@@ -182,22 +182,31 @@ func (s *ExactlyOnceSink) renew(cause error) {
 	s.p.cfg.Logger.Info("restarted the kafka transactional producer", "transactional_id", s.p.cfg.TransactionalID, "cause", cause)
 }
 
-// settle aborts what an earlier failure left open and reports whether the
-// checkpoint topic already holds b's checkpoint (or a later one), that is,
-// whether b was committed after all.
-func (s *ExactlyOnceSink) settle(ctx context.Context, b *cdc.Batch) (committed bool, err error) {
+// resolve finishes a transaction that an earlier failure left in doubt:
+// it aborts what is open and loads the producer id. Loading it
+// (InitProducerID, after an abort that needed it or on a new client)
+// returns only once the broker has finished the previous transaction of
+// this transactional id, committed or aborted; after that the checkpoint
+// topic is final for it.
+func (s *ExactlyOnceSink) resolve(ctx context.Context) error {
 	if err := s.abort(ctx); err != nil {
-		return false, err
+		return err
 	}
-	// Loading the producer id (InitProducerID, after an abort that needed
-	// it or on a new client) returns only once the broker has finished
-	// the previous transaction of this transactional id, committed or
-	// aborted; only then is the checkpoint topic final for it.
 	if _, _, err := s.p.client().ProducerID(ctx); err != nil {
 		err = classify(fmt.Errorf("init producer id: %w", err))
 		if !errors.Is(err, cdc.ErrPermanent) {
 			s.renew(err)
 		}
+		return err
+	}
+	return nil
+}
+
+// settle resolves what an earlier failure left in doubt and reports
+// whether the checkpoint topic already holds b's checkpoint (or a later
+// one), that is, whether b was committed after all.
+func (s *ExactlyOnceSink) settle(ctx context.Context, b *cdc.Batch) (committed bool, err error) {
+	if err := s.resolve(ctx); err != nil {
 		return false, err
 	}
 	cp, ok, err := s.restore(ctx, s.p.cfg.Pipeline, b.Table)
@@ -210,9 +219,27 @@ func (s *ExactlyOnceSink) settle(ctx context.Context, b *cdc.Batch) (committed b
 
 // Restore returns the table's last committed checkpoint: it reads the
 // checkpoint topic to its last stable offset as a read_committed consumer
-// and keeps the last record with the table's key, <pipeline>/<namespace>.<table>.
-// Checkpoints of aborted transactions are never seen.
+// and keeps the last record with the table's key,
+// <pipeline>/<namespace>.<table> (Write uses Config.Pipeline, so pipeline
+// should be the same name). Checkpoints of aborted transactions are never
+// seen.
+//
+// Before reading, Restore loads the producer id. That makes the broker
+// finish whatever this transactional id left open, a crashed daemon's
+// transaction or a commit a failed Write left in doubt, so the position
+// read is final: the pipeline restores after every error and on start.
+// It also fences an older daemon still running with the same id.
 func (s *ExactlyOnceSink) Restore(ctx context.Context, pipeline string, table cdc.TableInfo) (cdc.Checkpoint, bool, error) {
+	if err := s.acquire(ctx); err != nil {
+		return cdc.Checkpoint{}, false, err
+	}
+	defer s.release()
+	// unsettled stays set: the next Write still checks that its batch
+	// is not the one whose commit landed, for callers that retry without
+	// restoring.
+	if err := s.resolve(ctx); err != nil {
+		return cdc.Checkpoint{}, false, fmt.Errorf("restore checkpoint: %w", err)
+	}
 	return s.restore(ctx, pipeline, table)
 }
 

@@ -1,8 +1,11 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -89,11 +92,12 @@ func TestExactlyOnceCommitFails(t *testing.T) {
 	for _, tc := range []struct {
 		err     *kerr.Error
 		failure bool
+		renew   bool // franz-go gives up on the producer id: a new client takes over
 	}{
-		{kerr.UnknownServerError, true},
-		{kerr.InvalidTxnState, true},
-		{kerr.CoordinatorNotAvailable, false},
-		{kerr.ConcurrentTransactions, false},
+		{kerr.UnknownServerError, true, false},
+		{kerr.InvalidTxnState, true, true},
+		{kerr.CoordinatorNotAvailable, false, false},
+		{kerr.ConcurrentTransactions, false, false},
 	} {
 		t.Run(tc.err.Message, func(t *testing.T) {
 			t.Parallel()
@@ -101,6 +105,8 @@ func TestExactlyOnceCommitFails(t *testing.T) {
 			c := newCluster(t)
 			cfg := testConfig(c)
 			cfg.Delivery = ExactlyOnce
+			var logs bytes.Buffer
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			s := exactlyOnce(t, c, cfg)
 			r := newReader(c, cfg)
 			st := sinktest.NewStream("shop", "orders")
@@ -130,6 +136,9 @@ func TestExactlyOnceCommitFails(t *testing.T) {
 				t.Fatalf("retried Write: %v", err)
 			}
 			checkRead(t, ctx, r, sent(a, b))
+			if renewed := strings.Contains(logs.String(), "restarted the kafka transactional producer"); renewed != tc.renew {
+				t.Fatalf("producer restarted: %v, want %v; logs:\n%s", renewed, tc.renew, &logs)
+			}
 		})
 	}
 }
@@ -157,6 +166,14 @@ func TestExactlyOnceSettlesLandedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.unsettled = true // as if b's commit had returned an error
+	// The pipeline restores after an error: the position is final.
+	if got := restored(t, ctx, s, st.Table); got != b.Checkpoint {
+		t.Fatalf("Restore = %s, want %s", got, b.Checkpoint)
+	}
+	if !s.unsettled {
+		t.Fatal("Restore settled: the next Write would not check its batch")
+	}
+	// A pipeline that retries the same batch without restoring.
 	if err := s.Write(ctx, b); err != nil {
 		t.Fatalf("Write of a batch already committed: %v", err)
 	}
@@ -283,4 +300,55 @@ func TestFencing(t *testing.T) {
 		t.Fatalf("Write of a fenced producer: %v, want cdc.ErrPermanent", err)
 	}
 	checkRead(t, ctx, newReader(c, cfg), sent(a, b))
+}
+
+// TestCrashMidTransaction kills a sink in the middle of a transaction: its
+// records are in the log but never committed. A new sink with the same
+// transactional id restores the checkpoint before them, the broker aborts
+// the orphan when the new producer starts, and the batch sent again is
+// read once.
+func TestCrashMidTransaction(t *testing.T) {
+	ctx := testContext(t)
+	c := newCluster(t)
+	cfg := testConfig(c)
+	cfg.Delivery = ExactlyOnce
+	cfg.TopicPartitions = 3
+	r := newReader(c, cfg)
+	st := sinktest.NewStream("shop", "orders")
+	a, b, b2 := st.Snapshot(50, 0)[0], st.Snapshot(50, 0)[0], st.Snapshot(50, 0)[0]
+
+	crashed := exactlyOnce(t, c, cfg)
+	if err := crashed.Write(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	cl := crashed.p.client()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	ckpt, err := checkpointRecord(crashed.p.cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crashed.p.produce(ctx, crashed.p.records("icecdc.shop.orders", b, ckpt)); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close() // no EndTransaction: the process died
+
+	restarted := exactlyOnce(t, c, cfg)
+	if got := restored(t, ctx, restarted, st.Table); got != a.Checkpoint {
+		t.Fatalf("Restore after the crash = %s, want %s", got, a.Checkpoint)
+	}
+	for _, batch := range []*cdc.Batch{b, b2} {
+		if err := restarted.Write(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := r.records(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(sent(a, b, b, b2)) {
+		t.Fatalf("read_uncommitted sees %d records, want the orphaned copy of b too", len(all))
+	}
+	checkRead(t, ctx, r, sent(a, b, b2))
 }
