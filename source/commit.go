@@ -331,7 +331,11 @@ func (r *commitRun) readRemovals(ctx context.Context) ([]lineage.Removed, error)
 				older = append(older, e)
 			}
 		}
-		rows, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, func(pos, _, _ int64, hasID bool) (bool, error) {
+		lay, err := readLayout(r.fs, g.m.file)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, readOpts{lay: lay, positions: g.pos}, func(pos, _, _ int64, hasID bool) (bool, error) {
 			return hasID && g.pos.Contains(uint64(pos)), nil
 		})
 		if err != nil {
@@ -372,17 +376,42 @@ func (r *commitRun) readAdded(ctx context.Context) ([]lineage.Added, error) {
 			dead = bm
 		}
 		fi := r.fileIndex(m.path())
+		lay, err := readLayout(r.fs, m.file)
+		if err != nil {
+			return nil, err
+		}
 		var ids []lineage.Added
-		rows, err := r.t.scanFile(ctx, r.snap, r.sc, m, func(pos, id, lusn int64, hasID bool) (bool, error) {
-			if dead != nil && dead.Contains(uint64(pos)) {
-				return false, nil
+		var changed *roaring64.Bitmap // positions with lusn == s found by a narrow read
+		collect := func(values bool) rowVisitor {
+			return func(pos, id, lusn int64, hasID bool) (bool, error) {
+				if dead != nil && dead.Contains(uint64(pos)) {
+					return false, nil
+				}
+				if !hasID {
+					return false, fmt.Errorf("row at position %d has no row id", pos)
+				}
+				ids = append(ids, lineage.Added{RowID: id, LUSN: lusn, Loc: lineage.Loc{File: fi, Pos: pos}})
+				if lusn == seq && !values {
+					if changed == nil {
+						changed = roaring64.New()
+					}
+					changed.Add(uint64(pos))
+				}
+				return values && lusn == seq, nil
 			}
-			if !hasID {
-				return false, fmt.Errorf("row at position %d has no row id", pos)
-			}
-			ids = append(ids, lineage.Added{RowID: id, LUSN: lusn, Loc: lineage.Loc{File: fi, Pos: pos}})
-			return lusn == seq, nil
-		})
+		}
+		// A file that stores no lusn (an append) changed every row: one
+		// full read. One that stores it (copy-on-write, compaction carried
+		// rows) is read narrow first, then in full only where rows changed.
+		oneRead := !lay.storesLUSN && m.dataSeq == seq
+		var rows []fileRow
+		if oneRead {
+			rows, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay}, collect(true))
+		} else if _, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay, narrow: true}, collect(false)); err == nil && changed != nil {
+			rows, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay, positions: changed}, func(pos, _, _ int64, _ bool) (bool, error) {
+				return changed.Contains(uint64(pos)), nil
+			})
+		}
 		if err != nil {
 			return nil, err
 		}

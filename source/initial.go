@@ -73,7 +73,11 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Comm
 				apply = append(apply, e)
 			}
 		}
-		rows, err := t.scanFile(ctx, snap, sc, m, func(pos, _, _ int64, hasID bool) (bool, error) {
+		lay, err := readLayout(fs, m.file)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := t.scanFile(ctx, snap, sc, m, readOpts{lay: lay}, func(pos, _, _ int64, hasID bool) (bool, error) {
 			return hasID && !dead.Contains(uint64(pos)), nil
 		})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
@@ -25,47 +26,98 @@ type fileRow struct {
 // whether the row's values are wanted.
 type rowVisitor func(pos, rowID, lusn int64, hasID bool) (want bool, err error)
 
-// scanFile reads every row of one data file, with effective _row_id and
+// readOpts say which part of a file scanFile reads.
+type readOpts struct {
+	lay       layout
+	positions *roaring64.Bitmap // nil: every row; else only row groups holding one
+	narrow    bool              // only the lineage columns (and one small data column)
+}
+
+// scanFile reads rows of one data file, with effective _row_id and
 // _last_updated_sequence_number, through iceberg-go's reader (which maps
 // columns by field id, fills defaults for columns the file lacks, and keeps
-// stored lineage values over inherited ones). No delete is applied: the
-// caller decides by position. Rows the visitor wants are returned.
-func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, visit rowVisitor) ([]fileRow, error) {
+// stored lineage values over inherited ones). Row groups holding none of
+// o.positions are skipped. No delete is applied: the caller decides by
+// position. Rows the visitor wants are returned with their values.
+func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, o readOpts, visit rowVisitor) ([]fileRow, error) {
 	path := m.path()
-	scan := t.tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithRowLineage())
-	seq := m.dataSeq
-	task := table.FileScanTask{
-		File: m.file, FirstRowID: m.firstRowID, DataSequenceNumber: &seq,
-		Start: 0, Length: m.file.FileSizeBytes(),
+	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID), table.WithRowLineage()}
+	if o.narrow {
+		// A projection of the lineage columns alone fails in iceberg-go:
+		// one data column rides along.
+		opts = append(opts, table.WithSelectedFields(narrowColumn(sc)))
 	}
-	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
-	if err != nil {
-		return nil, fmt.Errorf("read data file %s: %w", path, err)
+	scan := t.tbl.Scan(opts...)
+	spans := o.lay.spansFor(o.positions)
+	if len(o.lay.rows) > 0 && len(spans) == 0 {
+		return nil, nil // no row group holds a wanted position
 	}
+	tasks, spans := o.lay.tasks(m, spans)
+	whole := len(tasks) == 1 && tasks[0].Start == 0 && tasks[0].Length == m.file.FileSizeBytes()
 	var (
-		out []fileRow
-		pos int64
+		out   []fileRow
+		total int64
 	)
-	for rec, err := range it {
+	for i, task := range tasks {
+		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
 		if err != nil {
 			return nil, fmt.Errorf("read data file %s: %w", path, err)
 		}
-		rows, err := visitBatch(rec, sc, pos, visit)
-		n := rec.NumRows()
-		rec.Release()
-		if err != nil {
-			return nil, fmt.Errorf("read data file %s: %w", path, err)
+		pos := spans[i].pos
+		for rec, err := range it {
+			if err != nil {
+				return nil, fmt.Errorf("read data file %s: %w", path, err)
+			}
+			rows, err := visitBatch(rec, sc, pos, !o.narrow, visit)
+			n := rec.NumRows()
+			rec.Release()
+			if err != nil {
+				return nil, fmt.Errorf("read data file %s: %w", path, err)
+			}
+			out = append(out, rows...)
+			pos += n
+			total += n
 		}
-		out = append(out, rows...)
-		pos += n
+		if !whole {
+			var want int64
+			for rg := spans[i].first; rg <= spans[i].last; rg++ {
+				want += o.lay.rows[rg]
+			}
+			if pos-spans[i].pos != want {
+				return nil, fmt.Errorf("read data file %s: row groups %d..%d gave %d rows, footer says %d", path, spans[i].first, spans[i].last, pos-spans[i].pos, want)
+			}
+		}
 	}
-	if pos != m.file.Count() {
-		return nil, fmt.Errorf("read data file %s: %d rows, manifest says %d", path, pos, m.file.Count())
+	if whole && total != m.file.Count() {
+		return nil, fmt.Errorf("read data file %s: %d rows, manifest says %d", path, total, m.file.Count())
 	}
 	return out, nil
 }
 
-func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, visit rowVisitor) ([]fileRow, error) {
+// narrowColumn picks the top-level primitive column cheapest to carry
+// along a lineage-only read.
+func narrowColumn(sc *iceberg.Schema) string {
+	best, bestSize := sc.Fields()[0].Name, 1<<30
+	for _, f := range sc.Fields() {
+		size := 1 << 20
+		switch f.Type.(type) {
+		case iceberg.BooleanType:
+			size = 1
+		case iceberg.Int32Type, iceberg.DateType, iceberg.Float32Type:
+			size = 4
+		case iceberg.Int64Type, iceberg.Float64Type, iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimeType:
+			size = 8
+		case iceberg.PrimitiveType:
+			size = 64
+		}
+		if size < bestSize {
+			best, bestSize = f.Name, size
+		}
+	}
+	return best
+}
+
+func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values bool, visit rowVisitor) ([]fileRow, error) {
 	ids, err := int64Column(rec, iceberg.RowIDColumnName)
 	if err != nil {
 		return nil, err
@@ -93,6 +145,10 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, visit row
 			return nil, err
 		}
 		if !want {
+			continue
+		}
+		if !values {
+			out = append(out, fileRow{pos: base + int64(i), rowID: id, lusn: lusn})
 			continue
 		}
 		row := make(cdc.Row, len(fields))

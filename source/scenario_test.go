@@ -337,3 +337,42 @@ func TestFirstLineageSnapshotChanges(t *testing.T) {
 func replayCheck(f *fixture) ([]replay.Step, error) {
 	return replay.Check(f.ctx, f.open(), f.tbl)
 }
+
+// TestRowGroups uses files of many row groups (4 rows each): deletes and
+// updates read only the row groups holding their positions, and a
+// compacted file (stored ids out of position order) is read the same way.
+func TestRowGroups(t *testing.T) {
+	ctx := context.Background()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	ident := table.Identifier{"shop", "orders"}
+	tbl, err := env.CreateTable(ctx, ident, ordersSchema(), nil, 3, iceberg.Properties{table.ParquetRowGroupLimitKey: "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, env: env, ident: ident, tbl: tbl}
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 30)) })
+	f.do("delete in two row groups", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 6, 7, 22))
+	})
+	f.do("update in the last row group", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, in("order_id", 29, 3), setStatus("paid"))
+	})
+	f.do("compact", scenario.Compact)
+	f.do("delete in compacted", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, in("order_id", 29, 10, 11))
+	})
+	f.do("update in compacted", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, in("order_id", 3, 18), setStatus("shipped"))
+	})
+	f.do("cow rewrite", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(40, 49))
+	})
+	f.do("cow delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.DeleteCoW(ctx, tb, eq("order_id", 45))
+	})
+	wantOps(t, f.check(), "d:0 u:0 c:30", "d:3 u:0 c:0", "d:0 u:2 c:0", "d:0 u:0 c:0", "d:3 u:0 c:0", "d:0 u:2 c:0", "d:0 u:0 c:10", "d:1 u:0 c:0")
+}

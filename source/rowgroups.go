@@ -1,0 +1,118 @@
+package source
+
+import (
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// layout is what a data file's Parquet footer says about reading it in
+// parts: the row count of each row group, and whether the file stores the
+// lineage columns (a file written by an append does not; compaction,
+// copy-on-write and updates do).
+type layout struct {
+	rows                    []int64
+	storesRowID, storesLUSN bool
+}
+
+// readLayout reads the footer of a Parquet data file. iceberg-go reads
+// whole files or planned splits only, so the row groups holding given
+// positions are found here, with arrow-go.
+func readLayout(fs iceio.IO, df iceberg.DataFile) (layout, error) {
+	if df.FileFormat() != iceberg.ParquetFile {
+		return layout{}, nil
+	}
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return layout{}, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
+	}
+	defer f.Close()
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
+	}
+	defer pr.Close()
+	var l layout
+	for i := 0; i < pr.NumRowGroups(); i++ {
+		l.rows = append(l.rows, pr.MetaData().RowGroup(i).NumRows())
+	}
+	sc := pr.MetaData().Schema
+	for i := 0; i < sc.NumColumns(); i++ {
+		switch sc.Column(i).SchemaNode().FieldID() {
+		case iceberg.RowIDFieldID:
+			l.storesRowID = true
+		case iceberg.LastUpdatedSequenceNumberFieldID:
+			l.storesLUSN = true
+		}
+	}
+	return l, nil
+}
+
+// span is a run of row groups [first, last] and the file position of its
+// first row.
+type span struct {
+	first, last int
+	pos         int64
+}
+
+// spansFor returns the runs of row groups that hold any of positions
+// (nil: all of them, one span).
+func (l layout) spansFor(positions *roaring64.Bitmap) []span {
+	var out []span
+	var pos int64
+	for rg, n := range l.rows {
+		want := positions == nil || n > 0 && rangeHasAny(positions, uint64(pos), uint64(pos+n))
+		if want {
+			if k := len(out) - 1; k >= 0 && out[k].last == rg-1 {
+				out[k].last = rg
+			} else {
+				out = append(out, span{first: rg, last: rg, pos: pos})
+			}
+		}
+		pos += n
+	}
+	return out
+}
+
+func rangeHasAny(b *roaring64.Bitmap, lo, hi uint64) bool {
+	it := b.Iterator()
+	it.AdvanceIfNeeded(lo)
+	return it.HasNext() && it.PeekNext() < hi
+}
+
+// rowGroupFile presents a data file with one split offset per row group,
+// numbered 0, 1, 2 …, so that a scan task with Start=a and Length=b-a
+// reads exactly row groups a..b-1: iceberg-go selects the row groups
+// whose split offset falls in [Start, Start+Length).
+type rowGroupFile struct {
+	iceberg.DataFile
+	offsets []int64
+}
+
+func (f rowGroupFile) SplitOffsets() []int64 { return f.offsets }
+
+// tasks builds the scan tasks reading the spans of a file, and the spans
+// they read (the whole file is one span from position 0).
+func (l layout) tasks(m dataFileMeta, spans []span) ([]table.FileScanTask, []span) {
+	seq := m.dataSeq
+	whole := len(spans) == 1 && spans[0].first == 0 && spans[0].last == len(l.rows)-1
+	if whole || len(l.rows) == 0 || int64(len(l.rows)) >= m.file.FileSizeBytes() {
+		all := span{first: 0, last: len(l.rows) - 1}
+		return []table.FileScanTask{{File: m.file, FirstRowID: m.firstRowID, DataSequenceNumber: &seq, Length: m.file.FileSizeBytes()}}, []span{all}
+	}
+	offsets := make([]int64, len(l.rows))
+	for i := range offsets {
+		offsets[i] = int64(i)
+	}
+	f := rowGroupFile{DataFile: m.file, offsets: offsets}
+	out := make([]table.FileScanTask, 0, len(spans))
+	for _, s := range spans {
+		out = append(out, table.FileScanTask{File: f, FirstRowID: m.firstRowID, DataSequenceNumber: &seq,
+			Start: int64(s.first), Length: int64(s.last - s.first + 1)})
+	}
+	return out, spans
+}
