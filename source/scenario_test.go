@@ -354,7 +354,9 @@ func TestRowGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, ctx: ctx, env: env, ident: ident, tbl: tbl}
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, orders(1, 30)) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 30))
+	})
 	f.do("delete in two row groups", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Delete(ctx, tb, in("order_id", 6, 7, 22))
 	})
