@@ -43,7 +43,10 @@ type removal struct {
 }
 
 // Commit computes the events of snapshot si (DESIGN §2).
-func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Commit, error) {
+func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit, err error) {
+	// Malformed files can panic inside the libraries that decode them;
+	// the table's stream stops with an error, the process does not crash.
+	defer recoverAs(&err, "table %s: snapshot %d", t.name(t.tbl), si.ID)
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {
 		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata (expired?)", t.name(t.tbl), si.ID)
@@ -565,4 +568,11 @@ func (r *commitRun) pairEqualityUpserts(keyIdx []int, dels []cdc.Event, delLoc [
 		}
 	}
 	return keptDels, keptLoc, ups, keptIns, keptInsLoc
+}
+
+// recoverAs turns a panic into an error naming the object being read.
+func recoverAs(err *error, format string, args ...any) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%s: malformed input (panic in a decoder: %v)", fmt.Sprintf(format, args...), p)
+	}
 }

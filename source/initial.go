@@ -15,7 +15,8 @@ import (
 // manifest order of its data file, then position: the rows of each data
 // file minus its vector (or v2 position deletes) and the equality deletes
 // that apply to it. It reads the whole snapshot, once, by design.
-func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Commit, error) {
+func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit, err error) {
+	defer recoverAs(&err, "table %s: initial read of snapshot %d", t.name(t.tbl), si.ID)
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {
 		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata", t.name(t.tbl), si.ID)

@@ -181,6 +181,22 @@ func TestChangesBadInput(t *testing.T) {
 		}
 		failsWith(t, catArgs, filepath.Base(victim))
 	})
+	t.Run("garbage data file", func(t *testing.T) {
+		dir, catArgs, _ := bookshop(t)
+		victim := findFile(t, dir, func(p string) bool { return strings.HasSuffix(p, ".parquet") })
+		if err := os.WriteFile(victim, []byte("PAR1 this is not parquet PAR1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		failsWith(t, catArgs, filepath.Base(victim))
+	})
+	t.Run("missing manifest list", func(t *testing.T) {
+		dir, catArgs, _ := bookshop(t)
+		victim := findFile(t, dir, func(p string) bool { return strings.Contains(filepath.Base(p), "snap-") })
+		if err := os.Remove(victim); err != nil {
+			t.Fatal(err)
+		}
+		failsWith(t, catArgs, filepath.Base(victim))
+	})
 	t.Run("corrupt deletion vector", func(t *testing.T) {
 		dir, catArgs, _ := bookshop(t)
 		victim := findFile(t, dir, func(p string) bool { return strings.HasSuffix(p, ".puffin") })
