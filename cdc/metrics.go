@@ -14,6 +14,7 @@ type Metrics struct {
 	CheckpointSeq   *prometheus.GaugeVec     // sequence number of the table's checkpoint
 	SinkErrors      *prometheus.CounterVec   // failed sink writes, by table and class
 	Retries         *prometheus.CounterVec   // pipeline retries after a transient error
+	SinkRetries     *prometheus.CounterVec   // retried sink requests, by sink and reason (webhook: HTTP status)
 	TableUp         *prometheus.GaugeVec     // 1 while a table is followed, 0 once stopped by an error
 	PollDuration    *prometheus.HistogramVec // metadata refresh and snapshot listing
 	CommitDuration  *prometheus.HistogramVec // computing and delivering one snapshot
@@ -32,6 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		CheckpointSeq:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icecdc_checkpoint_sequence_number", Help: "Sequence number of the table's checkpoint."}, t),
 		SinkErrors:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icecdc_sink_errors_total", Help: "Failed sink writes."}, []string{"table", "class"}),
 		Retries:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icecdc_retries_total", Help: "Retries after transient errors."}, t),
+		SinkRetries:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icecdc_sink_retries_total", Help: "Sink requests retried inside the sink (webhook: by HTTP status, 0 for network errors)."}, []string{"sink", "reason"}),
 		TableUp:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icecdc_table_up", Help: "1 while the table is followed, 0 once it stopped on an error."}, t),
 		PollDuration:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "icecdc_poll_duration_seconds", Help: "Metadata refresh and snapshot listing.", Buckets: prometheus.DefBuckets}, t),
 		CommitDuration:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "icecdc_commit_duration_seconds", Help: "Computing and delivering one snapshot.", Buckets: prometheus.DefBuckets}, t),
@@ -39,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind, m.CheckpointSeq,
-			m.SinkErrors, m.Retries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency)
+			m.SinkErrors, m.Retries, m.SinkRetries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency)
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,7 +81,10 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		return err
 	}
 	defer store.Close()
-	sink, err := buildSink(cfg, out, log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := cdc.NewMetrics(reg)
+	sink, err := buildSink(cfg, out, log, metrics)
 	if err != nil {
 		return err
 	}
@@ -89,15 +93,13 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		sink.Close(context.Background())
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p := &cdc.Pipeline{
 		Name: cfg.Name, Tables: tables, Sink: sink, Store: store,
 		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
 		Poll:      cfg.Poll.Interval,
 		ChunkSize: cfg.Chunk,
 		Log:       log,
-		Metrics:   cdc.NewMetrics(reg),
+		Metrics:   metrics,
 		Ready:     make(chan struct{}),
 	}
 	if cfg.HTTP.Listen != "" {
@@ -119,7 +121,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	return runErr
 }
 
-func buildSink(cfg *Config, out io.Writer, log *slog.Logger) (cdc.Sink, error) {
+func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cdc.Sink, error) {
 	switch cfg.Sink.Type {
 	case "stdout":
 		return stdout.New(out), nil
@@ -134,7 +136,8 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger) (cdc.Sink, error) {
 		w := cfg.Sink.Webhook
 		return webhook.New(webhook.Config{
 			URL: w.URL, Secret: w.Secret, Pipeline: cfg.Name, Timeout: w.Timeout, CloudEvents: w.CloudEvents,
-			Batch: webhook.BatchConfig{MaxEvents: w.Batch.MaxEvents, MaxBytes: w.Batch.MaxBytes},
+			Batch:    webhook.BatchConfig{MaxEvents: w.Batch.MaxEvents, MaxBytes: w.Batch.MaxBytes},
+			Observer: webhookMetrics{m},
 		})
 	}
 	return nil, fmt.Errorf("config: sink.type %q: want kafka, webhook, stdout or file", cfg.Sink.Type)
@@ -224,3 +227,12 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, sto
 	}()
 	return srv, nil
 }
+
+// webhookMetrics counts the webhook sink's retries by HTTP status.
+type webhookMetrics struct{ m *cdc.Metrics }
+
+func (w webhookMetrics) Retry(status int, _ error) {
+	w.m.SinkRetries.WithLabelValues("webhook", strconv.Itoa(status)).Inc()
+}
+
+func (webhookMetrics) Delivered(int) {}
