@@ -1,0 +1,185 @@
+"""The oracle: Spark's own reads turned into the events DESIGN §1 asks for.
+
+live(S) = SELECT *, _row_id, _last_updated_sequence_number FROM t VERSION AS OF S
+(Spark returns the effective values: stored, else inherited from the data
+file's first_row_id and data sequence number). For a snapshot S with
+sequence number s and parent P:
+  d  row_id in live(P), not in live(S)          before = P's values
+  u  row_id in both, lusn(S) == s               before = P's, after = S's
+  c  row_id only in live(S), lusn == s          after = S's
+  rows in both with lusn < s (moves) and rows of an upgraded table's first
+  lineage-bearing snapshot that had no lineage in P yield no event.
+
+Before images are expressed in S's schema, as icecdc encodes every event of
+a commit with the snapshot's schema (source/table.go schemaFor): a column
+added between P and S takes its initial-default (what Spark shows for those
+rows when it reads them with the new schema), a dropped one is left out.
+Spark's VERSION AS OF P itself answers in P's schema.
+"""
+
+import base64
+import datetime
+import decimal
+import json
+from collections import Counter
+
+ROW_ID = "_row_id"
+LUSN = "_last_updated_sequence_number"
+PHASE = {"d": 0, "u": 1, "c": 2}
+
+
+def canon(v):
+    """One JSON-comparable form for a value from Spark or from icecdc's JSON."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return int(v) if v.is_integer() and abs(v) < 2**53 else v
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, datetime.datetime):
+        return v.isoformat()
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray)):
+        return base64.b64encode(bytes(v)).decode()
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [canon(x) for x in v]
+    if hasattr(v, "asDict"):
+        return canon(v.asDict(recursive=True))
+    return str(v)
+
+
+def key(values):
+    return None if values is None else json.dumps(canon(values), sort_keys=True)
+
+
+class Live:
+    """The rows of one snapshot, by effective row id."""
+
+    def __init__(self, rows, why=None):
+        self.why = why  # why the rows have no lineage, when Spark said so
+        self.by_id = {}
+        self.no_lineage = 0
+        self.duplicates = []
+        self.count = len(rows)
+        for r in rows:
+            d = r.asDict(recursive=True) if hasattr(r, "asDict") else dict(r)
+            rid = d.pop(ROW_ID, None)
+            lusn = d.pop(LUSN, None)
+            if rid is None:
+                self.no_lineage += 1
+                continue
+            if rid in self.by_id:
+                self.duplicates.append(rid)
+            self.by_id[rid] = (lusn, {k: canon(v) for k, v in d.items()})
+
+
+EMPTY = Live([])
+
+
+def project(values, columns):
+    """values in the schema columns ({name: initial-default}) describe."""
+    if columns is None:
+        return values
+    return {k: values[k] if k in values else canon(d) for k, d in columns.items()}
+
+
+def expected_events(prev, cur, seq, columns=None):
+    """Returns (events, notes): events as (op, row_id, before, after) keys.
+
+    columns: S's top-level columns {name: initial-default}, for before images.
+    """
+    events, notes = [], []
+    projected = set()
+
+    def before_of(rid):
+        b = prev.by_id[rid][1]
+        pb = project(b, columns)
+        if pb != b:
+            projected.update(set(pb) ^ set(b))
+        return key(pb)
+
+    for rid in prev.by_id:
+        if rid not in cur.by_id:
+            events.append(("d", rid, before_of(rid), None))
+    baseline = 0
+    for rid, (lusn, after) in cur.by_id.items():
+        if rid in prev.by_id:
+            if lusn == seq:
+                events.append(("u", rid, before_of(rid), key(after)))
+            elif not _same(prev.by_id[rid][1], after):
+                notes.append(f"oracle anomaly: row_id {rid} changed values with lusn {lusn} != {seq}")
+        elif lusn == seq:
+            events.append(("c", rid, None, key(after)))
+        else:
+            baseline += 1
+    if baseline:
+        if prev.no_lineage:
+            notes.append(f"{baseline} rows got lineage in this snapshot (back-filled row ids, lusn < {seq}): no events")
+        else:
+            notes.append(f"oracle anomaly: {baseline} new row ids with lusn != {seq}")
+    if projected:
+        notes.append(f"before images projected onto S's schema (columns {sorted(projected)} differ from P's)")
+    if cur.duplicates:
+        notes.append(f"oracle anomaly: duplicate row ids in live(S): {sorted(set(cur.duplicates))[:10]}")
+    if cur.no_lineage and cur.by_id:
+        notes.append(f"oracle anomaly: {cur.no_lineage} rows without row id next to rows with one")
+    return events, notes
+
+
+def _same(before, after):
+    """Equal on the columns both have (a column added in between is no change)."""
+    common = before.keys() & after.keys()
+    return all(before[k] == after[k] for k in common)
+
+
+def got_events(lines):
+    """icecdc's events of one snapshot as keys, in emitted order."""
+    out = []
+    for ev in lines:
+        src = ev.get("source", {})
+        out.append((ev.get("op"), src.get("row_id"), key(ev.get("before")), key(ev.get("after"))))
+    return out
+
+
+def compare(expected, got_lines, seq):
+    """Returns a list of problems (empty: exact)."""
+    problems = []
+    got = got_events(got_lines)
+    exp_c, got_c = Counter(expected), Counter(got)
+    for e in sorted((exp_c - got_c).elements(), key=_order):
+        problems.append("missing    " + _fmt(e))
+    for e in sorted((got_c - exp_c).elements(), key=_order):
+        problems.append("unexpected " + _fmt(e))
+    ranks = [PHASE.get(op, 9) for op, *_ in got]
+    if ranks != sorted(ranks):
+        problems.append("phase order: got " + "".join(op or "?" for op, *_ in got) + " (want all d, then u, then c)")
+    for i, ev in enumerate(got_lines):
+        src = ev.get("source", {})
+        if src.get("sequence_number") != seq:
+            problems.append(f"event {i}: source.sequence_number {src.get('sequence_number')} != {seq}")
+            break
+        if src.get("event_index") != i:
+            problems.append(f"event {i}: source.event_index {src.get('event_index')}")
+            break
+        if ev.get("op") in ("c", "u") and src.get("last_updated_sequence_number") != seq:
+            problems.append(f"event {i}: {ev.get('op')} with source.last_updated_sequence_number "
+                            f"{src.get('last_updated_sequence_number')} != {seq}")
+            break
+        if src.get("paired"):
+            problems.append(f"event {i}: source.paired set on a Spark table (no equality deletes)")
+            break
+    return problems
+
+
+def _order(e):
+    return (PHASE.get(e[0], 9), e[1] if e[1] is not None else -1)
+
+
+def _fmt(e):
+    op, rid, before, after = e
+    return f"{op} row_id={rid} before={before} after={after}"

@@ -1,0 +1,235 @@
+"""Spark writes the scenario tables; icecdc's events must equal the oracle's.
+
+Prints one line per scenario ("scenario bookshop: 9/9 snapshots exact"),
+the differences of every snapshot that is not exact, what Spark/Iceberg
+Java wrote (facts), and the time each part took. Exit status 1 when any
+scenario is not exact or PyIceberg disagrees on a row count.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import traceback
+
+import facts
+import icecdc_cli
+import oracle
+import pyiceberg_check
+import scenarios
+import spark_session
+
+
+def sql(spark, stmt):
+    return spark.sql(stmt).collect()
+
+
+def build(spark, sc):
+    """Create the table and run its steps; returns [(label, ran, refused, head)]."""
+    fmt = dict(t=sc.table, cat=sc.catalog, ident=sc.ident)
+    sql(spark, f"CREATE NAMESPACE IF NOT EXISTS {sc.catalog}.{scenarios.NS}")
+    sql(spark, f"DROP TABLE IF EXISTS {sc.table} PURGE")
+    part = f" PARTITIONED BY ({sc.partitioned_by})" if sc.partitioned_by else ""
+    sql(spark, f"CREATE TABLE {sc.table} ({sc.columns}) USING iceberg{part} "
+               f"TBLPROPERTIES ({spark_session.tblproperties(sc.props)})")
+    steps = []
+    for label, stmts in sc.steps:
+        ran, refused = [], []
+        for st in stmts:
+            alts = st if isinstance(st, tuple) else (st,)
+            for i, alt in enumerate(alts):
+                text = alt.format(**fmt) if isinstance(alt, str) else alt.__name__
+                try:
+                    if isinstance(alt, str):
+                        sql(spark, text)
+                    else:
+                        text = alt(spark, sc)
+                    ran.append(text)
+                    break
+                except Exception as err:  # Spark refused it: try the next alternative
+                    msg = str(err).strip().splitlines()[0][:300]
+                    if i == len(alts) - 1:
+                        raise RuntimeError(f"step '{label}': {text}: {msg}") from err
+                    refused.append((text, msg))
+        steps.append((label, ran, refused, head(spark, sc)))
+    return steps
+
+
+def head(spark, sc):
+    rows = sql(spark, f"SELECT snapshot_id FROM {sc.table}.refs WHERE name = 'main'")
+    return rows[0][0] if rows else None
+
+
+def metadata_location(spark, sc):
+    rows = sql(spark, f"SELECT file FROM {sc.table}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1")
+    return rows[0][0]
+
+
+def ancestry(meta):
+    """Snapshots of main, oldest first."""
+    snaps = {s["snapshot-id"]: s for s in meta.get("snapshots", [])}
+    ref = meta.get("refs", {}).get("main", {}).get("snapshot-id", meta.get("current-snapshot-id"))
+    out = []
+    while ref in snaps:
+        out.append(snaps[ref])
+        ref = snaps[ref].get("parent-snapshot-id")
+    return list(reversed(out))
+
+
+def columns_of(meta, snap):
+    """The snapshot's top-level columns: {name: initial-default or None}."""
+    sid = snap.get("schema-id", meta.get("current-schema-id"))
+    for sch in meta.get("schemas", []):
+        if sch.get("schema-id") == sid:
+            return {f["name"]: f.get("initial-default") for f in sch["fields"]}
+    return None
+
+
+def live(spark, sc, sid):
+    try:
+        rows = sql(spark, f"SELECT *, _row_id, _last_updated_sequence_number FROM {sc.table} VERSION AS OF {sid}")
+        return oracle.Live(rows)
+    except Exception as err:  # a snapshot Spark gives no lineage for: its rows have none
+        rows = [dict(r.asDict(), _row_id=None) for r in sql(spark, f"SELECT * FROM {sc.table} VERSION AS OF {sid}")]
+        return oracle.Live(rows, why=str(err).strip().splitlines()[0][:200])
+
+
+def run_scenario(spark, sc, args, out):
+    t = {}
+    t0 = time.monotonic()
+    steps = build(spark, sc)
+    t["build"] = time.monotonic() - t0
+    labels = {}
+    for label, ran, refused, h in steps:
+        if h is not None and h not in labels:
+            labels[h] = label
+        for text, msg in refused:
+            out.append(f"  note: Spark refused `{text}`: {msg}")
+        if refused:
+            out.append(f"  note: instead ran: {ran[-1]}")
+    meta_path = metadata_location(spark, sc)
+    with open(facts.local(meta_path)) as fh:
+        meta = json.load(fh)
+    snaps = ancestry(meta)
+
+    t0 = time.monotonic()
+    lives = {s["snapshot-id"]: live(spark, sc, s["snapshot-id"]) for s in snaps}
+    t["oracle"] = time.monotonic() - t0
+
+    t0 = time.monotonic()
+    cargs = icecdc_cli.catalog_args(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
+    got, err, stderr = icecdc_cli.changes(args.icecdc, cargs)
+    t["icecdc"] = time.monotonic() - t0
+    warnings = [ln for ln in stderr.splitlines() if ln.strip()]
+
+    t0 = time.monotonic()
+    try:
+        ptable = pyiceberg_check.load_table(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
+        pcounts = pyiceberg_check.row_counts(ptable, [s["snapshot-id"] for s in snaps])
+    except Exception as perr:
+        pcounts = {s["snapshot-id"]: f"load failed: {type(perr).__name__}: {perr}" for s in snaps}
+    t["pyiceberg"] = time.monotonic() - t0
+
+    header, fct = facts.table_facts(meta_path, [s["snapshot-id"] for s in snaps])
+
+    exact, pagree, detail = 0, 0, []
+    prev = oracle.EMPTY
+    for s in snaps:
+        sid, seq = s["snapshot-id"], s.get("sequence-number", 0)
+        cur = lives[sid]
+        if cur.by_id:
+            expected, notes = oracle.expected_events(prev, cur, seq, columns_of(meta, s))
+        else:
+            expected, notes = [], []
+            if cur.no_lineage:
+                why = f" (Spark: {cur.why})" if cur.why else " (Spark returns null _row_id)"
+                notes.append(f"no lineage in this snapshot ({cur.no_lineage} rows{why}): no events")
+        problems = [err] if err else oracle.compare(expected, got.pop(sid, []), seq)
+        pc = pcounts.get(sid)
+        pok = pc == cur.count
+        exact += not problems
+        pagree += pok
+        title = f"  snapshot {sid} seq {seq} {s.get('summary', {}).get('operation', '?')} ({labels.get(sid, 'within a step')})"
+        block = [title + f": {len(expected)} events expected, live rows {cur.count}"]
+        block += ["    " + n for n in notes]
+        if not pok:
+            block.append(f"    pyiceberg: {pc} rows, Spark: {cur.count}")
+        block += ["    " + p for p in problems]
+        block += ["    facts: " + fct[sid][0]] + ["    " + ln for ln in fct[sid][1:]]
+        detail.append((not problems and pok and not any("anomaly" in n for n in notes), block))
+        prev = cur
+    for sid, evs in got.items():
+        detail.append((False, [f"  icecdc emitted {len(evs)} events for snapshot {sid}, not in main's ancestry"]))
+    ok = exact == len(snaps) and pagree == len(snaps) and not got
+    line = f"scenario {sc.name}: {exact}/{len(snaps)} snapshots exact"
+    if pagree != len(snaps):
+        line += f"; pyiceberg row counts agree on {pagree}/{len(snaps)}"
+    if got:
+        line += f"; {len(got)} unexpected snapshots"
+    return ok, line, header, detail, warnings, t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--ivy", required=True)
+    ap.add_argument("--icecdc", required=True)
+    ap.add_argument("--rest-uri")
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--facts", help="write every snapshot's facts here")
+    ap.add_argument("--verbose", action="store_true", help="print every snapshot, not only failing ones")
+    args = ap.parse_args()
+    args.catalog_db = os.path.join(args.work, "catalog.db")
+    args.warehouse = os.path.join(args.work, "wh")
+    os.makedirs(args.warehouse, exist_ok=True)
+
+    known = [sc.name for sc in scenarios.all_scenarios(with_rest=bool(args.rest_uri))]
+    unknown = sorted(set(args.only or []) - set(known))
+    if unknown:
+        print(f"scenarios: unknown {unknown}; known: {' '.join(known)}")
+        return 2
+    spark, secs = spark_session.start(args.catalog_db, args.warehouse, args.ivy, args.rest_uri)
+    print(f"timing: spark session start {secs:.1f}s (spark {spark.version})", flush=True)
+    failed, passed = [], 0
+    report, warned = [], set()
+    for sc in scenarios.all_scenarios(with_rest=bool(args.rest_uri)):
+        if args.only and sc.name not in args.only:
+            continue
+        t0 = time.monotonic()
+        try:
+            notes = []
+            ok, line, header, detail, warnings, t = run_scenario(spark, sc, args, notes)
+        except Exception as err:
+            traceback.print_exc()
+            ok, line, header, detail, warnings, t = False, f"scenario {sc.name}: FAILED to build or read: {err}", "", [], [], {}
+        total = time.monotonic() - t0
+        print(line, flush=True)
+        for n in notes:
+            print(n)
+        for w in warnings:  # each distinct message once per run
+            msg = re.sub(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d ", "", w)
+            if msg not in warned:
+                warned.add(msg)
+                print(f"  icecdc stderr: {msg[:300]}")
+        for good, block in detail:
+            if not good or args.verbose:
+                print("\n".join(block))
+        print("  timing: " + " ".join(f"{k} {v:.1f}s" for k, v in t.items()) + f" total {total:.1f}s", flush=True)
+        report.append(f"== {sc.name} ({sc.table}) {header}")
+        report += [ln for _, block in detail for ln in block]
+        if ok:
+            passed += 1
+        else:
+            failed.append(sc.name)
+    if args.facts:
+        with open(args.facts, "w") as fh:
+            fh.write("\n".join(report) + "\n")
+    spark.stop()
+    print(f"scenarios: {passed} exact, {len(failed)} not" + (f" ({', '.join(failed)})" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

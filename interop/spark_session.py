@@ -1,0 +1,59 @@
+"""The Spark session the scenarios write with: Spark 4.1 + Iceberg 1.11.
+
+Two Iceberg catalogs:
+  local  JDBC catalog on a SQLite file (what icecdc's sql catalog reads:
+         iceberg-go's catalog/sql, table iceberg_tables, catalog_name 'local')
+  rest   the Iceberg REST catalog server started by run.sh (when it runs)
+"""
+
+import os
+import time
+
+ICEBERG_RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0"
+
+# Every v3 scenario table is merge-on-read unless it says otherwise.
+MOR_V3 = {
+    "format-version": "3",
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+
+
+def start(catalog_db, warehouse, ivy_dir, rest_uri=None):
+    """Start a local Spark session; returns (spark, seconds it took)."""
+    from pyspark.sql import SparkSession
+
+    t0 = time.monotonic()
+    b = (
+        SparkSession.builder.master("local[2]")
+        .appName("icecdc-interop")
+        .config("spark.jars.packages", f"{ICEBERG_RUNTIME},{SQLITE_JDBC}")
+        .config("spark.jars.ivy", ivy_dir)
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.extensions",
+                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.sql.catalog.local", "org.apache.iceberg.spark.SparkCatalog")
+        .config("spark.sql.catalog.local.type", "jdbc")
+        .config("spark.sql.catalog.local.uri", f"jdbc:sqlite:{catalog_db}")
+        .config("spark.sql.catalog.local.warehouse", f"file:{warehouse}")
+    )
+    if rest_uri:
+        b = (
+            b.config("spark.sql.catalog.rest", "org.apache.iceberg.spark.SparkCatalog")
+            .config("spark.sql.catalog.rest.type", "rest")
+            .config("spark.sql.catalog.rest.uri", rest_uri)
+        )
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, time.monotonic() - t0
+
+
+def tblproperties(props):
+    return ", ".join(f"'{k}'='{v}'" for k, v in props.items())
