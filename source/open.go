@@ -63,6 +63,7 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		if err := checkSQLiteFile(props["uri"]); err != nil {
 			return nil, err
 		}
+		props["uri"] = withBusyTimeout(props["uri"])
 	}
 	name := o.CatalogName
 	if name == "" {
@@ -137,4 +138,17 @@ func Open(ctx context.Context, o Options) (*Table, error) {
 		return tbl, nil
 	}
 	return newTable(ctx, o, load)
+}
+
+// withBusyTimeout makes SQLite wait for a writer's lock instead of failing
+// with SQLITE_BUSY: the catalog is shared with the engines that commit.
+func withBusyTimeout(uri string) string {
+	if uri == "" || strings.Contains(uri, "busy_timeout") {
+		return uri
+	}
+	sep := "?"
+	if strings.Contains(uri, "?") {
+		sep = "&"
+	}
+	return uri + sep + "_pragma=busy_timeout(10000)"
 }
