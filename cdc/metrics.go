@@ -10,7 +10,7 @@ type Metrics struct {
 	Events          *prometheus.CounterVec   // events published, by table and op
 	Anomalies       *prometheus.CounterVec   // lineage anomalies, by table and kind
 	SnapshotsBehind *prometheus.GaugeVec     // snapshots on the branch not yet delivered
-	SecondsBehind   *prometheus.GaugeVec     // age of the newest commit not yet delivered
+	SecondsBehind   *prometheus.GaugeVec     // age of the oldest commit not yet delivered
 	CheckpointSeq   *prometheus.GaugeVec     // sequence number of the table's checkpoint
 	SinkErrors      *prometheus.CounterVec   // failed sink writes, by table and class
 	Retries         *prometheus.CounterVec   // pipeline retries after a transient error
