@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -29,15 +31,33 @@ func TestRandomHistories(t *testing.T) {
 			seeds = append(seeds, uint64(i))
 		}
 	}
+	seen := map[string]int{}
+	var mu sync.Mutex
+	t.Cleanup(func() {
+		// The generator must reach every kind of commit, or the test
+		// checks less than it claims.
+		if len(seeds) >= 6 {
+			for _, k := range []string{"append", "delete", "update", "compact", "equality delete", "upsert", "cow delete", "cow overwrite"} {
+				if seen[k] == 0 {
+					t.Errorf("no %q commit drawn: %v", k, seen)
+				}
+			}
+		}
+	})
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
-			randomHistory(t, seed, 24)
+			kinds := randomHistory(t, seed, 24)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range kinds {
+				seen[k]++
+			}
 		})
 	}
 }
 
-func randomHistory(t *testing.T, seed uint64, commits int) {
+func randomHistory(t *testing.T, seed uint64, commits int) (kinds []string) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var spec *iceberg.PartitionSpec
 	if seed%2 == 0 {
@@ -81,10 +101,25 @@ func randomHistory(t *testing.T, seed uint64, commits int) {
 		return rows
 	}
 	var log []string
+	// iceberg-go's copy-on-write rewrites a file without applying its
+	// deletes (ICEBERG-GO-NOTES), so it is only drawn while no delete is
+	// live: at the start and right after a compaction.
+	cowSafe := true
 	for i := 0; i < commits; i++ {
-		kind := rng.IntN(10)
+		kind := rng.IntN(12)
 		if len(live) < 3 {
 			kind = 0
+		}
+		if kind >= 10 && !cowSafe {
+			kind = 7 // compact instead, which makes copy-on-write safe again
+		} else if cowSafe && len(live) >= 3 && rng.IntN(3) == 0 {
+			kind = 10 + rng.IntN(2) // the safe window is short: use it
+		}
+		switch kind {
+		case 3, 4, 5, 6, 8, 9:
+			cowSafe = false
+		case 7:
+			cowSafe = true
 		}
 		var what string
 		var fn func(context.Context, *table.Table) (*table.Table, error)
@@ -157,6 +192,25 @@ func randomHistory(t *testing.T, seed uint64, commits int) {
 			fn = func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 				return scenario.EqualityUpsert(ctx, tb, []string{"order_id"}, rows)
 			}
+		case 10:
+			ks := pick(1 + rng.IntN(3))
+			for _, k := range ks {
+				delete(live, k)
+			}
+			what = fmt.Sprint("cow delete ", ks)
+			fn = func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.DeleteCoW(ctx, tb, in("order_id", ks...))
+			}
+		case 11:
+			ks := pick(1 + rng.IntN(2))
+			rows := newRows(1 + rng.IntN(3))
+			for _, k := range ks {
+				delete(live, k)
+			}
+			what = fmt.Sprint("cow overwrite ", ks)
+			fn = func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.OverwriteCoW(ctx, tb, in("order_id", ks...), rows)
+			}
 		}
 		log = append(log, what)
 		tbl, err := fn(f.ctx, f.tbl)
@@ -168,4 +222,8 @@ func randomHistory(t *testing.T, seed uint64, commits int) {
 	if _, err := replayCheck(f); err != nil {
 		t.Fatalf("%v\nhistory: %v", err, log)
 	}
+	for _, w := range log {
+		kinds = append(kinds, strings.TrimRight(w, " 0123456789[]"))
+	}
+	return kinds
 }
