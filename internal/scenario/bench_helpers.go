@@ -5,10 +5,7 @@ import (
 	"fmt"
 
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/dv"
-	"github.com/google/uuid"
 )
 
 // AppendAndDelete appends rows and deletes the live rows matching filter in
@@ -27,38 +24,13 @@ func AppendAndDelete(ctx context.Context, tbl *table.Table, rows []map[string]an
 	fail := func(err error) (*table.Table, error) {
 		return nil, fmt.Errorf("append and delete %v where %s: %w", tbl.Identifier(), filter, err)
 	}
-	fs, err := tbl.FS(ctx)
+	vd, err := deleteByVector(ctx, tbl, filter, "-delete.puffin")
 	if err != nil {
 		return fail(err)
 	}
-	wfs, ok := fs.(iceio.WriteFileIO)
-	if !ok {
-		return fail(fmt.Errorf("file io %T cannot write", fs))
-	}
-	tasks, err := tbl.Scan(table.WithRowFilter(filter)).PlanFiles(ctx)
-	if err != nil {
-		return fail(err)
-	}
-
-	meta := tbl.Metadata()
-	dvw := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
-	var oldDVs []iceberg.DataFile
-	matched := 0
-	for _, task := range tasks {
-		rs, err := updateTask(ctx, tbl, fs, dvw, task, filter)
-		if err != nil {
-			return fail(err)
-		}
-		if len(rs) == 0 {
-			continue
-		}
-		matched += len(rs)
-		oldDVs = append(oldDVs, task.DeletionVectorFiles...)
-	}
-	if matched == 0 && len(rows) == 0 {
+	if len(vd.rows) == 0 && len(rows) == 0 {
 		return fail(ErrNoCommit)
 	}
-
 	var data []iceberg.DataFile
 	if len(rows) > 0 {
 		as, err := arrowSchemaFor(tbl.Schema(), false)
@@ -73,26 +45,9 @@ func AppendAndDelete(ctx context.Context, tbl *table.Table, rows []map[string]an
 			return fail(err)
 		}
 	}
-	var dvs []iceberg.DataFile
-	if matched > 0 {
-		loc := tbl.Location() + "/data/" + uuid.NewString() + "-delete.puffin"
-		if dvs, err = dvw.Flush(ctx, loc); err != nil {
-			return fail(err)
-		}
-	}
-
-	tx := tbl.NewTransaction()
-	rd := tx.NewRowDelta(nil).AddRows(data...).AddDeletes(dvs...)
-	if len(oldDVs) > 0 {
-		rd.RemoveDeletes(oldDVs...)
-	}
-	if err := rd.Commit(ctx); err != nil {
-		return fail(err)
-	}
-	next, err := tx.Commit(ctx)
+	next, err := commitRowDelta(ctx, tbl, data, vd)
 	if err != nil {
 		return fail(err)
 	}
-
 	return checkCommitted("append and delete", tbl, next)
 }

@@ -37,73 +37,93 @@ func Update(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpress
 	fail := func(err error) (*table.Table, error) {
 		return nil, fmt.Errorf("update %v where %s: %w", tbl.Identifier(), filter, err)
 	}
-	fs, err := tbl.FS(ctx)
+	vd, err := deleteByVector(ctx, tbl, filter, "-update-deletes.puffin")
 	if err != nil {
 		return fail(err)
 	}
-	wfs, ok := fs.(iceio.WriteFileIO)
-	if !ok {
-		return fail(fmt.Errorf("file io %T cannot write", fs))
-	}
-	tasks, err := tbl.Scan(table.WithRowFilter(filter)).PlanFiles(ctx)
-	if err != nil {
-		return fail(err)
-	}
-
-	meta := tbl.Metadata()
-	dvw := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
-	var oldDVs []iceberg.DataFile
 	var newRows []map[string]any
-	for _, task := range tasks {
-		rows, err := updateTask(ctx, tbl, fs, dvw, task, filter)
-		if err != nil {
-			return fail(err)
+	for _, r := range vd.rows {
+		nv := fn(maps.Clone(r.Values))
+		if nv == nil {
+			return fail(fmt.Errorf("fn returned nil for row id %d", r.RowID))
 		}
-		if len(rows) == 0 {
-			continue
+		if v, ok := nv[iceberg.RowIDColumnName]; ok && v != r.RowID {
+			return fail(fmt.Errorf("fn changed %s %d to %v", iceberg.RowIDColumnName, r.RowID, v))
 		}
-		oldDVs = append(oldDVs, task.DeletionVectorFiles...)
-		for _, r := range rows {
-			nv := fn(maps.Clone(r.Values))
-			if nv == nil {
-				return fail(fmt.Errorf("fn returned nil for row id %d", r.RowID))
-			}
-			if v, ok := nv[iceberg.RowIDColumnName]; ok && v != r.RowID {
-				return fail(fmt.Errorf("fn changed %s %d to %v", iceberg.RowIDColumnName, r.RowID, v))
-			}
-			nv = maps.Clone(nv)
-			nv[iceberg.RowIDColumnName] = r.RowID
-			newRows = append(newRows, nv)
-		}
+		nv = maps.Clone(nv)
+		nv[iceberg.RowIDColumnName] = r.RowID
+		newRows = append(newRows, nv)
 	}
 	if len(newRows) == 0 {
 		return fail(ErrNoCommit)
 	}
-
 	data, err := reinsert(ctx, tbl, newRows)
 	if err != nil {
 		return fail(err)
 	}
-	loc := tbl.Location() + "/data/" + uuid.NewString() + "-update-deletes.puffin"
-	dvs, err := dvw.Flush(ctx, loc)
+	next, err := commitRowDelta(ctx, tbl, data, vd)
 	if err != nil {
 		return fail(err)
 	}
+	return checkCommitted("update", tbl, next)
+}
 
+// vectorDelete is the delete half of a row delta: the rows a filter
+// matched, the new vectors deleting them (each folding its file's previous
+// vector, or its v2 position deletes) and the vectors they replace.
+type vectorDelete struct {
+	rows          []Row
+	dvs, replaced []iceberg.DataFile
+}
+
+// deleteByVector plans the files the filter touches, reads the matching
+// live rows and writes one Puffin file with a vector per touched file.
+func deleteByVector(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, suffix string) (*vectorDelete, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wfs, ok := fs.(iceio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("file io %T cannot write", fs)
+	}
+	tasks, err := tbl.Scan(table.WithRowFilter(filter)).PlanFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	meta := tbl.Metadata()
+	dvw := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	vd := &vectorDelete{}
+	for _, task := range tasks {
+		rows, err := updateTask(ctx, tbl, fs, dvw, task, filter)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		vd.replaced = append(vd.replaced, task.DeletionVectorFiles...)
+		vd.rows = append(vd.rows, rows...)
+	}
+	if len(vd.rows) > 0 {
+		if vd.dvs, err = dvw.Flush(ctx, tbl.Location()+"/data/"+uuid.NewString()+suffix); err != nil {
+			return nil, err
+		}
+	}
+	return vd, nil
+}
+
+// commitRowDelta commits data files and a vector delete as one snapshot.
+func commitRowDelta(ctx context.Context, tbl *table.Table, data []iceberg.DataFile, vd *vectorDelete) (*table.Table, error) {
 	tx := tbl.NewTransaction()
-	rd := tx.NewRowDelta(nil).AddRows(data...).AddDeletes(dvs...)
-	if len(oldDVs) > 0 {
-		rd.RemoveDeletes(oldDVs...)
+	rd := tx.NewRowDelta(nil).AddRows(data...).AddDeletes(vd.dvs...)
+	if len(vd.replaced) > 0 {
+		rd.RemoveDeletes(vd.replaced...)
 	}
 	if err := rd.Commit(ctx); err != nil {
-		return fail(err)
+		return nil, err
 	}
-	next, err := tx.Commit(ctx)
-	if err != nil {
-		return fail(err)
-	}
-
-	return checkCommitted("update", tbl, next)
+	return tx.Commit(ctx)
 }
 
 // updateTask finds the live rows of one data file that match filter, adds
