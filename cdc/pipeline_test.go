@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,5 +212,68 @@ func TestPipelineStartPositions(t *testing.T) {
 	h2.run("latest", 100, 0)
 	if evs := h2.events(); len(evs) != 1 || evs[0].Source.RowID != 2 {
 		t.Fatalf("latest must skip existing history: %+v", evs)
+	}
+}
+
+// A table that cannot be loaded keeps being retried and a v2 table stops,
+// while the other table of the pipeline delivers.
+func TestPipelineTableIsolation(t *testing.T) {
+	h := newHarness(t)
+	h.append(1, 3)
+	v2, err := h.env.CreateTable(h.ctx, table.Identifier{"shop", "old"}, scenario.OrdersSchema(), nil, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenario.Append(h.ctx, v2, []map[string]any{scenario.Order(1, "a", "new", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	open := func(name string) cdc.Source {
+		src, err := source.New(source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	store, err := state.Open(h.state, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	fs, err := file.Open(h.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close(h.ctx)
+	earliest, _ := cdc.ParseStart("earliest")
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Poll: 20 * time.Millisecond, RetryInitial: 20 * time.Millisecond,
+		Tables: []cdc.TableSpec{
+			{Name: "shop.missing", Source: open("shop.missing"), Start: earliest},
+			{Name: "shop.old", Source: open("shop.old"), Start: earliest},
+			{Name: "shop.orders", Source: open("shop.orders"), Start: earliest},
+		}}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if cp, ok, _ := store.Load(ctx, "p", "shop.orders"); ok && cp.Seq == 1 && cp.Done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("shop.orders was not delivered while another table failed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(h.events()); n != 3 {
+		t.Fatalf("%d events of shop.orders, want 3", n)
+	}
+	cancel()
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), "shop.old") || !strings.Contains(err.Error(), "format version 2") {
+		t.Fatalf("the v2 table must stop with a clear error: %v", err)
+	}
+	if strings.Contains(err.Error(), "shop.missing") {
+		t.Fatalf("a table that cannot be loaded is retried, not stopped: %v", err)
 	}
 }

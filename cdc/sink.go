@@ -84,9 +84,10 @@ type CheckpointSink interface {
 	Restore(ctx context.Context, pipeline string, table TableInfo) (Checkpoint, bool, error)
 }
 
-// ErrPermanent marks a sink error that retrying cannot fix (HTTP 4xx, a
-// message too large, an authorization failure): the table stops.
-var ErrPermanent = errors.New("permanent sink error")
+// ErrPermanent marks an error that retrying cannot fix (HTTP 4xx, a
+// message too large, an authorization failure, a table without lineage):
+// the table stops.
+var ErrPermanent = errors.New("not retried")
 
 // ErrDisabled marks a destination that asked to be left alone (HTTP 410).
 var ErrDisabled = errors.New("sink disabled by the destination")

@@ -46,6 +46,9 @@ type removal struct {
 func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit, err error) {
 	// Malformed files can panic inside the libraries that decode them;
 	// the table's stream stops with an error, the process does not crash.
+	if t.tbl == nil {
+		return nil, errNotLoaded
+	}
 	defer recoverAs(&err, "table %s: snapshot %d", t.name(t.tbl), si.ID)
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {

@@ -16,6 +16,9 @@ import (
 // file minus its vector (or v2 position deletes) and the equality deletes
 // that apply to it. It reads the whole snapshot, once, by design.
 func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit, err error) {
+	if t.tbl == nil {
+		return nil, errNotLoaded
+	}
 	defer recoverAs(&err, "table %s: initial read of snapshot %d", t.name(t.tbl), si.ID)
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {

@@ -96,6 +96,20 @@ func checkSQLiteFile(uri string) error {
 
 // Open loads the table the options name.
 func Open(ctx context.Context, o Options) (*Table, error) {
+	t, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// New checks the options and returns the table without loading it: its
+// first Refresh does. A daemon follows a table that cannot be loaded yet
+// (catalog down, table being re-created) by retrying that Refresh.
+func New(o Options) (*Table, error) {
 	if o.Branch == "" {
 		o.Branch = table.MainBranch
 	}
@@ -117,27 +131,31 @@ func Open(ctx context.Context, o Options) (*Table, error) {
 			}
 			return tbl, nil
 		}
-		return newTable(ctx, o, load)
+		return newTable(o, load), nil
 	}
 	if o.Table == "" {
 		return nil, errors.New("no table: give --metadata PATH or --table NAMESPACE.NAME")
-	}
-	cat, err := OpenCatalog(ctx, o)
-	if err != nil {
-		return nil, err
 	}
 	ident := catalog.ToIdentifier(o.Table)
 	if len(ident) < 2 {
 		return nil, fmt.Errorf("table %q: want namespace.name", o.Table)
 	}
+	var cat catalog.Catalog
 	load := func(ctx context.Context) (*table.Table, error) {
+		if cat == nil {
+			c, err := OpenCatalog(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			cat = c
+		}
 		tbl, err := cat.LoadTable(ctx, ident)
 		if err != nil {
 			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
 		}
 		return tbl, nil
 	}
-	return newTable(ctx, o, load)
+	return newTable(o, load), nil
 }
 
 // withBusyTimeout makes SQLite wait for a writer's lock instead of failing

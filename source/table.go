@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,13 +27,13 @@ type Table struct {
 
 var _ cdc.Source = (*Table)(nil)
 
-func newTable(ctx context.Context, o Options, load func(context.Context) (*table.Table, error)) (*Table, error) {
-	t := &Table{opts: o, load: load, files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex(), eq: eqCache{}}
-	if err := t.Refresh(ctx); err != nil {
-		return nil, err
-	}
-	return t, nil
+func newTable(o Options, load func(context.Context) (*table.Table, error)) *Table {
+	return &Table{opts: o, load: load, files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex(), eq: eqCache{}}
 }
+
+// errNotLoaded is returned by a Table whose first Refresh has not
+// succeeded yet.
+var errNotLoaded = errors.New("table not loaded yet")
 
 // Refresh reloads the table's metadata.
 func (t *Table) Refresh(ctx context.Context) error {
@@ -41,7 +42,8 @@ func (t *Table) Refresh(ctx context.Context) error {
 		return err
 	}
 	if v := tbl.Metadata().Version(); v < 3 {
-		return fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
+		// Not a transient state: the daemon stops following this table.
+		return fmt.Errorf("table %s: format version %d: %w (%w)", t.name(tbl), v, ErrNotV3, cdc.ErrPermanent)
 	}
 	t.tbl = tbl
 	t.v2Known = false
@@ -60,6 +62,10 @@ func (t *Table) name(tbl *table.Table) string {
 
 // Info describes the table for event envelopes.
 func (t *Table) Info() cdc.TableInfo {
+	if t.tbl == nil {
+		ns, name, _ := strings.Cut(t.opts.Table, ".")
+		return cdc.TableInfo{Catalog: t.opts.CatalogName, Namespace: ns, Name: name}
+	}
 	ident := t.tbl.Identifier()
 	ns, name := "", ""
 	if n := len(ident); n > 0 {
@@ -94,6 +100,9 @@ func (t *Table) Info() cdc.TableInfo {
 // afterSeq < sequence number <= toSeq (toSeq <= 0: no upper bound), in
 // ascending sequence number.
 func (t *Table) Snapshots(_ context.Context, afterSeq, toSeq int64) ([]cdc.SnapshotInfo, error) {
+	if t.tbl == nil {
+		return nil, errNotLoaded
+	}
 	meta := t.tbl.Metadata()
 	head := meta.SnapshotByName(t.opts.Branch)
 	if head == nil {
@@ -152,6 +161,9 @@ func (t *Table) schemaFor(s *table.Snapshot) *iceberg.Schema {
 
 // Head returns the followed branch's head snapshot.
 func (t *Table) Head() (cdc.SnapshotInfo, bool) {
+	if t.tbl == nil {
+		return cdc.SnapshotInfo{}, false
+	}
 	s := t.tbl.Metadata().SnapshotByName(t.opts.Branch)
 	if s == nil {
 		return cdc.SnapshotInfo{}, false
@@ -161,5 +173,8 @@ func (t *Table) Head() (cdc.SnapshotInfo, bool) {
 
 // HasSnapshot reports whether the loaded metadata still holds snapshot id.
 func (t *Table) HasSnapshot(id int64) bool {
+	if t.tbl == nil {
+		return false
+	}
 	return t.tbl.Metadata().SnapshotByID(id) != nil
 }

@@ -165,7 +165,9 @@ func buildTables(ctx context.Context, cfg *Config) ([]cdc.TableSpec, error) {
 		for _, name := range names {
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
-			src, err := source.Open(ctx, o)
+			// Loaded by the table's follower, which retries: one table that
+			// cannot be loaded at start does not keep the others from running.
+			src, err := source.New(o)
 			if err != nil {
 				return nil, err
 			}

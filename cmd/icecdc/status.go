@@ -43,6 +43,10 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TABLE\tCHECKPOINT SEQ\tSNAPSHOT\tPOSITION\tHEAD SEQ\tSNAPSHOTS BEHIND\tSECONDS BEHIND\tSAVED")
 	for _, sp := range specs {
+		if err := sp.Source.Refresh(ctx); err != nil {
+			fmt.Fprintf(w, "%s\tunavailable: %s\n", sp.Name, oneLine(err.Error()))
+			continue
+		}
 		head, hasHead := sp.Source.Head()
 		st, ok := byName[sp.Name]
 		cp := st.Checkpoint
