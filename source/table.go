@@ -42,8 +42,7 @@ func (t *Table) Refresh(ctx context.Context) error {
 		return err
 	}
 	if v := tbl.Metadata().Version(); v < 3 {
-		// Not a transient state: the daemon stops following this table.
-		return fmt.Errorf("table %s: format version %d: %w (%w)", t.name(tbl), v, ErrNotV3, cdc.ErrPermanent)
+		return fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
 	t.tbl = tbl
 	t.v2Known = false
