@@ -14,19 +14,10 @@ import (
 	"github.com/icecdc/icecdc/source"
 )
 
-// ordersSchema is the bookshop table of the tests.
-func ordersSchema() *iceberg.Schema {
-	return iceberg.NewSchemaWithIdentifiers(0, []int{1},
-		iceberg.NestedField{ID: 1, Name: "order_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "customer", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "status", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.PrimitiveTypes.Float64},
-	)
-}
-
-func order(id int64, customer, status string, amount float64) map[string]any {
-	return map[string]any{"order_id": id, "customer": customer, "status": status, "amount": amount}
-}
+var (
+	ordersSchema = scenario.OrdersSchema
+	order        = scenario.Order
+)
 
 func orders(from, to int64) []map[string]any {
 	var out []map[string]any

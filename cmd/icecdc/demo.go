@@ -24,9 +24,7 @@ type demoStep struct {
 	do   func(context.Context, *table.Table) (*table.Table, error)
 }
 
-func bookshopOrder(id int64, customer, status string, amount float64) map[string]any {
-	return map[string]any{"order_id": id, "customer": customer, "status": status, "amount": amount}
-}
+var bookshopOrder = scenario.Order
 
 // bookshopStory is the demo's history of the orders table.
 func bookshopStory() []demoStep {
@@ -55,15 +53,6 @@ func bookshopStory() []demoStep {
 	}
 }
 
-func bookshopSchema() *iceberg.Schema {
-	return iceberg.NewSchemaWithIdentifiers(0, []int{1},
-		iceberg.NestedField{ID: 1, Name: "order_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "customer", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "status", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.PrimitiveTypes.Float64},
-	)
-}
-
 // buildBookshop writes the demo table into dir and returns where it is.
 func buildBookshop(ctx context.Context, dir string) (source.Options, []string, error) {
 	env, err := scenario.NewEnv(ctx, dir)
@@ -71,7 +60,7 @@ func buildBookshop(ctx context.Context, dir string) (source.Options, []string, e
 		return source.Options{}, nil, err
 	}
 	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, bookshopSchema(), nil, 3, nil)
+	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
 	if err != nil {
 		return source.Options{}, nil, err
 	}

@@ -164,7 +164,7 @@ func TestChangesBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer env.Close()
-		tbl, err := env.CreateTable(ctx, table.Identifier{"old", "t"}, bookshopSchema(), nil, 2, nil)
+		tbl, err := env.CreateTable(ctx, table.Identifier{"old", "t"}, scenario.OrdersSchema(), nil, 2, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
