@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -111,6 +112,51 @@ type Commit struct {
 	Snapshot  SnapshotInfo
 	Events    []Event
 	Anomalies []Anomaly
+	// Rest, when set, yields the events after Events, in order and a
+	// batch at a time, starting at index from: a commit too large to hold
+	// (a bulk append) streams its inserts instead of holding them. Total
+	// is then the number of all events.
+	Rest  func(ctx context.Context, from int, yield func([]Event) error) error
+	Total int
+}
+
+// Len returns the number of events of the commit.
+func (c *Commit) Len() int {
+	if c.Rest != nil {
+		return c.Total
+	}
+	return len(c.Events)
+}
+
+// EachBatch calls fn with the commit's events from index from on, in
+// order, in batches.
+func (c *Commit) EachBatch(ctx context.Context, from int, fn func([]Event) error) error {
+	if from < len(c.Events) {
+		if err := fn(c.Events[from:]); err != nil {
+			return err
+		}
+		from = len(c.Events)
+	}
+	if c.Rest != nil && from < c.Total {
+		return c.Rest(ctx, from, fn)
+	}
+	return nil
+}
+
+// Materialize brings every event into Events (for small consumers and tests).
+func (c *Commit) Materialize(ctx context.Context) error {
+	if c.Rest == nil {
+		return nil
+	}
+	all := make([]Event, 0, c.Total)
+	if err := c.EachBatch(ctx, 0, func(evs []Event) error { all = append(all, evs...); return nil }); err != nil {
+		return err
+	}
+	if len(all) != c.Total {
+		return fmt.Errorf("snapshot %d: streamed %d events, expected %d", c.Snapshot.ID, len(all), c.Total)
+	}
+	c.Events, c.Rest, c.Total = all, nil, 0
+	return nil
 }
 
 // Anomaly is a lineage inconsistency found while classifying a commit: it is

@@ -329,19 +329,24 @@ func mustSnapshots(ctx context.Context, src Source) []SnapshotInfo {
 
 // deliver sends the commit's events from index from on, in chunks, and
 // checkpoints after each confirmed chunk. A snapshot without events is
-// checkpointed too, so the position follows the head.
+// checkpointed too, so the position follows the head. Events of a
+// streamed commit are taken a batch at a time, so at most a chunk of them
+// is held.
 func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
 	initial := marker == "true"
-	n := len(c.Events)
-	for lo := from; lo < n || (lo == from && n <= from); {
-		hi := min(lo+f.p.ChunkSize, n)
+	n := c.Len()
+	next, done := from, false
+	chunk := make([]Event, 0, min(f.p.ChunkSize, max(n-from, 0)))
+	flush := func() error {
+		lo := next
+		hi := lo + len(chunk)
 		cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
-			Next: hi, Done: hi == n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial}
+			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial}
 		if initial && cp.Done {
 			cp.Initial, cp.Next = false, 0 // the stream resumes after the read snapshot
 		}
-		if hi > lo {
-			if err := f.write(ctx, c, lo, hi, cp, marker); err != nil {
+		if len(chunk) > 0 {
+			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
 				return err
 			}
 		}
@@ -352,15 +357,35 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		}
 		f.cp = cp
 		f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(cp.Seq))
-		if hi == n {
-			return nil
+		next, chunk, done = hi, chunk[:0], hi >= n
+		return nil
+	}
+	err := c.EachBatch(ctx, from, func(evs []Event) error {
+		for len(evs) > 0 {
+			k := min(f.p.ChunkSize-len(chunk), len(evs))
+			chunk = append(chunk, evs[:k]...)
+			evs = evs[k:]
+			if len(chunk) == f.p.ChunkSize {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
-		lo = hi
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if next+len(chunk) != n {
+		return fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+len(chunk), n)
+	}
+	if len(chunk) > 0 || !done {
+		return flush() // the tail, or the Done checkpoint of a commit with no events left
 	}
 	return nil
 }
 
-func (f *follower) write(ctx context.Context, c *Commit, lo, hi int, cp Checkpoint, marker string) error {
+func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string) error {
 	enc, last := f.p.Encoder, f.p.Encoder
 	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
 		e, l := *d, *d
@@ -368,11 +393,11 @@ func (f *follower) write(ctx context.Context, c *Commit, lo, hi int, cp Checkpoi
 		enc, last = &e, &l
 	}
 	now := time.Now().UnixMilli()
-	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, hi-lo)}
-	for i := lo; i < hi; i++ {
-		e := &c.Events[i]
+	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, len(evs))}
+	for k := range evs {
+		e, i := &evs[k], lo+k
 		enc := enc
-		if i == len(c.Events)-1 {
+		if i == total-1 {
 			enc = last // the last row of an initial read says so
 		}
 		key, err := enc.AppendKey(nil, c, e)

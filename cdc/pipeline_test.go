@@ -39,6 +39,7 @@ type harness struct {
 	dir   string
 	out   string
 	state string
+	held  int // MaxHeldRows of the source
 }
 
 func newHarness(t *testing.T) *harness {
@@ -77,7 +78,7 @@ func (h *harness) run(start string, chunk int, stopAfter int) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	src, err := source.Open(h.ctx, source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders"})
+	src, err := source.Open(h.ctx, source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders", MaxHeldRows: h.held})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -177,7 +178,13 @@ func TestPipelineInitialThenStream(t *testing.T) {
 }
 
 func TestPipelineResumesInsideASnapshot(t *testing.T) {
+	t.Run("held", func(t *testing.T) { resumeInsideASnapshot(t, 0) })
+	t.Run("streamed", func(t *testing.T) { resumeInsideASnapshot(t, 1) })
+}
+
+func resumeInsideASnapshot(t *testing.T, held int) {
 	h := newHarness(t)
+	h.held = held
 	h.append(1, 10)
 	h.run("earliest", 3, 2) // stop after two confirmed chunks: 6 of 10 events
 	if n := len(h.events()); n != 6 {

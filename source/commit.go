@@ -99,7 +99,11 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	if err != nil {
 		return nil, err
 	}
-	added, err := r.readAdded(ctx)
+	plan, err := r.planAdded(removed, info.KeyFields)
+	if err != nil {
+		return nil, err
+	}
+	added, err := r.readAdded(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +111,20 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	for _, a := range anoms {
 		r.anoms = append(r.anoms, cdc.Anomaly{Kind: a.Kind, File: r.files[a.Loc.File], Position: a.Loc.Pos, RowID: a.RowID})
 	}
-	c.Events = r.events(changes, info.KeyFields)
+	head, ins, insLoc := r.events(changes, info.KeyFields)
 	c.Anomalies = r.anoms
+	if !plan.streamed() {
+		c.Events = append(head, ins...)
+		for i := range c.Events {
+			c.Events[i].Index = i
+		}
+		return c, nil
+	}
+	for i := range head {
+		head[i].Index = i
+	}
+	c.Events = head
+	r.streamInserts(c, plan, ins, insLoc)
 	return c, nil
 }
 
@@ -359,33 +375,97 @@ func (r *commitRun) readRemovals(ctx context.Context) ([]lineage.Removed, error)
 	return out, nil
 }
 
-// readAdded reads the live rows of the files S added: row ids and lusn of
-// all, values of those changed by S (lusn == s).
-func (r *commitRun) readAdded(ctx context.Context) ([]lineage.Added, error) {
+// addedFile is one data file S added, ready to read.
+type addedFile struct {
+	m    dataFileMeta
+	lay  layout
+	dead *roaring64.Bitmap // positions deleted by a vector S added for it; nil: none
+	live int64             // rows not deleted
+	bulk bool              // streamed: a file that only inserts, in a commit too large to hold
+	fi   int               // its Loc.File
+}
+
+// addedPlan is how S's added files are read.
+type addedPlan struct{ files []*addedFile }
+
+func (p *addedPlan) streamed() bool {
+	for _, f := range p.files {
+		if f.bulk {
+			return true
+		}
+	}
+	return false
+}
+
+// planAdded reads the footers of S's added files and picks the files whose
+// inserts are streamed rather than held. A file qualifies when it stores no
+// lineage and has S's sequence number (an append: every row is an insert
+// with a fresh row id), and only when such rows exceed MaxHeldRows, no
+// removed row id falls in their ranges, and no equality-delete upsert needs
+// pairing (that needs every insert's key).
+func (r *commitRun) planAdded(removed []lineage.Removed, keyFields []string) (*addedPlan, error) {
 	dvOf := map[string]iceberg.ManifestEntry{}
 	for _, e := range r.d.addedDVs {
 		dvOf[*e.DataFile().ReferencedDataFile()] = e
 	}
 	seq := r.snap.SequenceNumber
-	var out []lineage.Added
+	plan := &addedPlan{}
+	var pure int64
+	fresh := roaring64.New()
 	for _, e := range r.d.addedData {
 		m := metaOf(e)
 		if m.firstRowID == nil {
 			return nil, fmt.Errorf("snapshot %d: data file %s has no first_row_id in a snapshot with row lineage", r.snap.SnapshotID, m.path())
 		}
-		var dead *roaring64.Bitmap
+		f := &addedFile{m: m, live: m.file.Count()}
 		if de, ok := dvOf[m.path()]; ok {
 			bm, err := readDV(r.fs, de, m.file.Count())
 			if err != nil {
 				return nil, err
 			}
-			dead = bm
+			f.dead = bm
+			f.live -= int64(bm.GetCardinality())
 		}
-		fi := r.fileIndex(m.path())
 		lay, err := readLayout(r.fs, m.file)
 		if err != nil {
 			return nil, err
 		}
+		f.lay = lay
+		if !lay.storesRowID && !lay.storesLUSN && m.dataSeq == seq && len(lay.rows) > 0 {
+			f.bulk = true // a candidate
+			pure += f.live
+			fresh.AddRange(uint64(*m.firstRowID), uint64(*m.firstRowID+m.file.Count()))
+		}
+		plan.files = append(plan.files, f)
+	}
+	limit := int64(r.t.opts.MaxHeldRows)
+	if limit <= 0 {
+		limit = 100_000
+	}
+	stream := pure > limit && !(len(keyPositions(r.sc, keyFields)) > 0 && len(r.eqFile) > 0)
+	for _, x := range removed {
+		if fresh.Contains(uint64(x.RowID)) {
+			stream = false
+		}
+	}
+	for _, f := range plan.files {
+		f.bulk = f.bulk && stream
+		f.fi = r.fileIndex(f.m.path())
+	}
+	return plan, nil
+}
+
+// readAdded reads the live rows of the files S added that it does not
+// stream: row ids and lusn of all, values of those changed by S (lusn == s).
+func (r *commitRun) readAdded(ctx context.Context, plan *addedPlan) ([]lineage.Added, error) {
+	seq := r.snap.SequenceNumber
+	var out []lineage.Added
+	for _, f := range plan.files {
+		if f.bulk {
+			continue
+		}
+		m, lay, dead, fi := f.m, f.lay, f.dead, f.fi
+		var err error
 		var ids []lineage.Added
 		var changed *roaring64.Bitmap // positions with lusn == s found by a narrow read
 		collect := func(values bool) rowVisitor {
@@ -429,9 +509,96 @@ func (r *commitRun) readAdded(ctx context.Context) ([]lineage.Added, error) {
 	return out, nil
 }
 
-// events turns classified changes into events in contract order. An update
+// streamInserts makes the insert phase of c a stream: for each added file
+// in manifest order, its held inserts, or for a streamed file its live
+// rows read a record batch at a time.
+func (r *commitRun) streamInserts(c *cdc.Commit, plan *addedPlan, ins []cdc.Event, insLoc []lineage.Loc) {
+	byFile := map[int][]cdc.Event{}
+	for i, e := range ins {
+		byFile[insLoc[i].File] = append(byFile[insLoc[i].File], e)
+	}
+	total := len(c.Events)
+	for _, f := range plan.files {
+		if f.bulk {
+			total += int(f.live)
+		} else {
+			total += len(byFile[f.fi])
+		}
+	}
+	c.Total = total
+	t, snap, sc, seq := r.t, r.snap, r.sc, r.snap.SequenceNumber
+	c.Rest = func(ctx context.Context, from int, yield func([]cdc.Event) error) error {
+		idx := len(c.Events)
+		for _, f := range plan.files {
+			if !f.bulk {
+				evs := byFile[f.fi]
+				if skip := from - idx; skip < len(evs) {
+					evs = evs[max(skip, 0):]
+					for k := range evs {
+						evs[k].Index = idx + (len(byFile[f.fi]) - len(evs)) + k
+					}
+					if err := yield(evs); err != nil {
+						return err
+					}
+				}
+				idx += len(byFile[f.fi])
+				continue
+			}
+			start := idx
+			idx += int(f.live)
+			if idx <= from {
+				continue
+			}
+			live := roaring64.New()
+			live.AddRange(0, uint64(f.m.file.Count()))
+			if f.dead != nil {
+				live.AndNot(f.dead)
+			}
+			if skip := from - start; skip > 0 {
+				// Resuming inside the file: start at the first row not yet
+				// delivered and skip the row groups before it.
+				p, err := live.Select(uint64(skip))
+				if err != nil {
+					return fmt.Errorf("data file %s: live row %d: %w", f.m.path(), skip, err)
+				}
+				live.RemoveRange(0, p)
+				start = from
+			}
+			next := start
+			_, err := t.scanFile(ctx, snap, sc, f.m, readOpts{lay: f.lay, positions: live, each: func(rows []fileRow) error {
+				if len(rows) == 0 {
+					return nil
+				}
+				evs := make([]cdc.Event, len(rows))
+				for k, fr := range rows {
+					if fr.lusn != seq {
+						return fmt.Errorf("data file %s position %d: lusn %d in a file that only inserts at %d", f.m.path(), fr.pos, fr.lusn, seq)
+					}
+					evs[k] = cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: next + k}
+				}
+				next += len(evs)
+				return yield(evs)
+			}}, func(pos, _, _ int64, hasID bool) (bool, error) {
+				if !hasID {
+					return false, fmt.Errorf("row at position %d has no row id", pos)
+				}
+				return live.Contains(uint64(pos)), nil
+			})
+			if err != nil {
+				return err
+			}
+			if next != idx {
+				return fmt.Errorf("data file %s: streamed %d rows, expected %d", f.m.path(), next-start, idx-start)
+			}
+		}
+		return nil
+	}
+}
+
+// events turns classified changes into events in contract order: the
+// deletes and updates, and the inserts with their locations. An update
 // that changes the key is a delete and an insert, as Debezium emits it.
-func (r *commitRun) events(changes []lineage.Change, keyFields []string) []cdc.Event {
+func (r *commitRun) events(changes []lineage.Change, keyFields []string) ([]cdc.Event, []cdc.Event, []lineage.Loc) {
 	keyIdx := keyPositions(r.sc, keyFields)
 	var dels, ups, ins []cdc.Event
 	var delLoc, insLoc []lineage.Loc
@@ -459,17 +626,13 @@ func (r *commitRun) events(changes []lineage.Change, keyFields []string) []cdc.E
 		dels, delLoc, ups, ins, insLoc = r.pairEqualityUpserts(keyIdx, dels, delLoc, ups, ins, insLoc)
 	}
 	sortByLoc(dels, delLoc)
-	sortByLoc(ins, insLoc)
-	out := make([]cdc.Event, 0, len(dels)+len(ups)+len(ins))
-	out = append(append(append(out, dels...), ups...), ins...)
-	for i := range out {
-		out[i].Index = i
-	}
-	return out
+	insLoc = sortByLoc(ins, insLoc)
+	return append(dels, ups...), ins, insLoc
 }
 
-// sortByLoc orders events by (file in manifest order, position).
-func sortByLoc(evs []cdc.Event, locs []lineage.Loc) {
+// sortByLoc orders events by (file in manifest order, position) and
+// returns their locations in the new order.
+func sortByLoc(evs []cdc.Event, locs []lineage.Loc) []lineage.Loc {
 	idx := make([]int, len(evs))
 	for i := range idx {
 		idx[i] = i
@@ -481,10 +644,12 @@ func sortByLoc(evs []cdc.Event, locs []lineage.Loc) {
 		return cmp.Compare(locs[a].Pos, locs[b].Pos)
 	})
 	sorted := make([]cdc.Event, len(evs))
+	sortedLoc := make([]lineage.Loc, len(evs))
 	for i, j := range idx {
-		sorted[i] = evs[j]
+		sorted[i], sortedLoc[i] = evs[j], locs[j]
 	}
 	copy(evs, sorted)
+	return sortedLoc
 }
 
 func keyPositions(sc *iceberg.Schema, keys []string) []int {

@@ -33,6 +33,9 @@ type Options struct {
 	Table       string            // namespace.name
 	Branch      string            // default main
 	KeyFields   []string          // event key; default the identifier fields
+	// MaxHeldRows bounds the inserted rows a commit holds in memory: past
+	// it, rows of files that only insert are streamed (default 100,000).
+	MaxHeldRows int
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is

@@ -26,11 +26,17 @@ type fileRow struct {
 // whether the row's values are wanted.
 type rowVisitor func(pos, rowID, lusn int64, hasID bool) (want bool, err error)
 
+// readBatchRows is the number of rows decoded per record batch.
+const readBatchRows = 8192
+
 // readOpts say which part of a file scanFile reads.
 type readOpts struct {
 	lay       layout
 	positions *roaring64.Bitmap // nil: every row; else only row groups holding one
 	narrow    bool              // only the lineage columns (and one small data column)
+	// each, when set, receives the wanted rows a record batch at a time
+	// instead of scanFile returning them: a streamed read holds one batch.
+	each func([]fileRow) error
 }
 
 // scanFile reads rows of one data file, with effective _row_id and
@@ -41,7 +47,8 @@ type readOpts struct {
 // position. Rows the visitor wants are returned with their values.
 func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, o readOpts, visit rowVisitor) ([]fileRow, error) {
 	path := m.path()
-	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID), table.WithRowLineage()}
+	// Record batches of a bounded size keep a streamed read's memory small.
+	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID), table.WithRowLineage(), table.WithArrowBatchSize(readBatchRows)}
 	if o.narrow {
 		// A projection of the lineage columns alone fails in iceberg-go:
 		// one data column rides along.
@@ -74,7 +81,13 @@ func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.
 			if err != nil {
 				return nil, fmt.Errorf("read data file %s: %w", path, err)
 			}
-			out = append(out, rows...)
+			if o.each != nil {
+				if err := o.each(rows); err != nil {
+					return nil, err
+				}
+			} else {
+				out = append(out, rows...)
+			}
 			pos += n
 			total += n
 		}

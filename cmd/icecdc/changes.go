@@ -51,17 +51,19 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	var buf []byte
 	err = cdc.Changes(ctx, src, *from, *to, log, func(c *cdc.Commit) error {
 		now := time.Now().UnixMilli()
-		for i := range c.Events {
-			buf, err = enc.AppendValue(buf[:0], c, &c.Events[i], now)
-			if err != nil {
-				return fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, c.Events[i].RowID, c.Events[i].Op), err)
+		return c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
+			for i := range evs {
+				buf, err = enc.AppendValue(buf[:0], c, &evs[i], now)
+				if err != nil {
+					return fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, evs[i].RowID, evs[i].Op), err)
+				}
+				buf = append(buf, '\n')
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
 			}
-			buf = append(buf, '\n')
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr

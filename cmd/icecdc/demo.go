@@ -106,6 +106,9 @@ func cmdDemo(ctx context.Context, args []string, stdout io.Writer, log *slog.Log
 	i := 0
 	var buf []byte
 	return cdc.Changes(ctx, src, 0, 0, log, func(c *cdc.Commit) error {
+		if err := c.Materialize(ctx); err != nil {
+			return err
+		}
 		what := ""
 		if i < len(whats) {
 			what = whats[i]

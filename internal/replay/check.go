@@ -31,6 +31,9 @@ func Check(ctx context.Context, src cdc.Source, tbl *table.Table) ([]Step, error
 	)
 	for _, si := range snaps {
 		c, err := src.Commit(ctx, si)
+		if err == nil {
+			err = c.Materialize(ctx)
+		}
 		if err != nil {
 			return steps, fmt.Errorf("snapshot %d (seq %d, %s): %w", si.ID, si.SequenceNumber, si.Operation, err)
 		}
