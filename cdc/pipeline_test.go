@@ -148,7 +148,13 @@ func (h *harness) events() []delivered {
 }
 
 func TestPipelineInitialThenStream(t *testing.T) {
+	t.Run("held", func(t *testing.T) { initialThenStream(t, 0) })
+	t.Run("streamed", func(t *testing.T) { initialThenStream(t, 1) })
+}
+
+func initialThenStream(t *testing.T, held int) {
 	h := newHarness(t)
+	h.held = held
 	h.append(1, 5)
 	tbl, err := scenario.Delete(h.ctx, h.tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(2)))
 	if err != nil {

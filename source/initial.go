@@ -66,29 +66,94 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	info := t.Info()
 	info.Schema = sc
 	c := &cdc.Commit{Table: info, Snapshot: si}
+	type part struct {
+		m     dataFileMeta
+		lay   layout
+		live  *roaring64.Bitmap
+		apply []*eqDeletes
+	}
+	var parts []part
+	total, held := 0, len(eqs) > 0
 	for _, m := range files {
 		dead, err := deadPositions(fs, m, olds[m.path()])
 		if err != nil {
 			return nil, err
 		}
-		var apply []*eqDeletes
+		p := part{m: m, live: roaring64.New()}
+		p.live.AddRange(0, uint64(m.file.Count()))
+		p.live.AndNot(dead)
 		for _, e := range eqs {
 			if e.appliesTo(m) {
-				apply = append(apply, e)
+				p.apply = append(p.apply, e)
 			}
 		}
-		lay, err := readLayout(fs, m.file)
-		if err != nil {
+		if p.lay, err = readLayout(fs, m.file); err != nil {
 			return nil, err
 		}
-		rows, err := t.scanFile(ctx, snap, sc, m, readOpts{lay: lay}, func(pos, _, _ int64, hasID bool) (bool, error) {
-			return hasID && !dead.Contains(uint64(pos)), nil
+		parts = append(parts, p)
+		total += int(p.live.GetCardinality())
+	}
+	limit := t.opts.MaxHeldRows
+	if limit <= 0 {
+		limit = 100_000
+	}
+	// Without equality deletes the row count is known before reading, so
+	// a large table's rows are streamed a record batch at a time.
+	if !held && total > limit {
+		c.Total = total
+		c.Rest = func(ctx context.Context, from int, yield func([]cdc.Event) error) error {
+			idx := 0
+			for _, p := range parts {
+				n := int(p.live.GetCardinality())
+				start := idx
+				idx += n
+				if idx <= from {
+					continue
+				}
+				live := p.live
+				if skip := from - start; skip > 0 {
+					pos, err := live.Select(uint64(skip))
+					if err != nil {
+						return fmt.Errorf("data file %s: live row %d: %w", p.m.path(), skip, err)
+					}
+					live = live.Clone()
+					live.RemoveRange(0, pos)
+					start = from
+				}
+				next := start
+				_, err := t.scanFile(ctx, snap, sc, p.m, readOpts{lay: p.lay, positions: live, each: func(rows []fileRow) error {
+					evs := make([]cdc.Event, len(rows))
+					for k, fr := range rows {
+						evs[k] = cdc.Event{Op: cdc.OpSnapshot, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: next + k}
+					}
+					next += len(evs)
+					if len(evs) == 0 {
+						return nil
+					}
+					return yield(evs)
+				}}, func(pos, _, _ int64, hasID bool) (bool, error) {
+					return hasID && live.Contains(uint64(pos)), nil
+				})
+				if err != nil {
+					return err
+				}
+				if next != idx {
+					return fmt.Errorf("data file %s: read %d live rows, expected %d", p.m.path(), next-start, idx-start)
+				}
+			}
+			return nil
+		}
+		return c, nil
+	}
+	for _, p := range parts {
+		rows, err := t.scanFile(ctx, snap, sc, p.m, readOpts{lay: p.lay}, func(pos, _, _ int64, hasID bool) (bool, error) {
+			return hasID && p.live.Contains(uint64(pos)), nil
 		})
 		if err != nil {
 			return nil, err
 		}
 		for _, fr := range rows {
-			if matchesAny(apply, fr.row, false) {
+			if matchesAny(p.apply, fr.row, false) {
 				continue
 			}
 			c.Events = append(c.Events, cdc.Event{Op: cdc.OpSnapshot, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: len(c.Events)})
