@@ -554,41 +554,18 @@ func (r *commitRun) streamInserts(c *cdc.Commit, plan *addedPlan, ins []cdc.Even
 			if f.dead != nil {
 				live.AndNot(f.dead)
 			}
-			if skip := from - start; skip > 0 {
-				// Resuming inside the file: start at the first row not yet
-				// delivered and skip the row groups before it.
-				p, err := live.Select(uint64(skip))
-				if err != nil {
-					return fmt.Errorf("data file %s: live row %d: %w", f.m.path(), skip, err)
+			skip := max(from-start, 0)
+			next, err := t.streamLive(ctx, snap, sc, f.m, f.lay, live, skip, start+skip, cdc.OpCreate, func(fr fileRow) error {
+				if fr.lusn != seq {
+					return fmt.Errorf("data file %s position %d: lusn %d in a file that only inserts at %d", f.m.path(), fr.pos, fr.lusn, seq)
 				}
-				live.RemoveRange(0, p)
-				start = from
-			}
-			next := start
-			_, err := t.scanFile(ctx, snap, sc, f.m, readOpts{lay: f.lay, positions: live, each: func(rows []fileRow) error {
-				if len(rows) == 0 {
-					return nil
-				}
-				evs := make([]cdc.Event, len(rows))
-				for k, fr := range rows {
-					if fr.lusn != seq {
-						return fmt.Errorf("data file %s position %d: lusn %d in a file that only inserts at %d", f.m.path(), fr.pos, fr.lusn, seq)
-					}
-					evs[k] = cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: next + k}
-				}
-				next += len(evs)
-				return yield(evs)
-			}}, func(pos, _, _ int64, hasID bool) (bool, error) {
-				if !hasID {
-					return false, fmt.Errorf("row at position %d has no row id", pos)
-				}
-				return live.Contains(uint64(pos)), nil
-			})
+				return nil
+			}, yield)
 			if err != nil {
 				return err
 			}
 			if next != idx {
-				return fmt.Errorf("data file %s: streamed %d rows, expected %d", f.m.path(), next-start, idx-start)
+				return fmt.Errorf("data file %s: streamed %d rows, expected %d", f.m.path(), next-start-skip, idx-start-skip)
 			}
 		}
 		return nil

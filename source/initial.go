@@ -110,35 +110,13 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 				if idx <= from {
 					continue
 				}
-				live := p.live
-				if skip := from - start; skip > 0 {
-					pos, err := live.Select(uint64(skip))
-					if err != nil {
-						return fmt.Errorf("data file %s: live row %d: %w", p.m.path(), skip, err)
-					}
-					live = live.Clone()
-					live.RemoveRange(0, pos)
-					start = from
-				}
-				next := start
-				_, err := t.scanFile(ctx, snap, sc, p.m, readOpts{lay: p.lay, positions: live, each: func(rows []fileRow) error {
-					evs := make([]cdc.Event, len(rows))
-					for k, fr := range rows {
-						evs[k] = cdc.Event{Op: cdc.OpSnapshot, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: next + k}
-					}
-					next += len(evs)
-					if len(evs) == 0 {
-						return nil
-					}
-					return yield(evs)
-				}}, func(pos, _, _ int64, hasID bool) (bool, error) {
-					return hasID && live.Contains(uint64(pos)), nil
-				})
+				skip := max(from-start, 0)
+				next, err := t.streamLive(ctx, snap, sc, p.m, p.lay, p.live, skip, start+skip, cdc.OpSnapshot, nil, yield)
 				if err != nil {
 					return err
 				}
 				if next != idx {
-					return fmt.Errorf("data file %s: read %d live rows, expected %d", p.m.path(), next-start, idx-start)
+					return fmt.Errorf("data file %s: read %d live rows, expected %d", p.m.path(), next-start-skip, idx-start-skip)
 				}
 			}
 			return nil

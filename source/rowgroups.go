@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -8,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // layout is what a data file's Parquet footer says about reading it in
@@ -115,4 +118,43 @@ func (l layout) tasks(m dataFileMeta, spans []span) ([]table.FileScanTask, []spa
 			Start: int64(s.first), Length: int64(s.last - s.first + 1)})
 	}
 	return out, spans
+}
+
+// streamLive reads the rows of m at the positions in live, from the
+// skip-th of them on, and yields them as events of kind op, a record batch
+// at a time, numbered from index. It returns the index after the last.
+// Row groups before the first wanted row are not read.
+func (t *Table) streamLive(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, lay layout,
+	live *roaring64.Bitmap, skip, index int, op cdc.Op, check func(fileRow) error, yield func([]cdc.Event) error) (int, error) {
+	if skip > 0 {
+		pos, err := live.Select(uint64(skip))
+		if err != nil {
+			return index, fmt.Errorf("data file %s: live row %d: %w", m.path(), skip, err)
+		}
+		live = live.Clone()
+		live.RemoveRange(0, pos)
+	}
+	next := index
+	_, err := t.scanFile(ctx, snap, sc, m, readOpts{lay: lay, positions: live, each: func(rows []fileRow) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		evs := make([]cdc.Event, len(rows))
+		for k, fr := range rows {
+			if check != nil {
+				if err := check(fr); err != nil {
+					return err
+				}
+			}
+			evs[k] = cdc.Event{Op: op, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: next + k}
+		}
+		next += len(evs)
+		return yield(evs)
+	}}, func(pos, _, _ int64, hasID bool) (bool, error) {
+		if !hasID && live.Contains(uint64(pos)) {
+			return false, fmt.Errorf("row at position %d has no row id", pos)
+		}
+		return live.Contains(uint64(pos)), nil
+	})
+	return next, err
 }
