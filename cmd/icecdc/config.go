@@ -31,6 +31,9 @@ type Config struct {
 		Listen string `yaml:"listen"`
 	} `yaml:"http"`
 	Chunk int `yaml:"chunk"` // events per batch, default 500
+	// MaxHeldRows is how many inserted rows a commit may hold in memory
+	// before the rows of bulk appends are streamed (default 100,000).
+	MaxHeldRows int `yaml:"max_held_rows"`
 }
 
 // CatalogConfig says where the tables are.
@@ -181,6 +184,9 @@ func (c *Config) validate() error {
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
+	}
+	if c.MaxHeldRows < 0 {
+		bad("max_held_rows", "must not be negative")
 	}
 	switch c.Sink.Type {
 	case "stdout":

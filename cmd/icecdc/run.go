@@ -148,7 +148,7 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 func buildTables(ctx context.Context, cfg *Config) ([]cdc.TableSpec, error) {
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
-		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties,
+		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
 	}
 	var specs []cdc.TableSpec
 	for _, t := range cfg.Tables {
