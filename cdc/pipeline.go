@@ -306,8 +306,12 @@ func (f *follower) lag(pending []SnapshotInfo) {
 // initialRead delivers the head's rows as 'r' events, resumable by index.
 func (f *follower) initialRead(ctx context.Context) error {
 	src := f.spec.Source
+	snaps, err := src.Snapshots(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
 	var si SnapshotInfo
-	for _, s := range mustSnapshots(ctx, src) {
+	for _, s := range snaps {
 		if s.ID == f.cp.SnapshotID {
 			si = s
 		}
@@ -320,11 +324,6 @@ func (f *follower) initialRead(ctx context.Context) error {
 		return err
 	}
 	return f.deliver(ctx, c, f.cp.Next, "true")
-}
-
-func mustSnapshots(ctx context.Context, src Source) []SnapshotInfo {
-	s, _ := src.Snapshots(ctx, 0, 0)
-	return s
 }
 
 // deliver sends the commit's events from index from on, in chunks, and

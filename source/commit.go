@@ -128,15 +128,6 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	return c, nil
 }
 
-func firstPath(lists ...[]iceberg.ManifestEntry) string {
-	for _, l := range lists {
-		if len(l) > 0 {
-			return l[0].DataFile().FilePath()
-		}
-	}
-	return ""
-}
-
 func (r *commitRun) fileIndex(path string) int {
 	r.files = append(r.files, path)
 	return len(r.files) - 1
