@@ -120,3 +120,37 @@ func TestSchemaEvolution(t *testing.T) {
 		t.Fatalf("update across schema change: before %v after %v", u.Before, u.After)
 	}
 }
+
+// TestTypePromotion widens int to long and float to double after rows
+// were written: old files' values come out in the new types.
+func TestTypePromotion(t *testing.T) {
+	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+		iceberg.NestedField{ID: 2, Name: "ratio", Type: iceberg.PrimitiveTypes.Float32},
+		iceberg.NestedField{ID: 3, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	)
+	f := newFixture(t, 3, nil, sc)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, []map[string]any{{"id": int32(1), "ratio": float32(0.5), "name": "a"}, {"id": int32(2), "ratio": float32(1.5), "name": "b"}})
+	})
+	f.do("promote", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		tx := tb.NewTransaction()
+		us := tx.UpdateSchema(true, false)
+		us.UpdateColumn([]string{"id"}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Valid: true, Val: iceberg.PrimitiveTypes.Int64}})
+		us.UpdateColumn([]string{"ratio"}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Valid: true, Val: iceberg.PrimitiveTypes.Float64}})
+		if err := us.Commit(); err != nil {
+			return nil, err
+		}
+		return tx.Commit(ctx)
+	})
+	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		// (a filter on a promoted column trips iceberg-go's evaluation of the
+		// old files' 4-byte bounds)
+		return scenario.Delete(ctx, tb, iceberg.EqualTo(iceberg.Reference("name"), "a"))
+	})
+	steps := f.check()
+	wantOps(t, steps, "d:0 u:0 c:2", "d:1 u:0 c:0")
+	if d := steps[1].Events[0]; d.Before["id"] != json.Number("1") || d.Before["ratio"] != json.Number("0.5") {
+		t.Fatalf("before image read from the old file in promoted types: %v", d.Before)
+	}
+}

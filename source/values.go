@@ -30,8 +30,11 @@ func valueAt(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
 	case *array.Boolean:
 		return a.Value(i), nil
 	case *array.Int32:
-		if _, ok := typ.(iceberg.DateType); ok {
+		switch typ.(type) {
+		case iceberg.DateType:
 			return cdc.Date(a.Value(i)), nil
+		case iceberg.Int64Type: // a file written before int was promoted to long
+			return int64(a.Value(i)), nil
 		}
 		return a.Value(i), nil
 	case *array.Int64:
@@ -41,6 +44,9 @@ func valueAt(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
 		}
 		return a.Value(i), nil
 	case *array.Float32:
+		if _, ok := typ.(iceberg.Float64Type); ok { // float promoted to double
+			return float64(a.Value(i)), nil
+		}
 		return a.Value(i), nil
 	case *array.Float64:
 		return a.Value(i), nil
