@@ -24,6 +24,10 @@ type eqDeletes struct {
 	specID    int32
 	partition map[int]any
 	global    bool // an unpartitioned delete applies to every partition
+	// For a delete on one field: the smallest and largest key, to skip
+	// data files whose column bounds exclude them (nil: no pruning).
+	minKey, maxKey any
+	fieldID        int
 }
 
 // appliesTo reports whether the delete can remove rows of data file m:
@@ -90,6 +94,8 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 	if len(names) == 0 {
 		return nil, fmt.Errorf("equality delete file %s: no equality field ids", df.FilePath())
 	}
+	ed.fieldID = df.EqualityFieldIDs()[0]
+	ed.minKey, ed.maxKey = noRange, noRange
 	scan := t.tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithSelectedFields(names...))
 	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Start: 0, Length: df.FileSizeBytes()}})
 	if err != nil {
@@ -116,6 +122,7 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 				row[pos] = v
 			}
 			ed.keys[keyOf(row, ed.fieldIdx)] = struct{}{}
+			ed.widen(row[ed.fieldIdx[0]], len(ed.fieldIdx))
 		}
 		rec.Release()
 	}
@@ -194,6 +201,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		return err
 	}
 	cands := map[string]dataFileMeta{}
+	applies := map[string][]*eqDeletes{} // the deletes that can match each candidate
 	var order []dataFileMeta
 	for _, m := range live {
 		if skip[m.path()] {
@@ -201,7 +209,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		}
 		var apply []*eqDeletes
 		for _, s := range sets {
-			if s.appliesTo(m) {
+			if s.appliesTo(m) && s.mayMatch(m, r.sc) {
 				apply = append(apply, s)
 			}
 		}
@@ -210,6 +218,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		}
 		cands[m.path()] = m
 		order = append(order, m)
+		applies[m.path()] = apply
 	}
 	if len(order) == 0 {
 		return nil
@@ -246,7 +255,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 			pos.AndNot(p)
 		}
 		if !pos.IsEmpty() {
-			r.groups = append(r.groups, removal{m: m, pos: pos, eq: sets})
+			r.groups = append(r.groups, removal{m: m, pos: pos, eq: applies[m.path()]})
 		}
 	}
 	return nil
@@ -286,4 +295,109 @@ func (r *commitRun) loadParentEq(ctx context.Context) error {
 		r.oldEq = append(r.oldEq, ed)
 	}
 	return nil
+}
+
+// noRange marks a delete whose keys cannot prune files (several fields, a
+// null key, or a type without an order here).
+type noRangeT struct{}
+
+var noRange = noRangeT{}
+
+// widen extends the key range with v.
+func (e *eqDeletes) widen(v any, fields int) {
+	if fields != 1 || v == nil || !ordered(v) {
+		e.minKey, e.maxKey = nil, nil // pruning off for good
+		return
+	}
+	if e.minKey == noRange {
+		e.minKey, e.maxKey = v, v
+		return
+	}
+	if e.minKey == nil {
+		return
+	}
+	if less(v, e.minKey) {
+		e.minKey = v
+	}
+	if less(e.maxKey, v) {
+		e.maxKey = v
+	}
+}
+
+func ordered(v any) bool {
+	switch v.(type) {
+	case int32, int64, string, cdc.Date:
+		return true
+	}
+	return false
+}
+
+func less(a, b any) bool {
+	switch x := a.(type) {
+	case int32:
+		return x < b.(int32)
+	case int64:
+		return x < b.(int64)
+	case string:
+		return x < b.(string)
+	case cdc.Date:
+		return x < b.(cdc.Date)
+	}
+	return false
+}
+
+// mayMatch reports whether data file m can hold a row the delete matches,
+// judged by m's lower and upper bounds of the equality field. Without
+// bounds, or for keys it cannot order, it says yes.
+func (e *eqDeletes) mayMatch(m dataFileMeta, sc *iceberg.Schema) bool {
+	switch {
+	case e.minKey == nil:
+		return true
+	case e.minKey == noRange:
+		return len(e.keys) > 0 // a delete file with no rows deletes nothing
+	}
+	f, ok := sc.FindFieldByID(e.fieldID)
+	if !ok {
+		return true
+	}
+	lo, hasLo := m.file.LowerBoundValues()[e.fieldID]
+	hi, hasHi := m.file.UpperBoundValues()[e.fieldID]
+	if !hasLo || !hasHi {
+		return true
+	}
+	lower, err1 := boundValue(f.Type, lo, e.minKey)
+	upper, err2 := boundValue(f.Type, hi, e.minKey)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	// Truncated string bounds still enclose every value (the lower one is a
+	// prefix, the upper one is rounded up), so the comparison holds.
+	return !less(upper, e.minKey) && !less(e.maxKey, lower)
+}
+
+// boundValue decodes a manifest bound into the Go type of like.
+func boundValue(typ iceberg.Type, b []byte, like any) (any, error) {
+	lit, err := iceberg.LiteralFromBytes(typ, b)
+	if err != nil {
+		return nil, err
+	}
+	switch l := lit.(type) {
+	case iceberg.Int32Literal:
+		if _, ok := like.(int32); ok {
+			return int32(l), nil
+		}
+	case iceberg.Int64Literal:
+		if _, ok := like.(int64); ok {
+			return int64(l), nil
+		}
+	case iceberg.StringLiteral:
+		if _, ok := like.(string); ok {
+			return string(l), nil
+		}
+	case iceberg.DateLiteral:
+		if _, ok := like.(cdc.Date); ok {
+			return cdc.Date(l), nil
+		}
+	}
+	return nil, fmt.Errorf("bound of type %s for key %T", typ, like)
 }

@@ -3,6 +3,9 @@ package source_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -412,4 +415,71 @@ func TestStreamedInserts(t *testing.T) {
 	if fmt.Sprint(tail) != "[4 5]" {
 		t.Fatalf("events from index 4: %v", tail)
 	}
+}
+
+// TestEqualityDeletesPerPartition: one commit deletes key 1 in partition
+// "new" and key 2 in partition "paid"; each delete file applies to its own
+// partition only, although both keys exist in both.
+func TestEqualityDeletesPerPartition(t *testing.T) {
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1000, Name: "status", Transform: iceberg.IdentityTransform{}})
+	f := newFixture(t, 3, &spec, nil)
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, []map[string]any{
+			order(1, "a", "new", 1), order(2, "b", "new", 2), order(1, "c", "paid", 3), order(2, "d", "paid", 4), order(300, "e", "new", 5),
+		})
+	})
+	f.do("equality delete in two partitions", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.EqualityDelete(ctx, tb, []string{"order_id"}, []map[string]any{
+			{"order_id": int64(1), "status": "new"}, {"order_id": int64(2), "status": "paid"},
+		})
+	})
+	steps := f.check()
+	wantOps(t, steps, "d:0 u:0 c:5", "d:2 u:0 c:0")
+}
+
+// TestEqualityDeletePrunesByBounds: a file whose order_id bounds exclude
+// every deleted key is not read.
+func TestEqualityDeletePrunesByBounds(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	f.do("append low", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 5))
+	})
+	f.do("append high", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(100, 105))
+	})
+	f.do("equality delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.EqualityDelete(ctx, tb, []string{"order_id"}, []map[string]any{{"order_id": int64(2)}, {"order_id": int64(4)}})
+	})
+	steps := f.check()
+	wantOps(t, steps, "d:0 u:0 c:5", "d:0 u:0 c:6", "d:2 u:0 c:0")
+	// The high file's data is gone: were it read, the commit would fail.
+	high := secondDataFile(t, f.env.Dir)
+	if err := os.WriteFile(high, []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.open().Commit(f.ctx, steps[2].Snapshot); err != nil {
+		t.Fatalf("the file outside the bounds was read: %v", err)
+	}
+}
+
+// secondDataFile returns the local path of the second data file written.
+func secondDataFile(t *testing.T, dir string) string {
+	t.Helper()
+	var found []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".parquet") && !strings.Contains(p, "delete") {
+			found = append(found, p)
+		}
+		return nil
+	})
+	// data files in write order: the low file, then the high one
+	slices.SortFunc(found, func(a, b string) int {
+		ia, _ := os.Stat(a)
+		ib, _ := os.Stat(b)
+		return ia.ModTime().Compare(ib.ModTime())
+	})
+	if len(found) < 2 {
+		t.Fatalf("data files: %v", found)
+	}
+	return found[1]
 }
