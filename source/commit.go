@@ -429,11 +429,7 @@ func (r *commitRun) planAdded(removed []lineage.Removed, keyFields []string) (*a
 		}
 		plan.files = append(plan.files, f)
 	}
-	limit := int64(r.t.opts.MaxHeldRows)
-	if limit <= 0 {
-		limit = 100_000
-	}
-	stream := pure > limit && !(len(keyPositions(r.sc, keyFields)) > 0 && len(r.eqFile) > 0)
+	stream := pure > int64(r.t.maxHeldRows()) && !(len(keyPositions(r.sc, keyFields)) > 0 && len(r.eqFile) > 0)
 	for _, x := range removed {
 		if fresh.Contains(uint64(x.RowID)) {
 			stream = false

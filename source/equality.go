@@ -150,7 +150,8 @@ func liveDataFiles(fs iceio.IO, list []iceberg.ManifestFile) ([]dataFileMeta, er
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		for e, err := range m.Entries(fs, true) {
+		// Only the pruning statistics (bounds) are needed, not sizes.
+		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: true}) {
 			if err != nil {
 				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}

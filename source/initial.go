@@ -93,13 +93,9 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 		parts = append(parts, p)
 		total += int(p.live.GetCardinality())
 	}
-	limit := t.opts.MaxHeldRows
-	if limit <= 0 {
-		limit = 100_000
-	}
 	// Without equality deletes the row count is known before reading, so
 	// a large table's rows are streamed a record batch at a time.
-	if !held && total > limit {
+	if !held && total > t.maxHeldRows() {
 		c.Total = total
 		c.Rest = func(ctx context.Context, from int, yield func([]cdc.Event) error) error {
 			idx := 0

@@ -181,3 +181,13 @@ func withBusyTimeout(uri string) string {
 	}
 	return uri + sep + "_pragma=busy_timeout(10000)"
 }
+
+// defaultMaxHeldRows is Options.MaxHeldRows when unset.
+const defaultMaxHeldRows = 100_000
+
+func (t *Table) maxHeldRows() int {
+	if t.opts.MaxHeldRows > 0 {
+		return t.opts.MaxHeldRows
+	}
+	return defaultMaxHeldRows
+}
