@@ -13,4 +13,11 @@
 // The package does no I/O of its own: ReadAt makes one ranged read from the
 // io.ReaderAt it is handed. Diff computes which positions a new vector adds
 // over the vectors and position deletes it replaces.
+//
+// Why not iceberg-go's table/dv: its decoder returns its own bitmap type
+// (32-bit buckets, no AndNot with roaring64), does not run roaring's
+// container validation and accepts keys Java rejects; its ReadDV also parses
+// the Puffin footer, an extra read per vector. roaring64's ReadFrom is not
+// used either: it panics on hostile bucket counts, so decoding goes through
+// ReadPortableFrom plus Validate.
 package dv
