@@ -205,7 +205,12 @@ func (f *follower) load(ctx context.Context) error {
 		if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
 			return err
 		}
-		f.log.Info("no checkpoint: starting", "position", cp.String())
+		if f.spec.Start.Kind == StartEarliest && cp.Seq > 0 {
+			f.log.Warn("no checkpoint: starting with the oldest retained snapshot; the table's older history was expired",
+				"after_sequence_number", cp.Seq)
+		} else {
+			f.log.Info("no checkpoint: starting", "position", cp.String())
+		}
 	}
 	f.cp = cp
 	return nil
@@ -233,6 +238,10 @@ func (f *follower) catchUp(ctx context.Context) error {
 		after = f.cp.Seq - 1
 	}
 	snaps, err := src.Snapshots(ctx, after, 0)
+	if errors.Is(err, ErrHistory) {
+		return fmt.Errorf("%w; the checkpoint is snapshot %d (sequence number %d): to resync, run 'icecdc reset --table %s' and restart with start: latest or initial",
+			err, f.cp.SnapshotID, f.cp.Seq, f.spec.Name)
+	}
 	if err != nil {
 		return err
 	}
@@ -244,6 +253,9 @@ func (f *follower) catchUp(ctx context.Context) error {
 	for i, si := range snaps {
 		t0 := time.Now()
 		c, err := src.Commit(ctx, si)
+		if errors.Is(err, ErrHistory) {
+			return fmt.Errorf("%w; to skip this snapshot, run 'icecdc reset --table %s' and restart with start: snapshot:%d", err, f.spec.Name, si.ID)
+		}
 		if err != nil {
 			return err
 		}
@@ -283,11 +295,16 @@ func (f *follower) checkContinuity(snaps []SnapshotInfo) error {
 			return nil
 		}
 	}
+	head, _ := src.Head()
+	if !src.HasSnapshot(cp.SnapshotID) && head.SequenceNumber < cp.Seq {
+		return fmt.Errorf("%w: the branch head %d (sequence number %d) is behind checkpoint snapshot %d (sequence number %d), which the table no longer holds: "+
+			"its metadata was replaced by an older version or rolled back; to follow the table from its head, run 'icecdc reset --table %s' and restart",
+			ErrHistory, head.ID, head.SequenceNumber, cp.SnapshotID, cp.Seq, f.spec.Name)
+	}
 	if !src.HasSnapshot(cp.SnapshotID) {
 		return fmt.Errorf("%w: checkpoint snapshot %d (sequence number %d) was expired before the stream moved past it, so commits may be lost; "+
 			"to resync, run 'icecdc reset --table %s' and restart with start: latest or initial", ErrHistory, cp.SnapshotID, cp.Seq, f.spec.Name)
 	}
-	head, _ := src.Head()
 	return fmt.Errorf("%w: the branch head %d (sequence number %d) no longer descends from checkpoint snapshot %d (sequence number %d): the table was rolled back; "+
 		"consumers may hold events of commits that no longer exist; to follow the new head, run 'icecdc reset --table %s' and restart",
 		ErrHistory, head.ID, head.SequenceNumber, cp.SnapshotID, cp.Seq, f.spec.Name)
@@ -306,7 +323,7 @@ func (f *follower) lag(pending []SnapshotInfo) {
 // initialRead delivers the head's rows as 'r' events, resumable by index.
 func (f *follower) initialRead(ctx context.Context) error {
 	src := f.spec.Source
-	snaps, err := src.Snapshots(ctx, 0, 0)
+	snaps, _, err := src.Retained(ctx)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,13 @@ type Source interface {
 	Refresh(ctx context.Context) error
 	// Snapshots lists the followed branch's snapshots with
 	// afterSeq < sequence number <= toSeq (toSeq <= 0: no bound), ascending.
+	// It fails with an error wrapping ErrHistory when a snapshot of that
+	// range was expired, and with ErrPermanent when the snapshot graph is
+	// malformed (a parent cycle, sequence numbers that do not increase).
 	Snapshots(ctx context.Context, afterSeq, toSeq int64) ([]SnapshotInfo, error)
+	// Retained lists the branch's ancestry that the table still holds,
+	// ascending; whole is false when its oldest snapshot's parent expired.
+	Retained(ctx context.Context) (snaps []SnapshotInfo, whole bool, err error)
 	// Commit computes the ordered events of one snapshot.
 	Commit(ctx context.Context, s SnapshotInfo) (*Commit, error)
 	// Head returns the branch head; ok is false for a table with no snapshot.

@@ -67,15 +67,16 @@ func ParseStart(s string) (Start, error) {
 }
 
 // resolve turns a start position into the checkpoint the stream begins at.
+// A position the table cannot honour is an error that stops the table
+// (ErrPermanent, or ErrHistory where the history it names was expired);
+// it is never saved as a checkpoint.
 func (st Start) resolve(ctx context.Context, src Source) (Checkpoint, error) {
 	info := src.Info()
 	cp := Checkpoint{TableUUID: info.UUID, Done: true}
-	head, ok := src.Head()
+	head, hasHead := src.Head()
 	switch st.Kind {
-	case StartEarliest:
-		return cp, nil
 	case StartLatest, StartInitial:
-		if ok {
+		if hasHead {
 			cp.SnapshotID, cp.Seq, cp.TimestampMs = head.ID, head.SequenceNumber, head.TimestampMs
 			if st.Kind == StartInitial && head.HasLineage {
 				cp.Done, cp.Initial = false, true
@@ -83,16 +84,39 @@ func (st Start) resolve(ctx context.Context, src Source) (Checkpoint, error) {
 		}
 		return cp, nil
 	}
-	snaps, err := src.Snapshots(ctx, 0, 0)
+	snaps, whole, err := src.Retained(ctx)
 	if err != nil {
 		return cp, err
 	}
+	var oldest SnapshotInfo
+	if len(snaps) > 0 {
+		oldest = snaps[0]
+	}
+	lost := func(what string) error {
+		return &stopError{kind: ErrHistory, msg: fmt.Sprintf("start %s: the table's history before snapshot %d (sequence number %d) was expired, so the changes %s are gone; "+
+			"start with 'earliest' to stream the retained history, or with 'initial' to read the current rows first",
+			st, oldest.ID, oldest.SequenceNumber, what)}
+	}
 	switch st.Kind {
+	case StartEarliest:
+		// All retained history, as Kafka's earliest offset: when older
+		// snapshots were expired, from the oldest retained one on (its
+		// changes are computed if the commit needs nothing of its parent).
+		if !whole {
+			cp.Seq = oldest.SequenceNumber - 1
+		}
+		return cp, nil
 	case StartSequence:
+		if !hasHead && st.Seq > 0 || hasHead && st.Seq > head.SequenceNumber {
+			return cp, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("start %s: past the branch head (%s): commits after it would never be delivered", st, headString(head, hasHead))}
+		}
+		if !whole && oldest.SequenceNumber-1 > st.Seq {
+			return cp, lost(fmt.Sprintf("after sequence number %d", st.Seq))
+		}
 		cp.Seq = st.Seq
 		for _, s := range snaps {
 			if s.SequenceNumber == st.Seq {
-				cp.SnapshotID = s.ID
+				cp.SnapshotID, cp.TimestampMs = s.ID, s.TimestampMs
 			}
 		}
 		return cp, nil
@@ -103,7 +127,10 @@ func (st Start) resolve(ctx context.Context, src Source) (Checkpoint, error) {
 				return cp, nil
 			}
 		}
-		return cp, fmt.Errorf("start snapshot:%d: no such snapshot on the branch", st.SnapshotID)
+		if src.HasSnapshot(st.SnapshotID) {
+			return cp, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("start %s: the snapshot is not an ancestor of the branch head (%s)", st, headString(head, hasHead))}
+		}
+		return cp, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("start %s: the table has no such snapshot (expired, or never on this table)", st)}
 	case StartTimestamp:
 		for _, s := range snaps {
 			if s.TimestampMs >= st.TimestampMs {
@@ -111,7 +138,46 @@ func (st Start) resolve(ctx context.Context, src Source) (Checkpoint, error) {
 			}
 			cp.SnapshotID, cp.Seq, cp.TimestampMs = s.ID, s.SequenceNumber, s.TimestampMs
 		}
+		if cp.SnapshotID == 0 && !whole && len(snaps) > 0 {
+			return cp, lost(fmt.Sprintf("committed after %s", time.UnixMilli(st.TimestampMs).UTC().Format(time.RFC3339)))
+		}
 		return cp, nil
 	}
 	return cp, fmt.Errorf("start kind %d unknown", st.Kind)
 }
+
+// String returns the position as the configuration spells it.
+func (st Start) String() string {
+	switch st.Kind {
+	case StartLatest:
+		return "latest"
+	case StartEarliest:
+		return "earliest"
+	case StartInitial:
+		return "initial"
+	case StartSequence:
+		return fmt.Sprintf("sequence:%d", st.Seq)
+	case StartSnapshot:
+		return fmt.Sprintf("snapshot:%d", st.SnapshotID)
+	case StartTimestamp:
+		return "timestamp:" + time.UnixMilli(st.TimestampMs).UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("start kind %d", st.Kind)
+}
+
+func headString(head SnapshotInfo, ok bool) string {
+	if !ok {
+		return "the table has no snapshot yet"
+	}
+	return fmt.Sprintf("snapshot %d, sequence number %d", head.ID, head.SequenceNumber)
+}
+
+// stopError is an error that stops a table (kind is ErrPermanent or
+// ErrHistory) with a message of its own, not prefixed by kind's.
+type stopError struct {
+	kind error
+	msg  string
+}
+
+func (e *stopError) Error() string        { return e.msg }
+func (e *stopError) Is(target error) bool { return target == e.kind }

@@ -140,7 +140,8 @@ func (r *commitRun) parentList() ([]iceberg.ManifestFile, error) {
 	}
 	p := r.t.tbl.Metadata().SnapshotByID(*r.snap.ParentSnapshotID)
 	if p == nil {
-		return nil, fmt.Errorf("snapshot %d: parent %d is not in the table metadata", r.snap.SnapshotID, *r.snap.ParentSnapshotID)
+		return nil, &graphError{history: true, msg: fmt.Sprintf("snapshot %d (sequence number %d): its parent %d was expired, and the rows this commit removed cannot be computed without the parent's deletes",
+			r.snap.SnapshotID, r.snap.SequenceNumber, *r.snap.ParentSnapshotID)}
 	}
 	list, err := p.Manifests(r.fs)
 	if err != nil {
@@ -646,7 +647,9 @@ func (t *Table) mayHaveV2Deletes() bool {
 	}
 	meta := t.tbl.Metadata()
 	var oldest *table.Snapshot
-	for s := meta.SnapshotByName(t.opts.Branch); s != nil; {
+	seen := map[int64]bool{} // a parent cycle ends the walk (Snapshots reports it)
+	for s := meta.SnapshotByName(t.opts.Branch); s != nil && !seen[s.SnapshotID]; {
+		seen[s.SnapshotID] = true
 		oldest = s
 		if s.ParentSnapshotID == nil {
 			break

@@ -97,34 +97,117 @@ func (t *Table) Info() cdc.TableInfo {
 
 // Snapshots returns the snapshots of the branch's ancestry with
 // afterSeq < sequence number <= toSeq (toSeq <= 0: no upper bound), in
-// ascending sequence number.
+// ascending sequence number. It fails, rather than return a partial list,
+// when the ancestry cannot be followed down to afterSeq: a parent that
+// was expired while changes after afterSeq depended on it (ErrHistory),
+// or a snapshot graph that is not a chain of increasing sequence numbers
+// (a cycle, a repeated or decreasing sequence number: ErrPermanent).
 func (t *Table) Snapshots(_ context.Context, afterSeq, toSeq int64) ([]cdc.SnapshotInfo, error) {
 	if t.tbl == nil {
 		return nil, errNotLoaded
 	}
-	meta := t.tbl.Metadata()
-	head := meta.SnapshotByName(t.opts.Branch)
-	if head == nil {
-		if t.opts.Branch != table.MainBranch {
-			return nil, fmt.Errorf("table %s: no branch %q", t.name(t.tbl), t.opts.Branch)
-		}
-		return nil, nil // an empty table has no snapshots yet
-	}
 	var out []cdc.SnapshotInfo
-	for s := head; s != nil; {
-		if s.SequenceNumber <= afterSeq {
-			break
-		}
+	_, err := t.walk(afterSeq, true, func(s *table.Snapshot) {
 		if toSeq <= 0 || s.SequenceNumber <= toSeq {
 			out = append(out, snapshotInfo(s))
 		}
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// Retained returns the branch's ancestry that the metadata still holds, in
+// ascending sequence number; whole is false when its oldest snapshot's
+// parent was expired.
+func (t *Table) Retained(_ context.Context) (_ []cdc.SnapshotInfo, whole bool, _ error) {
+	if t.tbl == nil {
+		return nil, false, errNotLoaded
+	}
+	var out []cdc.SnapshotInfo
+	whole, err := t.walk(-1, false, func(s *table.Snapshot) { out = append(out, snapshotInfo(s)) })
+	if err != nil {
+		return nil, false, err
+	}
+	slices.Reverse(out)
+	return out, whole, nil
+}
+
+// walk visits the branch's ancestry from the head down, every snapshot with
+// a sequence number above afterSeq, and checks the graph (see Snapshots).
+// An expired parent ends the walk: with strict, it is an error unless no
+// change above afterSeq can be missing; whole reports whether the walk
+// reached afterSeq or the branch's first snapshot. Each snapshot is
+// visited once, so a parent cycle costs at most one pass.
+func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (whole bool, _ error) {
+	meta := t.tbl.Metadata()
+	name := t.name(t.tbl)
+	head := meta.SnapshotByName(t.opts.Branch)
+	if head == nil {
+		for n, ref := range meta.Refs() {
+			if n == t.opts.Branch {
+				return false, &graphError{msg: fmt.Sprintf("table %s: branch %s points at snapshot %d, which is not in the table metadata", name, n, ref.SnapshotID)}
+			}
+		}
+		if t.opts.Branch != table.MainBranch {
+			return false, fmt.Errorf("table %s: no branch %q", name, t.opts.Branch)
+		}
+		return true, nil // an empty table has no snapshots yet
+	}
+	seen := make(map[int64]bool)
+	for s := head; ; {
+		if seen[s.SnapshotID] {
+			return false, &graphError{msg: fmt.Sprintf("table %s: the parent chain of branch %s loops back to snapshot %d (a cycle in parent-snapshot-id)", name, t.opts.Branch, s.SnapshotID)}
+		}
+		seen[s.SnapshotID] = true
+		if s.SequenceNumber < 0 {
+			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has a negative sequence-number %d", name, s.SnapshotID, s.SequenceNumber)}
+		}
+		if s.SequenceNumber <= afterSeq {
+			return true, nil
+		}
+		visit(s)
+		if s.ParentSnapshotID == nil {
+			return true, nil // the branch's first snapshot: its history is whole
+		}
+		p := meta.SnapshotByID(*s.ParentSnapshotID)
+		if p == nil {
+			// Expired. Nothing is lost if the parent's sequence number,
+			// which is below s's, cannot be above afterSeq.
+			if s.SequenceNumber-1 <= afterSeq {
+				return true, nil
+			}
+			if !strict {
+				return false, nil
+			}
+			return false, &graphError{history: true, msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent %d, which was expired: "+
+				"the changes of the commits between sequence number %d and %d are no longer in the table's history", name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, afterSeq, s.SequenceNumber)}
+		}
+		if p.SequenceNumber >= s.SequenceNumber && (p.SequenceNumber > 0 || s.SequenceNumber > 0) && !seen[p.SnapshotID] {
+			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has sequence-number %d, not above its parent %d's %d: sequence numbers must increase along a branch",
+				name, s.SnapshotID, s.SequenceNumber, p.SnapshotID, p.SequenceNumber)}
+		}
+		s = p
+	}
+}
+
+// graphError is a snapshot history that cannot be followed. history marks
+// lost history (cdc.ErrHistory); otherwise the metadata is malformed
+// (cdc.ErrPermanent). Neither is retried.
+type graphError struct {
+	msg     string
+	history bool
+}
+
+func (e *graphError) Error() string { return e.msg }
+
+func (e *graphError) Is(target error) bool {
+	if e.history {
+		return target == cdc.ErrHistory
+	}
+	return target == cdc.ErrPermanent
 }
 
 func snapshotInfo(s *table.Snapshot) cdc.SnapshotInfo {

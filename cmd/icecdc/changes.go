@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,6 +47,22 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	if err != nil {
 		return err
 	}
+	// A range past the head prints nothing and would look like "no
+	// changes": refuse it, as Snapshots refuses a range whose history
+	// was expired.
+	head, ok := src.Head()
+	for _, b := range []struct {
+		flag string
+		seq  int64
+	}{{"--from-seq", *from}, {"--to-seq", *to}} {
+		switch {
+		case b.seq == 0:
+		case !ok:
+			return fmt.Errorf("changes: %s %d: the table has no snapshot yet", b.flag, b.seq)
+		case b.seq > head.SequenceNumber:
+			return fmt.Errorf("changes: %s %d is past the branch head (snapshot %d, sequence number %d)", b.flag, b.seq, head.ID, head.SequenceNumber)
+		}
+	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: *pipeline, Version: version}}
 	var buf []byte
@@ -67,6 +84,11 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
+	}
+	if errors.Is(err, cdc.ErrHistory) {
+		if snaps, whole, rerr := src.Retained(ctx); rerr == nil && !whole && len(snaps) > 0 && snaps[0].SequenceNumber-1 > *from {
+			err = fmt.Errorf("%w; --from-seq %d prints the retained history", err, snaps[0].SequenceNumber-1)
+		}
 	}
 	return err
 }

@@ -63,7 +63,11 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 		behind, secs := 0, 0.0
 		if hasHead {
 			snaps, err := sp.Source.Snapshots(ctx, cp.Seq, 0)
-			if err == nil {
+			if err != nil {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\tbroken: %s\n", sp.Name, cp.Seq, cp.SnapshotID, pos, head.SequenceNumber, oneLine(err.Error()))
+				continue
+			}
+			{
 				behind = len(snaps)
 				if !cp.Done && ok {
 					behind++
