@@ -151,6 +151,34 @@ func (r *commitRun) parentList() ([]iceberg.ManifestFile, error) {
 	return list, nil
 }
 
+// parentLiveDeletes returns the delete entries live in the parent. When
+// the parent was expired (its manifest list is gone with it), they are
+// derived from S's own manifest list, which holds every live manifest of
+// S: the deletes live in S that S did not add, and those S removed.
+func (r *commitRun) parentLiveDeletes() ([]iceberg.ManifestEntry, error) {
+	if p := r.snap.ParentSnapshotID; p == nil || r.t.tbl.Metadata().SnapshotByID(*p) != nil {
+		plist, err := r.parentList()
+		if err != nil {
+			return nil, err
+		}
+		return r.t.dels.live(r.fs, plist)
+	}
+	live, err := r.t.dels.live(r.fs, r.d.list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]iceberg.ManifestEntry, 0, len(live))
+	for _, e := range live {
+		if e.Status() == iceberg.EntryStatusADDED && e.SnapshotID() == r.snap.SnapshotID {
+			continue
+		}
+		out = append(out, e)
+	}
+	out = append(out, r.d.removedDVs...)
+	out = append(out, r.d.removedPos...)
+	return append(out, r.d.removedEq...), nil
+}
+
 // parentHasLineage reports whether the parent snapshot carried row
 // lineage; a snapshot without a parent has nothing to remove anyway.
 func (r *commitRun) parentHasLineage() bool {
@@ -266,11 +294,11 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 	wantPos := r.t.mayHaveV2Deletes()
 	var olds map[string]oldDeletes
 	if (wantDV || wantPos) && r.parentHasDeletes() && len(lookupFiles) > 0 {
-		plist, err := r.parentList()
+		live, err := r.parentLiveDeletes()
 		if err != nil {
 			return err
 		}
-		olds, err = r.t.dels.lookup(ctx, r.fs, plist, lookupFiles, wantDV, wantPos)
+		olds, err = r.t.dels.lookup(ctx, r.fs, live, lookupFiles, wantDV, wantPos)
 		if err != nil {
 			return err
 		}

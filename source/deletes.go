@@ -60,17 +60,14 @@ type oldDeletes struct {
 	pos *roaring64.Bitmap     // from v2 position-delete files; nil when none
 }
 
-// lookup finds, in the parent's manifest list, the vector of each data file
-// in paths and (when v2 may have left position deletes) their positions.
-// Deletes apply to data files whose data sequence number is ≤ theirs.
-func (di *deleteIndex) lookup(ctx context.Context, fs iceio.IO, list []iceberg.ManifestFile, files map[string]dataFileMeta, wantDV, wantPos bool) (map[string]oldDeletes, error) {
+// lookup finds, among the parent's live delete entries, the vector of each
+// data file in paths and (when v2 may have left position deletes) their
+// positions. Deletes apply to data files whose data sequence number is ≤
+// theirs.
+func (di *deleteIndex) lookup(ctx context.Context, fs iceio.IO, live []iceberg.ManifestEntry, files map[string]dataFileMeta, wantDV, wantPos bool) (map[string]oldDeletes, error) {
 	out := map[string]oldDeletes{}
 	if !wantDV && !wantPos {
 		return out, nil
-	}
-	live, err := di.live(fs, list)
-	if err != nil {
-		return nil, err
 	}
 	for _, e := range live {
 		df := e.DataFile()

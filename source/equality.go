@@ -226,11 +226,11 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	}
 	var olds map[string]oldDeletes
 	if r.parentHasDeletes() {
-		plist, err := r.parentList()
+		live, err := r.parentLiveDeletes()
 		if err != nil {
 			return err
 		}
-		if olds, err = r.t.dels.lookup(ctx, r.fs, plist, cands, true, r.t.mayHaveV2Deletes()); err != nil {
+		if olds, err = r.t.dels.lookup(ctx, r.fs, live, cands, true, r.t.mayHaveV2Deletes()); err != nil {
 			return err
 		}
 	}
@@ -277,11 +277,7 @@ func (r *commitRun) loadParentEq(ctx context.Context) error {
 			return nil
 		}
 	}
-	plist, err := r.parentList()
-	if err != nil {
-		return err
-	}
-	live, err := r.t.dels.live(r.fs, plist)
+	live, err := r.parentLiveDeletes()
 	if err != nil {
 		return err
 	}

@@ -44,11 +44,11 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 		byPath[m.path()] = m
 		t.files.remember(m)
 	}
-	olds, err := t.dels.lookup(ctx, fs, list, byPath, true, t.mayHaveV2Deletes())
+	live, err := t.dels.live(fs, list)
 	if err != nil {
 		return nil, err
 	}
-	live, err := t.dels.live(fs, list)
+	olds, err := t.dels.lookup(ctx, fs, live, byPath, true, t.mayHaveV2Deletes())
 	if err != nil {
 		return nil, err
 	}

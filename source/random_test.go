@@ -222,8 +222,14 @@ func randomHistory(t *testing.T, seed uint64, commits int) (kinds []string) {
 		}
 		f.tbl = tbl
 	}
-	if _, err := replayCheck(f); err != nil {
+	steps, err := replayCheck(f)
+	if err != nil {
 		t.Fatalf("%v\nhistory: %v", err, log)
+	}
+	n := checkExpiredParents(t, f, steps)
+	t.Logf("%d of %d snapshots computed with their parent expired", n, len(steps))
+	if n < len(steps)/2 {
+		t.Fatalf("only %d of %d snapshots could be computed with their parent expired\nhistory: %v", n, len(steps), log)
 	}
 	for _, w := range log {
 		kinds = append(kinds, strings.TrimRight(w, " 0123456789[]"))

@@ -111,11 +111,11 @@ func TestChangesContinuity(t *testing.T) {
 			fails: []string{"was expired"}},
 		{name: "middle snapshot expired, whole history", edit: expire(3), fails: []string{"was expired"}},
 		{name: "middle snapshot expired, range starts at it", edit: expire(3), args: []string{"--from-seq", "3"}, from: 3},
-		// Snapshot 3 removes rows: without its parent's deletes that cannot be computed.
-		{name: "oldest snapshots expired, range starts after them", edit: expire(1, 2), args: []string{"--from-seq", "2"},
-			fails: []string{"snapshot " + snapID(3), "parent " + snapID(2) + " was expired"}},
 		{name: "oldest snapshots expired, whole history", edit: expire(1, 2), fails: []string{"snapshot " + snapID(3), "was expired", "--from-seq 2 prints the retained history"}},
-		{name: "oldest snapshot expired, retained history", edit: expire(1, 2, 3), args: []string{"--from-seq", "3"}, from: 3},
+		// The parent's deletes come from the child's own manifest list.
+		{name: "oldest snapshot expired, retained history", edit: expire(1), args: []string{"--from-seq", "1"}, from: 1},
+		{name: "update after an expired delete", edit: expire(1, 2), args: []string{"--from-seq", "2"}, from: 2},
+		{name: "delete after an expired compaction", edit: expire(1, 2, 3, 4, 5), args: []string{"--from-seq", "5"}, from: 5},
 		{name: "parent cycle", edit: func(_ map[string]any, s map[int64]map[string]any) { s[1]["parent-snapshot-id"] = s[4]["snapshot-id"] },
 			fails: []string{"cycle", "parent-snapshot-id"}},
 		{name: "self parent", edit: func(_ map[string]any, s map[int64]map[string]any) { s[3]["parent-snapshot-id"] = s[3]["snapshot-id"] },
