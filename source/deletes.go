@@ -145,6 +145,9 @@ func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.
 		return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
 	}
 	defer tbl.Release()
+	if tbl.NumRows() != df.Count() {
+		return nil, fmt.Errorf("position delete file %s: manifest record_count %d disagrees with the file's %d rows", df.FilePath(), df.Count(), tbl.NumRows())
+	}
 	pathIdx := tbl.Schema().FieldIndices("file_path")
 	posIdx := tbl.Schema().FieldIndices("pos")
 	if len(pathIdx) == 0 || len(posIdx) == 0 {

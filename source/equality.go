@@ -102,10 +102,12 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 		return nil, fileError("read", "equality delete file", df.FilePath(), err)
 	}
 	fields := sc.Fields()
+	var rows int64
 	for rec, err := range it {
 		if err != nil {
 			return nil, fileError("read", "equality delete file", df.FilePath(), err)
 		}
+		rows += rec.NumRows()
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row := make(cdc.Row, len(fields))
 			for k, pos := range ed.fieldIdx {
@@ -125,6 +127,11 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 			ed.widen(row[ed.fieldIdx[0]], len(ed.fieldIdx))
 		}
 		rec.Release()
+	}
+	// The scan reads the byte range file_size_in_bytes says: a manifest
+	// that lies about it or about the rows must not drop deletes silently.
+	if rows != df.Count() {
+		return nil, fmt.Errorf("equality delete file %s: manifest record_count %d disagrees with the %d rows read", df.FilePath(), df.Count(), rows)
 	}
 	t.eq[df.FilePath()] = ed
 	return ed, nil

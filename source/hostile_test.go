@@ -159,6 +159,19 @@ func TestHostileRecordCount(t *testing.T) {
 	})
 }
 
+// TestHostileEqualityDeleteCount: an equality-delete file whose
+// record_count disagrees with the rows read fails: a scan read short must
+// not drop deletes silently.
+func TestHostileEqualityDeleteCount(t *testing.T) {
+	f := appended(t)
+	f.do("equality delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.EqualityDelete(ctx, tb, []string{"order_id"}, []map[string]any{{"order_id": int64(2)}, {"order_id": int64(4)}})
+	})
+	eqFile := f.rewrite(iceberg.EntryContentEqDeletes, func(ff *scenario.FileFields) { ff.RecordCount = 3 })
+	err, alloc := run(t, f.open(), false)
+	wantRefused(t, err, alloc, "equality delete file "+eqFile+": manifest record_count 3 disagrees with the 2 rows read")
+}
+
 func TestHostileDeletionVector(t *testing.T) {
 	for _, tc := range []struct {
 		name string
