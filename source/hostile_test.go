@@ -66,8 +66,8 @@ func (f *fixture) rewrite(content iceberg.ManifestEntryContent, edit func(*scena
 }
 
 // run computes the events of every snapshot of src (or, initial, reads the
-// head's rows) and returns the first error and the bytes allocated.
-func run(t *testing.T, src *source.Table, initial bool) (error, uint64) {
+// head's rows) and returns the bytes allocated and the first error.
+func run(t *testing.T, src *source.Table, initial bool) (uint64, error) {
 	t.Helper()
 	ctx := context.Background()
 	snaps, err := src.Snapshots(ctx, 0, 0)
@@ -94,7 +94,7 @@ func run(t *testing.T, src *source.Table, initial bool) (error, uint64) {
 		return nil
 	}()
 	runtime.ReadMemStats(&after)
-	return err, after.TotalAlloc - before.TotalAlloc
+	return after.TotalAlloc - before.TotalAlloc, err
 }
 
 // wantRefused checks that err is an error whose message holds every want,
@@ -120,7 +120,7 @@ func TestHostileRecordCount(t *testing.T) {
 			t.Run(fmt.Sprintf("%d initial=%v", n, initial), func(t *testing.T) {
 				f := appended(t)
 				data := f.rewrite(iceberg.EntryContentData, func(ff *scenario.FileFields) { ff.RecordCount = n })
-				err, alloc := run(t, f.open(), initial)
+				alloc, err := run(t, f.open(), initial)
 				wantRefused(t, err, alloc, data, "record_count "+fmt.Sprint(n))
 			})
 		}
@@ -131,7 +131,7 @@ func TestHostileRecordCount(t *testing.T) {
 		data := f.rewrite(iceberg.EntryContentData, func(ff *scenario.FileFields) { ff.RecordCount = 1 << 40 })
 		meta := f.hostileMetadata(func(m map[string]any) { m["next-row-id"] = json.Number(fmt.Sprint(int64(1) << 62)) })
 		for _, initial := range []bool{false, true} {
-			err, alloc := run(t, f.openMetadata(meta, nil), initial)
+			alloc, err := run(t, f.openMetadata(meta, nil), initial)
 			wantRefused(t, err, alloc, "data file "+data+": manifest record_count 1099511627776 disagrees with the file's 5 rows")
 		}
 	})
@@ -140,7 +140,7 @@ func TestHostileRecordCount(t *testing.T) {
 	t.Run("one off", func(t *testing.T) {
 		f := appended(t)
 		data := f.rewrite(iceberg.EntryContentData, func(ff *scenario.FileFields) { ff.RecordCount = 4 })
-		err, alloc := run(t, f.open(), false)
+		alloc, err := run(t, f.open(), false)
 		wantRefused(t, err, alloc, "data file "+data+": manifest record_count 4 disagrees with the file's 5 rows")
 	})
 	// A removed file's positions are enumerated to find its rows.
@@ -154,7 +154,7 @@ func TestHostileRecordCount(t *testing.T) {
 		})
 		meta := f.hostileMetadata(func(m map[string]any) { m["next-row-id"] = json.Number(fmt.Sprint(int64(1) << 62)) })
 		data := f.rewrite(iceberg.EntryContentData, func(ff *scenario.FileFields) { ff.RecordCount = 1 << 50 })
-		err, alloc := run(t, f.openMetadata(meta, nil), false)
+		alloc, err := run(t, f.openMetadata(meta, nil), false)
 		wantRefused(t, err, alloc, "data file "+data+": manifest record_count 1125899906842624 disagrees with the file's 5 rows")
 	})
 }
@@ -168,7 +168,7 @@ func TestHostileEqualityDeleteCount(t *testing.T) {
 		return scenario.EqualityDelete(ctx, tb, []string{"order_id"}, []map[string]any{{"order_id": int64(2)}, {"order_id": int64(4)}})
 	})
 	eqFile := f.rewrite(iceberg.EntryContentEqDeletes, func(ff *scenario.FileFields) { ff.RecordCount = 3 })
-	err, alloc := run(t, f.open(), false)
+	alloc, err := run(t, f.open(), false)
 	wantRefused(t, err, alloc, "equality delete file "+eqFile+": manifest record_count 3 disagrees with the 2 rows read")
 }
 
@@ -194,14 +194,14 @@ func TestHostileDeletionVector(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := withVector(t)
 			puffin := f.rewrite(iceberg.EntryContentPosDeletes, tc.edit)
-			err, alloc := run(t, f.open(), false)
+			alloc, err := run(t, f.open(), false)
 			wantRefused(t, err, alloc, "deletion vector file "+puffin, tc.want)
 		})
 	}
 	t.Run("initial read", func(t *testing.T) {
 		f := withVector(t)
 		puffin := f.rewrite(iceberg.EntryContentPosDeletes, func(ff *scenario.FileFields) { ff.ContentSize = ptr(math.MaxInt32) })
-		err, alloc := run(t, f.open(), true)
+		alloc, err := run(t, f.open(), true)
 		wantRefused(t, err, alloc, "deletion vector file "+puffin, "content_size_in_bytes 2147483647")
 	})
 }
@@ -213,7 +213,7 @@ func TestHostileFirstRowID(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, initial := range []bool{false, true} {
-			err, alloc := run(t, f.open(), initial)
+			alloc, err := run(t, f.open(), initial)
 			wantRefused(t, err, alloc, "data file ", "first_row_id 9223372036854775801 + record_count 5 passes the table's next-row-id 5")
 		}
 	})
@@ -229,7 +229,7 @@ func TestHostileFirstRowID(t *testing.T) {
 			f := appended(t)
 			data := f.rewrite(iceberg.EntryContentData, func(ff *scenario.FileFields) { ff.FirstRowID = &tc.id })
 			for _, initial := range []bool{false, true} {
-				err, alloc := run(t, f.open(), initial)
+				alloc, err := run(t, f.open(), initial)
 				wantRefused(t, err, alloc, "data file "+data, tc.want)
 			}
 		})
@@ -334,7 +334,7 @@ func TestManifestListOutsideTable(t *testing.T) {
 	} {
 		t.Run(list, func(t *testing.T) {
 			meta := f.hostileMetadata(withManifestList(list))
-			err, _ := run(t, f.openMetadata(meta, nil), false)
+			_, err := run(t, f.openMetadata(meta, nil), false)
 			wantRefused(t, err, 0, "manifest list "+list+" of snapshot "+snapID+": outside the allowed locations (table location "+f.tbl.Metadata().Location()+")",
 				"add it to allowed_locations to read it")
 			wantNoContent(t, err)
@@ -342,7 +342,7 @@ func TestManifestListOutsideTable(t *testing.T) {
 	}
 	t.Run("allowed, not a manifest list", func(t *testing.T) {
 		meta := f.hostileMetadata(withManifestList("file://" + outside))
-		err, _ := run(t, f.openMetadata(meta, []string{f.tbl.Metadata().Location(), "file:" + filepath.Dir(outside)}), false)
+		_, err := run(t, f.openMetadata(meta, []string{f.tbl.Metadata().Location(), "file:" + filepath.Dir(outside)}), false)
 		wantRefused(t, err, 0, "manifest list file://"+outside+" of snapshot "+snapID+": not a valid manifest list")
 		wantNoContent(t, err)
 	})
@@ -357,7 +357,7 @@ func TestGarbageManifestListInsideTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, initial := range []bool{false, true} {
-		err, _ := run(t, f.open(), initial)
+		_, err := run(t, f.open(), initial)
 		wantRefused(t, err, 0, "manifest list "+list, "not a valid manifest list")
 		wantNoContent(t, err)
 	}
@@ -386,7 +386,7 @@ func TestFilesOutsideTable(t *testing.T) {
 			ff.Path = moved
 		})
 		for _, initial := range []bool{false, true} {
-			err, _ := run(t, f.open(), initial)
+			_, err := run(t, f.open(), initial)
 			wantRefused(t, err, 0, "data file "+moved+": outside the allowed locations")
 		}
 	})
@@ -397,7 +397,7 @@ func TestFilesOutsideTable(t *testing.T) {
 			moved = copyOut(t, strings.TrimPrefix(ff.Path, "file://"))
 			ff.Path = moved
 		})
-		err, _ := run(t, f.open(), false)
+		_, err := run(t, f.open(), false)
 		wantRefused(t, err, 0, "deletion vector file "+moved+": outside the allowed locations")
 	})
 	t.Run("equality delete file", func(t *testing.T) {
@@ -410,7 +410,7 @@ func TestFilesOutsideTable(t *testing.T) {
 			moved = copyOut(t, strings.TrimPrefix(ff.Path, "file://"))
 			ff.Path = moved
 		})
-		err, _ := run(t, f.open(), false)
+		_, err := run(t, f.open(), false)
 		wantRefused(t, err, 0, "equality delete file "+moved+": outside the allowed locations")
 	})
 }
