@@ -148,7 +148,8 @@ func (c *Commit) Materialize(ctx context.Context) error {
 	if c.Rest == nil {
 		return nil
 	}
-	all := make([]Event, 0, c.Total)
+	// Total comes from metadata: grow as events arrive, not all at once.
+	all := make([]Event, 0, min(c.Total, 1<<12))
 	if err := c.EachBatch(ctx, 0, func(evs []Event) error { all = append(all, evs...); return nil }); err != nil {
 		return err
 	}

@@ -60,17 +60,19 @@ func Decode(blob []byte, expectedCardinality, recordCount int64) (*roaring64.Bit
 	if len(blob) < minBlobSize {
 		return nil, fmt.Errorf("%w: blob holds %d bytes, need at least %d", ErrLength, len(blob), minBlobSize)
 	}
+	// The framing checks name no byte of the blob: a range of any file can
+	// be handed in as a vector, and its content must not reach error text.
 	length := uint64(binary.BigEndian.Uint32(blob))
 	if want := length + lengthSize + crcSize; want != uint64(len(blob)) {
-		return nil, fmt.Errorf("%w: length field %d but blob holds %d bytes, want %d", ErrLength, length, len(blob), want)
+		return nil, fmt.Errorf("%w: length field does not match a blob of %d bytes", ErrLength, len(blob))
 	}
 	body := blob[lengthSize : len(blob)-crcSize] // magic + bitmap, what the CRC covers
 	if !bytes.Equal(body[:magicSize], magic) {
-		return nil, fmt.Errorf("%w: % x, want % x", ErrMagic, body[:magicSize], magic)
+		return nil, fmt.Errorf("%w: want % x", ErrMagic, magic)
 	}
 	stored := binary.BigEndian.Uint32(blob[len(blob)-crcSize:])
 	if computed := crc32.ChecksumIEEE(body); computed != stored {
-		return nil, fmt.Errorf("%w: stored 0x%08x, computed 0x%08x", ErrCRC, stored, computed)
+		return nil, ErrCRC
 	}
 	b, err := DecodeBitmap(body[magicSize:])
 	if err != nil {
@@ -91,14 +93,26 @@ func Decode(blob []byte, expectedCardinality, recordCount int64) (*roaring64.Bit
 
 // ReadAt reads the blob of size bytes at offset from r with one ReadAt call
 // and decodes it as Decode does. offset and size are the manifest's
-// content_offset and content_size_in_bytes. Errors wrap the cause (a read
-// error or one of the sentinels); the caller adds the file name.
+// content_offset and content_size_in_bytes. When the cardinality and the
+// record count are known, a cardinality above the record count and a size
+// above MaxSize are refused before anything is read, so a corrupt manifest
+// cannot make it allocate more than the vector can need. Errors wrap the
+// cause (a read error or one of the sentinels); the caller adds the file
+// name and checks the range against the file's size.
 func ReadAt(r io.ReaderAt, offset, size, expectedCardinality, recordCount int64) (*roaring64.Bitmap, error) {
 	if offset < 0 {
 		return nil, fmt.Errorf("dv: negative offset %d", offset)
 	}
 	if size < minBlobSize || size > maxBlobSize {
 		return nil, fmt.Errorf("%w: size %d outside [%d, %d]", ErrLength, size, minBlobSize, maxBlobSize)
+	}
+	if expectedCardinality >= 0 && recordCount >= 0 {
+		if expectedCardinality > recordCount {
+			return nil, fmt.Errorf("%w: manifest says %d positions in a data file of %d rows", ErrCardinality, expectedCardinality, recordCount)
+		}
+		if most := MaxSize(expectedCardinality, recordCount); size > most {
+			return nil, fmt.Errorf("%w: size %d above %d, the most %d positions below %d can take", ErrLength, size, most, expectedCardinality, recordCount)
+		}
 	}
 	buf := make([]byte, size)
 	n, err := r.ReadAt(buf, offset)
@@ -110,6 +124,26 @@ func ReadAt(r io.ReaderAt, offset, size, expectedCardinality, recordCount int64)
 	}
 	// A full read may come with io.EOF at the end of the source: not an error.
 	return Decode(buf, expectedCardinality, recordCount)
+}
+
+// MaxSize returns the most bytes a deletion-vector-v1 blob holding
+// cardinality positions below recordCount can take in any valid portable
+// Roaring layout: the framing, per 32-bit bucket its key and header, per
+// 2^16-position container its header and offset, and at most 4 bytes per
+// position (a run container of one-position runs; an array takes 2, and a
+// bitmap container is only used above 4096 positions, where 8 KiB is less
+// than 2 per position). It is capped at the largest blob Iceberg writes.
+func MaxSize(cardinality, recordCount int64) int64 {
+	if cardinality < 0 || recordCount < 0 {
+		return maxBlobSize
+	}
+	containers := min(cardinality, recordCount>>16+1)
+	buckets := min(cardinality, recordCount>>32+1)
+	if cardinality > maxBlobSize || containers > maxBlobSize/16 {
+		return maxBlobSize
+	}
+	size := minBlobSize + 8 + 16*buckets + 16*containers + 4*cardinality
+	return min(size, maxBlobSize)
 }
 
 // Encode builds a deletion-vector-v1 blob from b, run-optimising a copy of it

@@ -1,6 +1,7 @@
 package lineage
 
 import (
+	"math"
 	"reflect"
 	"testing"
 )
@@ -92,6 +93,12 @@ func TestRules(t *testing.T) {
 	}
 	if _, ok := RowID(nil, nil, 5); ok {
 		t.Fatal("no first_row_id must give null")
+	}
+	if _, ok := RowID(nil, v(math.MaxInt64-6), 7); ok {
+		t.Fatal("a row id past 2^63-1 must give null, not wrap around")
+	}
+	if _, ok := RowID(nil, v(-3), 1); ok {
+		t.Fatal("a negative first_row_id must give null")
 	}
 	if s, ok := LastUpdatedSeq(nil, v(0), 9); !ok || s != 9 {
 		t.Fatalf("inherited lusn: %d %v", s, ok)

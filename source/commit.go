@@ -32,6 +32,7 @@ type commitRun struct {
 	groups []removal               // rows leaving, in manifest order
 	parent []iceberg.ManifestFile  // the parent's manifest list, read on demand
 	anoms  []cdc.Anomaly
+	lays   map[string]layout // footers read, by data file path
 }
 
 // removal is a set of positions of one data file whose rows left the table.
@@ -63,7 +64,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	info.Schema = sc
 	c := &cdc.Commit{Table: info, Snapshot: si}
 
-	d, err := readDelta(fs, snap)
+	d, err := readDelta(fs, snap, t.nextRowID())
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +129,24 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	return c, nil
 }
 
+// layout returns the footer layout of data file m, read once per commit.
+// It checks m's record_count against the file: nothing is sized from
+// m.file.Count() before this was called for m.
+func (r *commitRun) layout(m dataFileMeta) (layout, error) {
+	if l, ok := r.lays[m.path()]; ok {
+		return l, nil
+	}
+	l, err := readLayout(r.fs, m.file)
+	if err != nil {
+		return layout{}, err
+	}
+	if r.lays == nil {
+		r.lays = map[string]layout{}
+	}
+	r.lays[m.path()] = l
+	return l, nil
+}
+
 func (r *commitRun) fileIndex(path string) int {
 	r.files = append(r.files, path)
 	return len(r.files) - 1
@@ -143,9 +162,9 @@ func (r *commitRun) parentList() ([]iceberg.ManifestFile, error) {
 		return nil, &graphError{history: true, msg: fmt.Sprintf("snapshot %d (sequence number %d): its parent %d was expired, and the rows this commit removed cannot be computed without the parent's deletes",
 			r.snap.SnapshotID, r.snap.SequenceNumber, *r.snap.ParentSnapshotID)}
 	}
-	list, err := p.Manifests(r.fs)
+	list, err := manifestList(r.fs, p)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s: %w", p.ManifestList, err)
+		return nil, err
 	}
 	r.parent = list
 	return list, nil
@@ -242,13 +261,17 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 		}
 	}
 
-	located, err := r.t.files.locate(r.fs, d.list, targets)
+	located, err := r.t.files.locate(r.fs, d.list, targets, r.t.nextRowID())
 	if err != nil {
 		return err
 	}
 	for _, p := range targets {
-		if _, ok := located[p]; !ok {
+		m, ok := located[p]
+		if !ok {
 			return fmt.Errorf("snapshot %d: deletion vector references data file %s, which is not live in it", r.snap.SnapshotID, p)
+		}
+		if _, err := r.layout(m); err != nil {
+			return err
 		}
 	}
 
@@ -258,6 +281,9 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 	var unknown []string
 	for i, e := range d.removedData {
 		removedMeta[i] = metaOf(e)
+		if _, err := r.layout(removedMeta[i]); err != nil {
+			return err
+		}
 		if removedMeta[i].firstRowID == nil {
 			unknown = append(unknown, removedMeta[i].path())
 		}
@@ -267,7 +293,7 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		found, err := r.t.files.locate(r.fs, plist, unknown)
+		found, err := r.t.files.locate(r.fs, plist, unknown, r.t.nextRowID())
 		if err != nil {
 			return err
 		}
@@ -373,7 +399,7 @@ func (r *commitRun) readRemovals(ctx context.Context) ([]lineage.Removed, error)
 				older = append(older, e)
 			}
 		}
-		lay, err := readLayout(r.fs, g.m.file)
+		lay, err := r.layout(g.m)
 		if err != nil {
 			return nil, err
 		}
@@ -437,7 +463,11 @@ func (r *commitRun) planAdded(removed []lineage.Removed, keyFields []string) (*a
 		if m.firstRowID == nil {
 			return nil, fmt.Errorf("snapshot %d: data file %s has no first_row_id in a snapshot with row lineage", r.snap.SnapshotID, m.path())
 		}
-		f := &addedFile{m: m, live: m.file.Count()}
+		lay, err := r.layout(m)
+		if err != nil {
+			return nil, err
+		}
+		f := &addedFile{m: m, lay: lay, live: m.file.Count()}
 		if de, ok := dvOf[m.path()]; ok {
 			bm, err := readDV(r.fs, de, m.file.Count())
 			if err != nil {
@@ -446,11 +476,6 @@ func (r *commitRun) planAdded(removed []lineage.Removed, keyFields []string) (*a
 			f.dead = bm
 			f.live -= int64(bm.GetCardinality())
 		}
-		lay, err := readLayout(r.fs, m.file)
-		if err != nil {
-			return nil, err
-		}
-		f.lay = lay
 		if !lay.storesRowID && !lay.storesLUSN && m.dataSeq == seq && len(lay.rows) > 0 {
 			f.bulk = true // a candidate
 			pure += f.live

@@ -45,7 +45,12 @@ func (di *deleteIndex) live(fs iceio.IO, list []iceberg.ManifestFile) ([]iceberg
 			var err error
 			es, err = m.FetchEntries(fs, true)
 			if err != nil {
-				return nil, fmt.Errorf("read delete manifest %s: %w", m.FilePath(), err)
+				return nil, decodeError("manifest", m.FilePath(), err)
+			}
+			for _, e := range es {
+				if err := checkEntry(e, -1); err != nil { // delete files have no row ids
+					return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+				}
 			}
 			di.manifests[m.FilePath()] = es
 		}
@@ -120,7 +125,7 @@ func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.
 	}
 	f, err := fs.Open(df.FilePath())
 	if err != nil {
-		return nil, fmt.Errorf("open position delete file %s: %w", df.FilePath(), err)
+		return nil, fileError("open", "position delete file", df.FilePath(), err)
 	}
 	defer f.Close()
 	pr, err := file.NewParquetReader(f)
@@ -137,6 +142,9 @@ func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.
 		return nil, fmt.Errorf("read position delete file %s: %w", df.FilePath(), err)
 	}
 	defer tbl.Release()
+	if tbl.NumRows() != df.Count() {
+		return nil, fmt.Errorf("position delete file %s: manifest record_count %d disagrees with the file's %d rows", df.FilePath(), df.Count(), tbl.NumRows())
+	}
 	pathIdx := tbl.Schema().FieldIndices("file_path")
 	posIdx := tbl.Schema().FieldIndices("pos")
 	if len(pathIdx) == 0 || len(posIdx) == 0 {
@@ -165,18 +173,37 @@ func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.
 
 // readDV reads the deletion vector of entry e with one ranged read,
 // checking it against the manifest's cardinality and the data file's
-// record count.
+// record count (which the caller has checked against the file). Its range
+// must lie inside the Puffin file and be no larger than its positions can
+// need, so a corrupt manifest cannot make it allocate more.
 func readDV(fs iceio.IO, e iceberg.ManifestEntry, recordCount int64) (*roaring64.Bitmap, error) {
 	df := e.DataFile()
 	if df.ContentOffset() == nil || df.ContentSizeInBytes() == nil {
 		return nil, fmt.Errorf("deletion vector in %s: manifest has no content_offset/content_size_in_bytes", df.FilePath())
 	}
+	off, size, card := *df.ContentOffset(), *df.ContentSizeInBytes(), df.Count()
+	if err := checkEntry(e, -1); err != nil {
+		return nil, err
+	}
+	if card > recordCount {
+		return nil, fmt.Errorf("deletion vector file %s: record_count %d above the %d rows of data file %s", df.FilePath(), card, recordCount, *df.ReferencedDataFile())
+	}
+	if most := dv.MaxSize(card, recordCount); size > most {
+		return nil, fmt.Errorf("deletion vector file %s: content_size_in_bytes %d for %d positions of data file %s, which need at most %d bytes", df.FilePath(), size, card, *df.ReferencedDataFile(), most)
+	}
 	f, err := fs.Open(df.FilePath())
 	if err != nil {
-		return nil, fmt.Errorf("open deletion vector file %s: %w", df.FilePath(), err)
+		return nil, fileError("open", "deletion vector file", df.FilePath(), err)
 	}
 	defer f.Close()
-	bm, err := dv.ReadAt(f, *df.ContentOffset(), *df.ContentSizeInBytes(), df.Count(), recordCount)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat deletion vector file %s: %w", df.FilePath(), err)
+	}
+	if end := st.Size(); off > end || size > end-off {
+		return nil, fmt.Errorf("deletion vector file %s: content_offset %d + content_size_in_bytes %d past the end of the file (%d bytes)", df.FilePath(), off, size, end)
+	}
+	bm, err := dv.ReadAt(f, off, size, card, recordCount)
 	if err != nil {
 		return nil, fmt.Errorf("read deletion vector %s at offset %d for data file %s: %w",
 			df.FilePath(), *df.ContentOffset(), *df.ReferencedDataFile(), err)

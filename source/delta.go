@@ -19,10 +19,12 @@ type delta struct {
 	addedEq, removedEq     []iceberg.ManifestEntry // equality-delete files
 }
 
-func readDelta(fs iceio.IO, s *table.Snapshot) (*delta, error) {
-	list, err := s.Manifests(fs)
+// readDelta reads the entries snapshot s added and removed; nextRowID
+// bounds their row ids (see checkEntry).
+func readDelta(fs iceio.IO, s *table.Snapshot, nextRowID int64) (*delta, error) {
+	list, err := manifestList(fs, s)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s: %w", s.ManifestList, err)
+		return nil, err
 	}
 	d := &delta{list: list}
 	for _, m := range list {
@@ -31,10 +33,13 @@ func readDelta(fs iceio.IO, s *table.Snapshot) (*delta, error) {
 		}
 		for e, err := range m.Entries(fs, false) {
 			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				return nil, decodeError("manifest", m.FilePath(), err)
 			}
 			if e.SnapshotID() != s.SnapshotID || e.Status() == iceberg.EntryStatusEXISTING {
 				continue
+			}
+			if err := checkEntry(e, nextRowID); err != nil {
+				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
 			if err := d.add(e); err != nil {
 				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
@@ -42,6 +47,15 @@ func readDelta(fs iceio.IO, s *table.Snapshot) (*delta, error) {
 		}
 	}
 	return d, nil
+}
+
+// manifestList reads snapshot s's manifest list.
+func manifestList(fs iceio.IO, s *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	list, err := s.Manifests(fs)
+	if err != nil {
+		return nil, decodeError("manifest list", fmt.Sprintf("%s of snapshot %d", s.ManifestList, s.SnapshotID), err)
+	}
+	return list, nil
 }
 
 func (d *delta) add(e iceberg.ManifestEntry) error {

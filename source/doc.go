@@ -9,4 +9,9 @@
 // those entries name are opened, so the cost follows the size of the commit,
 // not of the table. Files outside the commit are located through a cache of
 // data-file metadata that every processed snapshot feeds.
+//
+// Metadata is checked before it is trusted: a table's files are read only
+// from its allowed locations (Options.AllowedLocations, by default the
+// table's own), and no count, size or offset from a manifest sizes an
+// allocation before it was checked against the file it describes.
 package source

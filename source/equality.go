@@ -99,13 +99,15 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 	scan := t.tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithSelectedFields(names...))
 	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Start: 0, Length: df.FileSizeBytes()}})
 	if err != nil {
-		return nil, fmt.Errorf("read equality delete file %s: %w", df.FilePath(), err)
+		return nil, fileError("read", "equality delete file", df.FilePath(), err)
 	}
 	fields := sc.Fields()
+	var rows int64
 	for rec, err := range it {
 		if err != nil {
-			return nil, fmt.Errorf("read equality delete file %s: %w", df.FilePath(), err)
+			return nil, fileError("read", "equality delete file", df.FilePath(), err)
 		}
+		rows += rec.NumRows()
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row := make(cdc.Row, len(fields))
 			for k, pos := range ed.fieldIdx {
@@ -126,6 +128,11 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 		}
 		rec.Release()
 	}
+	// The scan reads the byte range file_size_in_bytes says: a manifest
+	// that lies about it or about the rows must not drop deletes silently.
+	if rows != df.Count() {
+		return nil, fmt.Errorf("equality delete file %s: manifest record_count %d disagrees with the %d rows read", df.FilePath(), df.Count(), rows)
+	}
 	t.eq[df.FilePath()] = ed
 	return ed, nil
 }
@@ -143,8 +150,9 @@ func (t *Table) unpartitioned() func(int32) bool {
 }
 
 // liveDataFiles lists the data files live in a manifest list. Equality
-// deletes name no file, so every file of their partition is a candidate.
-func liveDataFiles(fs iceio.IO, list []iceberg.ManifestFile) ([]dataFileMeta, error) {
+// deletes name no file, so every file of their partition is a candidate;
+// nextRowID bounds their row ids (see checkEntry).
+func liveDataFiles(fs iceio.IO, list []iceberg.ManifestFile, nextRowID int64) ([]dataFileMeta, error) {
 	var out []dataFileMeta
 	for _, m := range list {
 		if m.ManifestContent() != iceberg.ManifestContentData {
@@ -153,7 +161,10 @@ func liveDataFiles(fs iceio.IO, list []iceberg.ManifestFile) ([]dataFileMeta, er
 		// Only the pruning statistics (bounds) are needed, not sizes.
 		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: true}) {
 			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				return nil, decodeError("manifest", m.FilePath(), err)
+			}
+			if err := checkEntry(e, nextRowID); err != nil {
+				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
 			out = append(out, metaOf(e))
 		}
@@ -197,7 +208,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	for _, e := range r.d.removedData {
 		skip[e.DataFile().FilePath()] = true
 	}
-	live, err := liveDataFiles(r.fs, r.d.list)
+	live, err := liveDataFiles(r.fs, r.d.list, r.t.nextRowID())
 	if err != nil {
 		return err
 	}
@@ -240,6 +251,9 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		byDV[g.m.path()] = g.pos
 	}
 	for _, m := range order {
+		if _, err := r.layout(m); err != nil {
+			return err
+		}
 		pos := roaring64.New()
 		pos.AddRange(0, uint64(m.file.Count()))
 		if e := olds[m.path()].dv; e != nil {

@@ -41,7 +41,8 @@ func (fi *fileIndex) remember(m dataFileMeta) {
 
 // locate returns the metadata of the data files at paths as seen through
 // the manifest list list. Files not live there are missing from the result.
-func (fi *fileIndex) locate(fs iceio.IO, list []iceberg.ManifestFile, paths []string) (map[string]dataFileMeta, error) {
+// nextRowID bounds the row ids of the entries read (see checkEntry).
+func (fi *fileIndex) locate(fs iceio.IO, list []iceberg.ManifestFile, paths []string, nextRowID int64) (map[string]dataFileMeta, error) {
 	out := make(map[string]dataFileMeta, len(paths))
 	want := make(map[string]struct{})
 	for _, p := range paths {
@@ -65,7 +66,10 @@ func (fi *fileIndex) locate(fs iceio.IO, list []iceberg.ManifestFile, paths []st
 		// and a lookup needs none of them.
 		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{}) {
 			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				return nil, decodeError("manifest", m.FilePath(), err)
+			}
+			if err := checkEntry(e, nextRowID); err != nil {
+				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
 			dm := metaOf(e)
 			fi.remember(dm)

@@ -31,11 +31,11 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	if err != nil {
 		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
 	}
-	list, err := snap.Manifests(fs)
+	list, err := manifestList(fs, snap)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list %s: %w", snap.ManifestList, err)
+		return nil, err
 	}
-	files, err := liveDataFiles(fs, list)
+	files, err := liveDataFiles(fs, list, t.nextRowID())
 	if err != nil {
 		return nil, err
 	}
@@ -75,20 +75,23 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	var parts []part
 	total, held := 0, len(eqs) > 0
 	for _, m := range files {
+		// The footer first: it checks the record count the bitmaps are
+		// sized from.
+		lay, err := readLayout(fs, m.file)
+		if err != nil {
+			return nil, err
+		}
 		dead, err := deadPositions(fs, m, olds[m.path()])
 		if err != nil {
 			return nil, err
 		}
-		p := part{m: m, live: roaring64.New()}
+		p := part{m: m, lay: lay, live: roaring64.New()}
 		p.live.AddRange(0, uint64(m.file.Count()))
 		p.live.AndNot(dead)
 		for _, e := range eqs {
 			if e.appliesTo(m) {
 				p.apply = append(p.apply, e)
 			}
-		}
-		if p.lay, err = readLayout(fs, m.file); err != nil {
-			return nil, err
 		}
 		parts = append(parts, p)
 		total += int(p.live.GetCardinality())

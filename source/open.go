@@ -36,6 +36,13 @@ type Options struct {
 	// MaxHeldRows bounds the inserted rows a commit holds in memory: past
 	// it, rows of files that only insert are streamed (default 100,000).
 	MaxHeldRows int
+	// AllowedLocations are the location prefixes the table's files may be
+	// read from (file:/x, file:///x and /x are one local path; s3a and s3n
+	// are s3). Manifest lists, manifests, data and delete files elsewhere
+	// are refused before they are opened. Default: the table's location,
+	// the write paths its properties name (write.data.path, …) and
+	// Warehouse. The metadata file is always read.
+	AllowedLocations []string
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is
@@ -140,7 +147,7 @@ func New(o Options) (*Table, error) {
 			if err != nil {
 				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
 			}
-			return tbl, nil
+			return confine(o, tbl, nil), nil
 		}
 		return newTable(o, load), nil
 	}
@@ -164,7 +171,7 @@ func New(o Options) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
 		}
-		return tbl, nil
+		return confine(o, tbl, cat), nil
 	}
 	return newTable(o, load), nil
 }

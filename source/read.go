@@ -68,12 +68,12 @@ func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.
 	for i, task := range tasks {
 		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
 		if err != nil {
-			return nil, fmt.Errorf("read data file %s: %w", path, err)
+			return nil, fileError("read", "data file", path, err)
 		}
 		pos := spans[i].pos
 		for rec, err := range it {
 			if err != nil {
-				return nil, fmt.Errorf("read data file %s: %w", path, err)
+				return nil, fileError("read", "data file", path, err)
 			}
 			rows, err := visitBatch(rec, sc, pos, !o.narrow, visit)
 			n := rec.NumRows()

@@ -24,24 +24,39 @@ type layout struct {
 
 // readLayout reads the footer of a Parquet data file. iceberg-go reads
 // whole files or planned splits only, so the row groups holding given
-// positions are found here, with arrow-go.
+// positions are found here, with arrow-go. The footer's row count must be
+// the manifest's record_count, and the file's size its
+// file_size_in_bytes: record_count sizes the bitmaps of the file's
+// positions and row ids, so it is trusted only once the file agrees.
 func readLayout(fs iceio.IO, df iceberg.DataFile) (layout, error) {
 	if df.FileFormat() != iceberg.ParquetFile {
-		return layout{}, nil
+		return layout{}, fmt.Errorf("data file %s: format %s is not supported (Parquet only)", df.FilePath(), df.FileFormat())
 	}
 	f, err := fs.Open(df.FilePath())
 	if err != nil {
-		return layout{}, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
+		return layout{}, fileError("open", "data file", df.FilePath(), err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() != df.FileSizeBytes() {
+		return layout{}, fmt.Errorf("data file %s: manifest file_size_in_bytes %d disagrees with the file's %d bytes", df.FilePath(), df.FileSizeBytes(), st.Size())
+	}
 	pr, err := file.NewParquetReader(f)
 	if err != nil {
 		return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
 	}
 	defer pr.Close()
 	var l layout
+	var total int64
 	for i := 0; i < pr.NumRowGroups(); i++ {
-		l.rows = append(l.rows, pr.MetaData().RowGroup(i).NumRows())
+		n := pr.MetaData().RowGroup(i).NumRows()
+		if n < 0 {
+			return layout{}, fmt.Errorf("data file %s: row group %d has %d rows", df.FilePath(), i, n)
+		}
+		l.rows = append(l.rows, n)
+		total += n
+	}
+	if total != df.Count() || pr.NumRows() != df.Count() {
+		return layout{}, fmt.Errorf("data file %s: manifest record_count %d disagrees with the file's %d rows", df.FilePath(), df.Count(), pr.NumRows())
 	}
 	sc := pr.MetaData().Schema
 	for i := 0; i < sc.NumColumns(); i++ {

@@ -38,7 +38,7 @@ func TestScanFileSkipsRowGroups(t *testing.T) {
 	}
 	snap := src.tbl.CurrentSnapshot()
 	fs, _ := src.tbl.FS(ctx)
-	d, err := readDelta(fs, snap)
+	d, err := readDelta(fs, snap, src.nextRowID())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -26,6 +27,7 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	fl.StringVar(&o.Table, "table", "", "table as NAMESPACE.NAME")
 	fl.StringVar(&o.Branch, "branch", "main", "branch to follow")
 	fl.Var(props, "catalog-prop", "catalog property key=value (repeatable)")
+	fl.Var((*listFlag)(&o.AllowedLocations), "allowed-location", "read the table's files only from this location prefix (repeatable; default the table location and warehouse)")
 	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
 	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
 	format := fl.String("format", "debezium-json", "event format: debezium-json")
@@ -91,4 +93,14 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 		}
 	}
 	return err
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

@@ -34,6 +34,11 @@ type Config struct {
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
+	// AllowedLocations are the location prefixes tables' files may be read
+	// from; manifest lists, manifests, data and delete files elsewhere are
+	// refused. Default: each table's own location (and write paths) and
+	// the catalog warehouse. When set, only these are read.
+	AllowedLocations []string `yaml:"allowed_locations"`
 }
 
 // CatalogConfig says where the tables are.

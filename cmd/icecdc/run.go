@@ -149,6 +149,7 @@ func buildTables(ctx context.Context, cfg *Config) ([]cdc.TableSpec, error) {
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
+		AllowedLocations: cfg.AllowedLocations,
 	}
 	var specs []cdc.TableSpec
 	for _, t := range cfg.Tables {

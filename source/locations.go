@@ -1,0 +1,252 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// ErrOutsideLocations is wrapped by the error for a file outside the
+// locations a table may be read from (Options.AllowedLocations).
+var ErrOutsideLocations = errors.New("outside the allowed locations")
+
+// outsideError says which locations were allowed; the caller names the file.
+type outsideError struct{ allowed string }
+
+func (e *outsideError) Error() string {
+	return fmt.Sprintf("%s (%s); add it to allowed_locations to read it", ErrOutsideLocations, e.allowed)
+}
+
+func (e *outsideError) Unwrap() error { return ErrOutsideLocations }
+
+// locations is the set of prefixes a table's files may be read from: a
+// manifest list, manifest, data or delete file elsewhere is refused before
+// it is opened, so that corrupt or hostile metadata cannot make icecdc read
+// (and report) files that are not the table's.
+type locations struct {
+	prefixes []string // normalised
+	exact    []string // normalised files allowed on their own: the metadata file
+	describe string   // for errors: where the prefixes came from
+}
+
+// tableLocations returns the locations a table may be read from: the
+// configured ones, or by default the table's location, the write paths its
+// properties name and the catalog's warehouse. The metadata file itself is
+// always allowed: the user or the catalog named it.
+func tableLocations(o Options, meta table.Metadata, metadataLocation string) *locations {
+	l := &locations{}
+	var parts []string
+	add := func(what, p string) {
+		if p == "" {
+			return
+		}
+		if n, err := normalise(p); err == nil {
+			l.prefixes = append(l.prefixes, n)
+		}
+		parts = append(parts, what+" "+p)
+	}
+	if len(o.AllowedLocations) > 0 {
+		for _, p := range o.AllowedLocations {
+			add("allowed_locations", p)
+		}
+	} else {
+		add("table location", meta.Location())
+		// Write paths a table may keep its files under instead of its location.
+		for _, k := range []string{"write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"} {
+			add(k, meta.Properties()[k])
+		}
+		add("warehouse", o.Warehouse)
+	}
+	if n, err := normalise(metadataLocation); err == nil && metadataLocation != "" {
+		l.exact = append(l.exact, n)
+	}
+	l.describe = strings.Join(parts, ", ")
+	if l.describe == "" {
+		l.describe = "none"
+	}
+	return l
+}
+
+// check returns an *outsideError for a path outside every allowed location.
+func (l *locations) check(p string) error {
+	n, err := normalise(p)
+	if err == nil {
+		for _, e := range l.exact {
+			if n == e {
+				return nil
+			}
+		}
+		for _, pre := range l.prefixes {
+			if within(n, pre) {
+				return nil
+			}
+		}
+	}
+	return &outsideError{allowed: l.describe}
+}
+
+// within reports whether normalised path p is prefix or under it, on a
+// path-segment boundary: /wh/tbl2 is not inside /wh/tbl.
+func within(p, prefix string) bool {
+	if p == prefix {
+		return true
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return strings.HasPrefix(p, prefix)
+}
+
+// normalise turns a location into one comparable form, the way the file IO
+// will resolve it: a local file (file:/x, file:///x, file://localhost/x or
+// /x, percent-escapes in URIs decoded as iceberg-go's local IO does) becomes
+// a clean absolute path; an object-store URI becomes scheme://authority/key
+// with the key cleaned (s3a and s3n are s3). Cleaning resolves "..", so a
+// path that climbs out of the table is compared where it lands.
+func normalise(loc string) (string, error) {
+	scheme, rest, hasScheme := splitScheme(loc)
+	switch {
+	case !hasScheme:
+		return localClean(loc)
+	case scheme == "file":
+		u, err := url.Parse(loc)
+		if err != nil {
+			return "", err
+		}
+		if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+			return "", fmt.Errorf("file URI with host %q", u.Host)
+		}
+		p := u.Path
+		if u.Opaque != "" {
+			if p, err = url.PathUnescape(u.Opaque); err != nil {
+				return "", err
+			}
+		}
+		return localClean(p)
+	}
+	switch scheme {
+	case "s3a", "s3n":
+		scheme = "s3"
+	}
+	authority, key, _ := strings.Cut(rest, "/")
+	if authority == "" {
+		return "", errors.New("no authority")
+	}
+	return scheme + "://" + authority + path.Clean("/"+key), nil
+}
+
+// splitScheme returns a URI's lower-case scheme and what follows "://", or
+// for "file:" without slashes what follows the colon. Anything else is a
+// local path (a colon may be part of a file name), as iceberg-go reads it.
+func splitScheme(loc string) (scheme, rest string, ok bool) {
+	i := strings.IndexByte(loc, ':')
+	if i <= 0 || strings.ContainsAny(loc[:i], `/\`) {
+		return "", "", false
+	}
+	scheme = strings.ToLower(loc[:i])
+	if r, found := strings.CutPrefix(loc[i+1:], "//"); found {
+		return scheme, r, true
+	}
+	if scheme == "file" {
+		return scheme, loc[i+1:], true
+	}
+	return "", "", false
+}
+
+func localClean(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(abs), nil // Abs cleans
+}
+
+// confinedIO is the file IO a table is read through: every open is checked
+// against the table's locations first. icecdc checks the files it opens
+// itself with clearer messages; this also covers the opens inside
+// iceberg-go (scans of data and equality-delete files).
+type confinedIO struct {
+	inner iceio.IO
+	locs  *locations
+}
+
+var _ iceio.IO = (*confinedIO)(nil)
+
+// Open opens name if it is inside the allowed locations. The refusal is
+// returned bare (not a *fs.PathError): callers name the file.
+func (c *confinedIO) Open(name string) (iceio.File, error) {
+	if err := c.locs.check(name); err != nil {
+		return nil, err
+	}
+	f, err := c.inner.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return ioFile{f}, nil
+}
+
+// Remove removes name if it is inside the allowed locations; icecdc itself
+// never removes files.
+func (c *confinedIO) Remove(name string) error {
+	if err := c.locs.check(name); err != nil {
+		return err
+	}
+	return c.inner.Remove(name)
+}
+
+// ioFile marks errors of reading a file as I/O errors, so that a decoder's
+// error on the same file can be told from them (see fileError).
+type ioFile struct{ iceio.File }
+
+func (f ioFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	return n, asIOError(err)
+}
+
+func (f ioFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	return n, asIOError(err)
+}
+
+func (f ioFile) Seek(offset int64, whence int) (int64, error) {
+	n, err := f.File.Seek(offset, whence)
+	return n, asIOError(err)
+}
+
+// ioError is an error of the storage, not of a file's content.
+type ioError struct{ err error }
+
+func (e *ioError) Error() string { return e.err.Error() }
+func (e *ioError) Unwrap() error { return e.err }
+
+func asIOError(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return err // io.EOF must stay itself: readers compare with ==
+	}
+	return &ioError{err}
+}
+
+// confine returns tbl reading through a confinedIO; cat is the catalog it
+// commits through (nil for a table loaded from a metadata file).
+func confine(o Options, tbl *table.Table, cat table.CatalogIO) *table.Table {
+	locs := tableLocations(o, tbl.Metadata(), tbl.MetadataLocation())
+	fsF := func(ctx context.Context) (iceio.IO, error) {
+		fs, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &confinedIO{inner: fs, locs: locs}, nil
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, cat)
+}
