@@ -76,20 +76,13 @@ type WebhookConfig struct {
 	} `yaml:"batch"`
 }
 
-// parseConfig expands ${ENV} references, decodes strictly (an unknown
-// field is an error naming it) and validates.
+// parseConfig expands ${ENV} references (see expandEnv), decodes strictly
+// (an unknown field is an error naming it) and validates.
 func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
-	var missing []string
-	expanded := os.Expand(string(raw), func(k string) string {
-		if k == "$" {
-			return "$" // $$ stays a literal dollar
-		}
-		v := getenv(k)
-		if v == "" {
-			missing = append(missing, k)
-		}
-		return v
-	})
+	expanded, missing, err := expandEnv(string(raw), getenv)
+	if err != nil {
+		return nil, err
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("config: environment variable %s is not set", strings.Join(missing, ", "))
 	}

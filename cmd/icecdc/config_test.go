@@ -98,6 +98,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("name: x\ntables: [{name: a.b}]\n"))
 	f.Add([]byte("{"))
 	f.Add([]byte("name: ${"))
+	f.Add([]byte("name: 'a # ${X}' # ${Y}\ntables: [{name: \"a.b\"}]\n"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := parseConfig(raw, env(map[string]string{"ICECDC_WEBHOOK_SECRET": "s"}))
 		if err == nil && (c.Name == "" || len(c.Tables) == 0) {
