@@ -77,8 +77,9 @@ type WebhookConfig struct {
 }
 
 // parseConfig expands ${ENV} references (see expandEnv), decodes strictly
-// (an unknown field is an error naming it) and validates.
-func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
+// (an unknown field is an error naming it), applies the overrides (the
+// command line's flags) and validates.
+func parseConfig(raw []byte, getenv func(string) string, overrides ...func(*Config)) (*Config, error) {
 	expanded, missing, err := expandEnv(string(raw), getenv)
 	if err != nil {
 		return nil, err
@@ -92,6 +93,9 @@ func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("config: %s", oneLine(err.Error()))
 	}
+	for _, o := range overrides {
+		o(&c)
+	}
 	c.defaults()
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -99,12 +103,12 @@ func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
 	return &c, nil
 }
 
-func loadConfig(path string) (*Config, error) {
+func loadConfig(path string, overrides ...func(*Config)) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	c, err := parseConfig(raw, os.Getenv)
+	c, err := parseConfig(raw, os.Getenv, overrides...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -123,9 +127,6 @@ func (c *Config) defaults() {
 	}
 	if c.Format == "" {
 		c.Format = "debezium-json"
-	}
-	if c.Sink.Type == "" {
-		c.Sink.Type = "stdout"
 	}
 	if c.State.Path == "" {
 		c.State.Path = "icecdc-state.db"
@@ -205,6 +206,10 @@ func (c *Config) validate() error {
 		if c.Sink.Webhook.Timeout < 0 {
 			bad("sink.webhook.timeout", "must not be negative")
 		}
+	case "":
+		// Once the default: a forgotten or mis-indented sink section then
+		// sent the events to stdout, where no one was reading.
+		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
 	}

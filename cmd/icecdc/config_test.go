@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,29 @@ func TestExampleConfigs(t *testing.T) {
 		if _, err := parseConfig(raw, env(map[string]string{"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
+	}
+}
+
+// A config without a sink section is refused, naming sink.type; it once
+// meant stdout. --sink still fills it in.
+func TestConfigSinkRequired(t *testing.T) {
+	noSink := "name: p\ntables: [{name: a.b}]\n"
+	_, err := parseConfig([]byte(noSink), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "sink.type: required") {
+		t.Fatalf("no sink section: %v, want an error naming sink.type", err)
+	}
+	path := filepath.Join(t.TempDir(), "icecdc.yaml")
+	if err := os.WriteFile(path, []byte(noSink), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parseRunFlags("status", []string{"-c", path}, false); err == nil || !strings.Contains(err.Error(), "sink.type") {
+		t.Fatalf("no sink, no flag: %v", err)
+	}
+	_, c, err := parseRunFlags("status", []string{"-c", path, "--sink", "stdout"}, false)
+	if err != nil || c.Sink.Type != "stdout" {
+		t.Fatalf("--sink stdout: %v %+v", err, c)
+	}
+	if _, _, err := parseRunFlags("status", []string{"-c", path, "--sink", "pigeon"}, false); err == nil || !strings.Contains(err.Error(), `sink.type: "pigeon"`) {
+		t.Fatalf("--sink pigeon: %v", err)
 	}
 }

@@ -51,7 +51,11 @@ func parseRunFlags(name string, args []string, withTable bool) (*runFlags, *Conf
 	if fl.NArg() > 0 {
 		return nil, nil, fmt.Errorf("%s: unexpected argument %q", name, fl.Arg(0))
 	}
-	cfg, err := loadConfig(f.config)
+	cfg, err := loadConfig(f.config, func(c *Config) {
+		if f.sinkType != "" {
+			c.Sink.Type = f.sinkType
+		}
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,12 +64,6 @@ func parseRunFlags(name string, args []string, withTable bool) (*runFlags, *Conf
 	}
 	if f.statePath != "" {
 		cfg.State.Path = f.statePath
-	}
-	if f.sinkType != "" {
-		cfg.Sink.Type = f.sinkType
-		if err := cfg.validate(); err != nil {
-			return nil, nil, err
-		}
 	}
 	return &f, cfg, nil
 }
