@@ -12,6 +12,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/webhook"
 )
 
 // Config is icecdc.yaml (DESIGN §6).
@@ -202,6 +203,9 @@ func (c *Config) validate() error {
 			bad("sink.webhook.url", "required for sink type webhook")
 		} else if !strings.HasPrefix(c.Sink.Webhook.URL, "http://") && !strings.HasPrefix(c.Sink.Webhook.URL, "https://") {
 			bad("sink.webhook.url", "%q: want an http:// or https:// URL", c.Sink.Webhook.URL)
+		}
+		if err := webhook.CheckSecret(c.Sink.Webhook.Secret); err != nil {
+			bad("sink.webhook.secret", "%v", err) // the error never quotes the secret
 		}
 		if c.Sink.Webhook.Timeout < 0 {
 			bad("sink.webhook.timeout", "must not be negative")

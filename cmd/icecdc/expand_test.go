@@ -49,13 +49,13 @@ func TestExpandEnv(t *testing.T) {
 // A secret with dollars and a commented-out reference to an unset
 // variable: the config loads, and the secret is what the file says.
 func TestConfigDollarsInSecretsAndComments(t *testing.T) {
-	cfg := strings.Replace(goodConfig, `secret: "${ICECDC_WEBHOOK_SECRET}"`, `secret: "whsec_$ab$$cd$EF"`, 1) +
+	cfg := strings.Replace(goodConfig, `secret: "${ICECDC_WEBHOOK_SECRET}"`, `secret: "pa$$word-$HOME-0123456789abcdef"`, 1) +
 		"# tls: {cert: ${TLS_CERT}}\n"
 	c, err := parseConfig([]byte(cfg), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Sink.Webhook.Secret != "whsec_$ab$$cd$EF" {
+	if c.Sink.Webhook.Secret != "pa$$word-$HOME-0123456789abcdef" {
 		t.Fatalf("secret %q", c.Sink.Webhook.Secret)
 	}
 }
