@@ -138,7 +138,7 @@ func New(o Options) (*Table, error) {
 			ident := table.Identifier{"default", strings.TrimSuffix(filepath.Base(loc), ".metadata.json")}
 			tbl, err := table.NewFromLocation(ctx, ident, loc, fsF, nil)
 			if err != nil {
-				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
+				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
 			}
 			return tbl, nil
 		}
