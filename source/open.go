@@ -30,7 +30,7 @@ type Options struct {
 	CatalogURI  string
 	Warehouse   string
 	Props       map[string]string // passed through to iceberg-go
-	Table       string            // namespace.name
+	Table       string            // namespace.name; with MetadataPath, the name events carry (default: from the table location)
 	Branch      string            // default main
 	KeyFields   []string          // event key; default the identifier fields
 	// MaxHeldRows bounds the inserted rows a commit holds in memory: past
@@ -135,12 +135,12 @@ func New(o Options) (*Table, error) {
 		}
 		load := func(ctx context.Context) (*table.Table, error) {
 			fsF := iceio.LoadFSFunc(o.Props, loc)
-			ident := table.Identifier{"default", strings.TrimSuffix(filepath.Base(loc), ".metadata.json")}
-			tbl, err := table.NewFromLocation(ctx, ident, loc, fsF, nil)
+			tbl, err := table.NewFromLocation(ctx, nil, loc, fsF, nil)
 			if err != nil {
 				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
 			}
-			return tbl, nil
+			ident := metadataIdent(o.Table, tbl.Metadata().Location())
+			return table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil
 		}
 		return newTable(o, load), nil
 	}
@@ -167,6 +167,35 @@ func New(o Options) (*Table, error) {
 		return tbl, nil
 	}
 	return newTable(o, load), nil
+}
+
+// metadataIdent names a table loaded from a metadata file: the name
+// given (NAMESPACE.NAME, or a NAME whose namespace is taken as below), else
+// from the table location as Hive and Spark warehouses lay it out,
+// .../<namespace>.db/<name>.
+func metadataIdent(given, location string) table.Identifier {
+	var ns string
+	parts := strings.Split(strings.TrimRight(location, "/"), "/")
+	first := 0 // the first segment that may be a namespace
+	if strings.Contains(location, "://") {
+		first = 3 // past "scheme:", "" and the bucket or host
+	}
+	n := len(parts)
+	name := parts[n-1]
+	if n-2 >= first {
+		ns = strings.TrimSuffix(parts[n-2], ".db")
+	}
+	if given != "" {
+		ident := catalog.ToIdentifier(given)
+		if len(ident) >= 2 {
+			return ident
+		}
+		name = given
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return table.Identifier{ns, name}
 }
 
 // withBusyTimeout makes SQLite wait for a writer's lock instead of failing

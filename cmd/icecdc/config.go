@@ -49,7 +49,7 @@ type CatalogConfig struct {
 // TableConfig is one followed table (or namespace.* for all of them).
 type TableConfig struct {
 	Name     string   `yaml:"name"`
-	Metadata string   `yaml:"metadata"` // follow a metadata.json file instead of a catalog entry
+	Metadata string   `yaml:"metadata"` // follow a metadata.json file instead of a catalog entry; Name names it in events
 	Branch   string   `yaml:"branch"`
 	Start    string   `yaml:"start"`
 	Key      []string `yaml:"key"`
