@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,9 @@ type Options struct {
 	// MaxHeldRows bounds the inserted rows a commit holds in memory: past
 	// it, rows of files that only insert are streamed (default 100,000).
 	MaxHeldRows int
+	// Log receives the few lifecycle messages of the source, such as a
+	// SQLite catalog file being reopened (default slog.Default()).
+	Log *slog.Logger
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is
@@ -71,8 +75,10 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		if _, ok := props["sql.dialect"]; !ok {
 			props["sql.dialect"] = "sqlite"
 		}
-		if err := checkSQLiteFile(props["uri"]); err != nil {
-			return nil, err
+		if props["sql.dialect"] == "sqlite" {
+			if err := checkSQLiteFile(props["uri"]); err != nil {
+				return nil, err
+			}
 		}
 		props["uri"] = withBusyTimeout(props["uri"])
 	}
@@ -90,13 +96,8 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 // checkSQLiteFile refuses a sqlite catalog whose file does not exist: the
 // driver would create an empty database and report "table not found".
 func checkSQLiteFile(uri string) error {
-	p := strings.TrimPrefix(uri, "sql://")
-	p = strings.TrimPrefix(p, "file://")
-	p = strings.TrimPrefix(p, "file:")
-	if i := strings.IndexByte(p, '?'); i >= 0 {
-		p = p[:i]
-	}
-	if p == "" || p == ":memory:" {
+	p := sqliteFile(uri)
+	if p == "" {
 		return nil
 	}
 	if _, err := os.Stat(p); err != nil {
@@ -151,14 +152,11 @@ func New(o Options) (*Table, error) {
 	if len(ident) < 2 {
 		return nil, fmt.Errorf("table %q: want namespace.name", o.Table)
 	}
-	var cat catalog.Catalog
+	h := newCatalogHandle(o)
 	load := func(ctx context.Context) (*table.Table, error) {
-		if cat == nil {
-			c, err := OpenCatalog(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			cat = c
+		cat, err := h.get(ctx)
+		if err != nil {
+			return nil, err
 		}
 		tbl, err := cat.LoadTable(ctx, ident)
 		if err != nil {

@@ -86,7 +86,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	if err != nil {
 		return err
 	}
-	tables, err := buildTables(ctx, cfg)
+	tables, err := buildTables(ctx, cfg, log)
 	if err != nil {
 		sink.Close(context.Background())
 		return err
@@ -142,11 +142,13 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 }
 
 // buildTables opens every configured table, expanding namespace.* through
-// the catalog.
-func buildTables(ctx context.Context, cfg *Config) ([]cdc.TableSpec, error) {
+// the catalog. log (nil: slog's default) receives the sources' lifecycle
+// messages.
+func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
+		Log: log,
 	}
 	var specs []cdc.TableSpec
 	for _, t := range cfg.Tables {
