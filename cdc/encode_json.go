@@ -124,9 +124,13 @@ func plainPrefix(s string) int {
 // NaN or infinities, and Iceberg float columns can hold them: they become
 // the strings "NaN", "Infinity" and "-Infinity" — Java's spelling, which
 // Debezium consumers (Jackson) accept — instead of failing the event or
-// turning them into null, which would lose the value.
+// turning them into null, which would lose the value. Negative zero is
+// written -0.0, not encoding/json's -0: many parsers read -0 as the
+// integer 0 and lose the sign.
 func appendJSONFloat(dst []byte, f float64, bits int) []byte {
 	switch {
+	case f == 0 && math.Signbit(f):
+		return append(dst, "-0.0"...)
 	case math.IsNaN(f):
 		return append(dst, `"NaN"`...)
 	case math.IsInf(f, 1):

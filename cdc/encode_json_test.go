@@ -69,7 +69,7 @@ func FuzzAppendJSONString(f *testing.F) {
 }
 
 func TestAppendJSONFloat(t *testing.T) {
-	doubles := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1234.5, 1e20, 1e21, 123456789e15,
+	doubles := []float64{0, 1, -1, 0.1, 1234.5, 1e20, 1e21, 123456789e15,
 		1e-6, 9.99e-7, 1e-7, -2.5e-10, math.MaxFloat64, math.SmallestNonzeroFloat64, math.Pi}
 	for _, f := range doubles {
 		if got, ref := string(appendJSONFloat(nil, f, 64)), marshalNoHTML(t, f); got != ref {
@@ -82,7 +82,8 @@ func TestAppendJSONFloat(t *testing.T) {
 			t.Errorf("float %g: got %s, encoding/json says %s", f, got, ref)
 		}
 	}
-	special := map[float64]string{math.NaN(): `"NaN"`, math.Inf(1): `"Infinity"`, math.Inf(-1): `"-Infinity"`}
+	// encoding/json writes -0, which many parsers read as the integer 0.
+	special := map[float64]string{math.NaN(): `"NaN"`, math.Inf(1): `"Infinity"`, math.Inf(-1): `"-Infinity"`, math.Copysign(0, -1): `-0.0`}
 	for f, want := range special {
 		for _, bits := range []int{32, 64} {
 			if got := string(appendJSONFloat(nil, f, bits)); got != want {

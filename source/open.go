@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ type Options struct {
 	CatalogURI  string
 	Warehouse   string
 	Props       map[string]string // passed through to iceberg-go
-	Table       string            // namespace.name
+	Table       string            // namespace.name; with MetadataPath, the name events carry (default: from the table location)
 	Branch      string            // default main
 	KeyFields   []string          // event key; default the identifier fields
 	// MaxHeldRows bounds the inserted rows a commit holds in memory: past
@@ -43,6 +44,9 @@ type Options struct {
 	// the write paths its properties name (write.data.path, …) and
 	// Warehouse. The metadata file is always read.
 	AllowedLocations []string
+	// Log receives the few lifecycle messages of the source, such as a
+	// SQLite catalog file being reopened (default slog.Default()).
+	Log *slog.Logger
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is
@@ -78,8 +82,10 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		if _, ok := props["sql.dialect"]; !ok {
 			props["sql.dialect"] = "sqlite"
 		}
-		if err := checkSQLiteFile(props["uri"]); err != nil {
-			return nil, err
+		if props["sql.dialect"] == "sqlite" {
+			if err := checkSQLiteFile(props["uri"]); err != nil {
+				return nil, err
+			}
 		}
 		props["uri"] = withBusyTimeout(props["uri"])
 	}
@@ -97,13 +103,8 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 // checkSQLiteFile refuses a sqlite catalog whose file does not exist: the
 // driver would create an empty database and report "table not found".
 func checkSQLiteFile(uri string) error {
-	p := strings.TrimPrefix(uri, "sql://")
-	p = strings.TrimPrefix(p, "file://")
-	p = strings.TrimPrefix(p, "file:")
-	if i := strings.IndexByte(p, '?'); i >= 0 {
-		p = p[:i]
-	}
-	if p == "" || p == ":memory:" {
+	p := sqliteFile(uri)
+	if p == "" {
 		return nil
 	}
 	if _, err := os.Stat(p); err != nil {
@@ -142,12 +143,12 @@ func New(o Options) (*Table, error) {
 		}
 		load := func(ctx context.Context) (*table.Table, error) {
 			fsF := iceio.LoadFSFunc(o.Props, loc)
-			ident := table.Identifier{"default", strings.TrimSuffix(filepath.Base(loc), ".metadata.json")}
-			tbl, err := table.NewFromLocation(ctx, ident, loc, fsF, nil)
+			tbl, err := table.NewFromLocation(ctx, nil, loc, fsF, nil)
 			if err != nil {
-				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
+				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
 			}
-			return confine(o, tbl, nil), nil
+			ident := metadataIdent(o.Table, tbl.Metadata().Location())
+			return confine(o, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
 		}
 		return newTable(o, load), nil
 	}
@@ -158,14 +159,11 @@ func New(o Options) (*Table, error) {
 	if len(ident) < 2 {
 		return nil, fmt.Errorf("table %q: want namespace.name", o.Table)
 	}
-	var cat catalog.Catalog
+	h := newCatalogHandle(o)
 	load := func(ctx context.Context) (*table.Table, error) {
-		if cat == nil {
-			c, err := OpenCatalog(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			cat = c
+		cat, err := h.get(ctx)
+		if err != nil {
+			return nil, err
 		}
 		tbl, err := cat.LoadTable(ctx, ident)
 		if err != nil {
@@ -174,6 +172,35 @@ func New(o Options) (*Table, error) {
 		return confine(o, tbl, cat), nil
 	}
 	return newTable(o, load), nil
+}
+
+// metadataIdent names a table loaded from a metadata file: the name
+// given (NAMESPACE.NAME, or a NAME whose namespace is taken as below), else
+// from the table location as Hive and Spark warehouses lay it out,
+// .../<namespace>.db/<name>.
+func metadataIdent(given, location string) table.Identifier {
+	var ns string
+	parts := strings.Split(strings.TrimRight(location, "/"), "/")
+	first := 0 // the first segment that may be a namespace
+	if strings.Contains(location, "://") {
+		first = 3 // past "scheme:", "" and the bucket or host
+	}
+	n := len(parts)
+	name := parts[n-1]
+	if n-2 >= first {
+		ns = strings.TrimSuffix(parts[n-2], ".db")
+	}
+	if given != "" {
+		ident := catalog.ToIdentifier(given)
+		if len(ident) >= 2 {
+			return ident
+		}
+		name = given
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return table.Identifier{ns, name}
 }
 
 // withBusyTimeout makes SQLite wait for a writer's lock instead of failing

@@ -24,7 +24,7 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	fl.StringVar(&o.CatalogName, "catalog-name", "local", "the catalog's own name")
 	fl.StringVar(&o.CatalogURI, "catalog-uri", "", "catalog URI (sql: file:PATH of the SQLite file)")
 	fl.StringVar(&o.Warehouse, "warehouse", "", "warehouse location")
-	fl.StringVar(&o.Table, "table", "", "table as NAMESPACE.NAME")
+	fl.StringVar(&o.Table, "table", "", "table as NAMESPACE.NAME (with --metadata: the name events carry; default from the table location, <namespace>.db/<name>)")
 	fl.StringVar(&o.Branch, "branch", "main", "branch to follow")
 	fl.Var(props, "catalog-prop", "catalog property key=value (repeatable)")
 	fl.Var((*listFlag)(&o.AllowedLocations), "allowed-location", "read the table's files only from this location prefix (repeatable; default the table location and warehouse)")

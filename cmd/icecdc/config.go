@@ -12,6 +12,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/webhook"
 )
 
 // Config is icecdc.yaml (DESIGN §6).
@@ -53,7 +54,7 @@ type CatalogConfig struct {
 // TableConfig is one followed table (or namespace.* for all of them).
 type TableConfig struct {
 	Name     string   `yaml:"name"`
-	Metadata string   `yaml:"metadata"` // follow a metadata.json file instead of a catalog entry
+	Metadata string   `yaml:"metadata"` // follow a metadata.json file instead of a catalog entry; Name names it in events
 	Branch   string   `yaml:"branch"`
 	Start    string   `yaml:"start"`
 	Key      []string `yaml:"key"`
@@ -81,20 +82,14 @@ type WebhookConfig struct {
 	} `yaml:"batch"`
 }
 
-// parseConfig expands ${ENV} references, decodes strictly (an unknown
-// field is an error naming it) and validates.
-func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
-	var missing []string
-	expanded := os.Expand(string(raw), func(k string) string {
-		if k == "$" {
-			return "$" // $$ stays a literal dollar
-		}
-		v := getenv(k)
-		if v == "" {
-			missing = append(missing, k)
-		}
-		return v
-	})
+// parseConfig expands ${ENV} references (see expandEnv), decodes strictly
+// (an unknown field is an error naming it), applies the overrides (the
+// command line's flags) and validates.
+func parseConfig(raw []byte, getenv func(string) string, overrides ...func(*Config)) (*Config, error) {
+	expanded, missing, err := expandEnv(string(raw), getenv)
+	if err != nil {
+		return nil, err
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("config: environment variable %s is not set", strings.Join(missing, ", "))
 	}
@@ -104,6 +99,9 @@ func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("config: %s", oneLine(err.Error()))
 	}
+	for _, o := range overrides {
+		o(&c)
+	}
 	c.defaults()
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -111,12 +109,12 @@ func parseConfig(raw []byte, getenv func(string) string) (*Config, error) {
 	return &c, nil
 }
 
-func loadConfig(path string) (*Config, error) {
+func loadConfig(path string, overrides ...func(*Config)) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	c, err := parseConfig(raw, os.Getenv)
+	c, err := parseConfig(raw, os.Getenv, overrides...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -135,9 +133,6 @@ func (c *Config) defaults() {
 	}
 	if c.Format == "" {
 		c.Format = "debezium-json"
-	}
-	if c.Sink.Type == "" {
-		c.Sink.Type = "stdout"
 	}
 	if c.State.Path == "" {
 		c.State.Path = "icecdc-state.db"
@@ -214,9 +209,16 @@ func (c *Config) validate() error {
 		} else if !strings.HasPrefix(c.Sink.Webhook.URL, "http://") && !strings.HasPrefix(c.Sink.Webhook.URL, "https://") {
 			bad("sink.webhook.url", "%q: want an http:// or https:// URL", c.Sink.Webhook.URL)
 		}
+		if err := webhook.CheckSecret(c.Sink.Webhook.Secret); err != nil {
+			bad("sink.webhook.secret", "%v", err) // the error never quotes the secret
+		}
 		if c.Sink.Webhook.Timeout < 0 {
 			bad("sink.webhook.timeout", "must not be negative")
 		}
+	case "":
+		// Once the default: a forgotten or mis-indented sink section then
+		// sent the events to stdout, where no one was reading.
+		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
 	}

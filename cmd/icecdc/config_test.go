@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +35,15 @@ http: {listen: 127.0.0.1:9464}
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// testSecret is a Standard Webhooks secret: the base64 of 24 bytes.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
 func TestParseConfig(t *testing.T) {
-	c, err := parseConfig([]byte(goodConfig), env(map[string]string{"ICECDC_WEBHOOK_SECRET": "whsec_abc"}))
+	c, err := parseConfig([]byte(goodConfig), env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Sink.Webhook.Secret != "whsec_abc" || c.Poll.Interval != 2*time.Second || c.Sink.Webhook.Timeout != 15*time.Second {
+	if c.Sink.Webhook.Secret != testSecret || c.Poll.Interval != 2*time.Second || c.Sink.Webhook.Timeout != 15*time.Second {
 		t.Fatalf("parsed %+v", c)
 	}
 	if len(c.Tables) != 2 || c.Tables[0].Key[0] != "order_id" || c.Tables[1].Branch != "main" {
@@ -48,7 +52,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {
-	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": "s"})
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
 	tests := []struct {
 		name, edit, want string
 	}{
@@ -62,6 +66,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"short poll", "interval: 2s", "poll.interval"},
 		{"bad table name", "name: shop.orders", "tables[0].name"},
 		{"bad duration", "timeout: 15s", "15 parsecs"},
+		{"short secret", "", "sink.webhook.secret"},
+		{"short whsec secret", "", "sink.webhook.secret"},
 	}
 	repl := map[string]string{
 		"bad start":      "start: yesterday",
@@ -80,6 +86,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			switch tc.name {
 			case "missing env":
 				getenv = env(nil)
+			case "short secret":
+				getenv = env(map[string]string{"ICECDC_WEBHOOK_SECRET": "tiny-s3cret"})
+			case "short whsec secret":
+				getenv = env(map[string]string{"ICECDC_WEBHOOK_SECRET": "whsec_YWJj"})
 			case "unknown field":
 				cfg += tc.edit
 			default:
@@ -88,6 +98,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			_, err := parseConfig([]byte(cfg), getenv)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+			if v := getenv("ICECDC_WEBHOOK_SECRET"); v != "" && strings.Contains(err.Error(), v) {
+				t.Fatalf("error %v quotes the secret", err)
 			}
 		})
 	}
@@ -98,8 +111,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("name: x\ntables: [{name: a.b}]\n"))
 	f.Add([]byte("{"))
 	f.Add([]byte("name: ${"))
+	f.Add([]byte("name: 'a # ${X}' # ${Y}\ntables: [{name: \"a.b\"}]\n"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, err := parseConfig(raw, env(map[string]string{"ICECDC_WEBHOOK_SECRET": "s"}))
+		c, err := parseConfig(raw, env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret}))
 		if err == nil && (c.Name == "" || len(c.Tables) == 0) {
 			t.Fatalf("accepted an invalid config: %+v", c)
 		}
@@ -116,5 +130,29 @@ func TestExampleConfigs(t *testing.T) {
 		if _, err := parseConfig(raw, env(map[string]string{"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
+	}
+}
+
+// A config without a sink section is refused, naming sink.type; it once
+// meant stdout. --sink still fills it in.
+func TestConfigSinkRequired(t *testing.T) {
+	noSink := "name: p\ntables: [{name: a.b}]\n"
+	_, err := parseConfig([]byte(noSink), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "sink.type: required") {
+		t.Fatalf("no sink section: %v, want an error naming sink.type", err)
+	}
+	path := filepath.Join(t.TempDir(), "icecdc.yaml")
+	if err := os.WriteFile(path, []byte(noSink), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parseRunFlags("status", []string{"-c", path}, false); err == nil || !strings.Contains(err.Error(), "sink.type") {
+		t.Fatalf("no sink, no flag: %v", err)
+	}
+	_, c, err := parseRunFlags("status", []string{"-c", path, "--sink", "stdout"}, false)
+	if err != nil || c.Sink.Type != "stdout" {
+		t.Fatalf("--sink stdout: %v %+v", err, c)
+	}
+	if _, _, err := parseRunFlags("status", []string{"-c", path, "--sink", "pigeon"}, false); err == nil || !strings.Contains(err.Error(), `sink.type: "pigeon"`) {
+		t.Fatalf("--sink pigeon: %v", err)
 	}
 }

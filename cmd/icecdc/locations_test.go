@@ -9,7 +9,7 @@ import (
 // confines what `changes` reads.
 func TestAllowedLocations(t *testing.T) {
 	raw := strings.Replace(goodConfig, "poll:", "allowed_locations: [file:///var/lib/icecdc/warehouse, s3://lake/tables]\npoll:", 1)
-	c, err := parseConfig([]byte(raw), env(map[string]string{"ICECDC_WEBHOOK_SECRET": "s"}))
+	c, err := parseConfig([]byte(raw), env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ var version = "0.1.0-dev"
 const usage = `icecdc — change data capture for Apache Iceberg v3 tables
 
 Usage:
-  icecdc changes --metadata PATH [--from-seq N] [--to-seq M] [--format debezium-json]
+  icecdc changes --metadata PATH [--table NS.NAME] [--from-seq N] [--to-seq M] [--format debezium-json]
   icecdc changes --catalog-type sql --catalog-uri file:catalog.db --warehouse file:///wh --table ns.t
   icecdc run -c icecdc.yaml          the daemon (first SIGINT/SIGTERM drains and exits 0; a second exits at once)
   icecdc status -c icecdc.yaml       each table's checkpoint, head and lag

@@ -230,3 +230,31 @@ func findFile(t *testing.T, dir string, match func(string) bool) string {
 	}
 	return found
 }
+
+// With --metadata the table is named after its location
+// (<warehouse>/bookshop.db/orders), not the metadata file; --table
+// names it explicitly.
+func TestChangesMetadataNamesTheTable(t *testing.T) {
+	_, _, meta := bookshop(t)
+	meta = strings.TrimPrefix(meta, "file://")
+	names := func(args ...string) (schema, table string) {
+		t.Helper()
+		out, errOut, code := runCmd(append([]string{"changes", "--metadata", meta}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var ev struct {
+			Source struct{ Schema, Table string } `json:"source"`
+		}
+		if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev.Source.Schema, ev.Source.Table
+	}
+	if s, tb := names(); s != "bookshop" || tb != "orders" {
+		t.Errorf("--metadata: source.schema %q, source.table %q; want bookshop, orders", s, tb)
+	}
+	if s, tb := names("--table", "sales.orders_v2"); s != "sales" || tb != "orders_v2" {
+		t.Errorf("--metadata --table sales.orders_v2: source.schema %q, source.table %q", s, tb)
+	}
+}

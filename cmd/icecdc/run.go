@@ -51,7 +51,11 @@ func parseRunFlags(name string, args []string, withTable bool) (*runFlags, *Conf
 	if fl.NArg() > 0 {
 		return nil, nil, fmt.Errorf("%s: unexpected argument %q", name, fl.Arg(0))
 	}
-	cfg, err := loadConfig(f.config)
+	cfg, err := loadConfig(f.config, func(c *Config) {
+		if f.sinkType != "" {
+			c.Sink.Type = f.sinkType
+		}
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,12 +64,6 @@ func parseRunFlags(name string, args []string, withTable bool) (*runFlags, *Conf
 	}
 	if f.statePath != "" {
 		cfg.State.Path = f.statePath
-	}
-	if f.sinkType != "" {
-		cfg.Sink.Type = f.sinkType
-		if err := cfg.validate(); err != nil {
-			return nil, nil, err
-		}
 	}
 	return &f, cfg, nil
 }
@@ -88,7 +86,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	if err != nil {
 		return err
 	}
-	tables, err := buildTables(ctx, cfg)
+	tables, err := buildTables(ctx, cfg, log)
 	if err != nil {
 		sink.Close(context.Background())
 		return err
@@ -144,12 +142,13 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 }
 
 // buildTables opens every configured table, expanding namespace.* through
-// the catalog.
-func buildTables(ctx context.Context, cfg *Config) ([]cdc.TableSpec, error) {
+// the catalog. log (nil: slog's default) receives the sources' lifecycle
+// messages.
+func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
-		AllowedLocations: cfg.AllowedLocations,
+		AllowedLocations: cfg.AllowedLocations, Log: log,
 	}
 	var specs []cdc.TableSpec
 	for _, t := range cfg.Tables {

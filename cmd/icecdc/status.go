@@ -36,7 +36,7 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 	for _, s := range states {
 		byName[s.Table] = s
 	}
-	specs, err := buildTables(ctx, cfg)
+	specs, err := buildTables(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,8 @@ type Config struct {
 	URL string
 	// Secret signs every request. Either a Standard Webhooks secret,
 	// "whsec_" followed by the base64 of the key bytes, or any other
-	// non-empty string, whose bytes are the key as they are. Note that
+	// string, whose bytes are the key as they are; either way the key
+	// has at least MinKeyBytes (24) bytes. Note that
 	// the standard-webhooks libraries' NewWebhook base64-decodes a secret
 	// even without the prefix: a receiver given a raw secret must use
 	// their raw-key constructor (NewWebhookRaw in Go). Required.

@@ -29,14 +29,37 @@ var ErrVerification = errors.New("webhook verification failed")
 
 const secretPrefix = "whsec_"
 
-// secretKey returns the HMAC key of a Config.Secret. The error never quotes
-// the secret.
+// MinKeyBytes is the shortest HMAC key a secret may carry: Standard
+// Webhooks secrets are "whsec_" and the base64 of 24 to 64 random bytes.
+// A shorter key can be guessed offline from one signed request.
+const MinKeyBytes = 24
+
+// CheckSecret reports whether secret can sign requests as Config.Secret:
+// non-empty, well-formed when "whsec_"-prefixed, and a key of at least
+// MinKeyBytes. The error never quotes the secret.
+func CheckSecret(secret string) error {
+	_, err := parseSecret(secret)
+	return err
+}
+
+// secretKey returns the HMAC key of a Config.Secret.
 func secretKey(secret string) ([]byte, error) {
+	key, err := parseSecret(secret)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret: %w", err)
+	}
+	return key, nil
+}
+
+func parseSecret(secret string) ([]byte, error) {
 	if secret == "" {
-		return nil, errors.New("webhook secret: empty")
+		return nil, errors.New("required")
 	}
 	enc, ok := strings.CutPrefix(secret, secretPrefix)
 	if !ok {
+		if len(secret) < MinKeyBytes {
+			return nil, fmt.Errorf("shorter than %d bytes; use a random one, e.g. \"whsec_\" and the output of 'openssl rand -base64 32'", MinKeyBytes)
+		}
 		return []byte(secret), nil
 	}
 	// Standard Webhooks secrets are padded base64; accept unpadded too,
@@ -46,7 +69,10 @@ func secretKey(secret string) ([]byte, error) {
 		key, err = base64.RawStdEncoding.DecodeString(enc)
 	}
 	if err != nil || len(key) == 0 {
-		return nil, errors.New(`webhook secret: "whsec_" must be followed by the base64 of the key`)
+		return nil, errors.New(`"whsec_" must be followed by the base64 of the key`)
+	}
+	if len(key) < MinKeyBytes {
+		return nil, fmt.Errorf("the key after \"whsec_\" decodes to fewer than %d bytes; use a random one, e.g. \"whsec_\" and the output of 'openssl rand -base64 32'", MinKeyBytes)
 	}
 	return key, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,6 +96,33 @@ func TestSecretForms(t *testing.T) {
 		}
 		if _, err := New(Config{URL: "http://127.0.0.1/", Secret: bad}); err == nil {
 			t.Errorf("New with secret %q: no error", bad)
+		}
+	}
+}
+
+// Standard Webhooks keys are 24 to 64 random bytes: a shorter key is
+// refused in either form, and the error quotes neither the secret nor
+// its key.
+func TestSecretMinimumLength(t *testing.T) {
+	key23 := []byte("0123456789abcdefghijklm")
+	short := []string{"tiny-s3cret", string(key23), "whsec_" + base64.StdEncoding.EncodeToString(key23), "whsec_" + base64.RawStdEncoding.EncodeToString([]byte("k"))}
+	for _, s := range short {
+		err := CheckSecret(s)
+		if err == nil {
+			t.Errorf("CheckSecret(%q): no error", s)
+			continue
+		}
+		if !strings.Contains(err.Error(), "24 bytes") || strings.Contains(err.Error(), s) || strings.Contains(err.Error(), "0123") {
+			t.Errorf("CheckSecret(%q) = %v: want the minimum named and the secret not quoted", s, err)
+		}
+		if _, err := New(Config{URL: "http://127.0.0.1/", Secret: s}); err == nil || !strings.Contains(err.Error(), "webhook secret") {
+			t.Errorf("New with secret %q: %v", s, err)
+		}
+	}
+	key24 := append(key23, 'n')
+	for _, s := range []string{string(key24), "whsec_" + base64.StdEncoding.EncodeToString(key24), testSecret} {
+		if err := CheckSecret(s); err != nil {
+			t.Errorf("CheckSecret(%q): %v", s, err)
 		}
 	}
 }

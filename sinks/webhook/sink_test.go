@@ -166,7 +166,7 @@ func TestCloudEvents(t *testing.T) {
 			}
 		}
 	}
-	if _, err := New(Config{URL: "http://127.0.0.1/", Secret: "k", CloudEvents: true}); err == nil {
+	if _, err := New(Config{URL: "http://127.0.0.1/", Secret: testSecret, CloudEvents: true}); err == nil {
 		t.Error("cloudevents without a pipeline name: no error")
 	}
 }
@@ -285,7 +285,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	s, err := New(Config{URL: "http://127.0.0.1/", Secret: "k"})
+	s, err := New(Config{URL: "http://127.0.0.1/", Secret: testSecret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,17 +470,17 @@ func TestCloseAndEmptyBatch(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for _, c := range []Config{
-		{Secret: "k"},
-		{URL: "ftp://host/", Secret: "k"},
-		{URL: "http:///nohost", Secret: "k"},
+		{Secret: testSecret},
+		{URL: "ftp://host/", Secret: testSecret},
+		{URL: "http:///nohost", Secret: testSecret},
 		{URL: "http://host/"},
-		{URL: "http://host/", Secret: "k", Timeout: -1},
-		{URL: "http://host/", Secret: "k", Retry: RetryConfig{Initial: time.Minute, Max: time.Second}},
-		{URL: "http://host/", Secret: "k", Batch: BatchConfig{MaxEvents: -1}},
+		{URL: "http://host/", Secret: testSecret, Timeout: -1},
+		{URL: "http://host/", Secret: testSecret, Retry: RetryConfig{Initial: time.Minute, Max: time.Second}},
+		{URL: "http://host/", Secret: testSecret, Batch: BatchConfig{MaxEvents: -1}},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v): no error", c)
-		} else if strings.Contains(err.Error(), "k\"") {
+		} else if strings.Contains(err.Error(), testSecret[len("whsec_"):]) {
 			t.Errorf("error quotes the secret: %v", err)
 		}
 	}
