@@ -99,12 +99,12 @@ func claim(tx *bolt.Tx, opts Options, created bool, now time.Time) (Opened, erro
 		how, out.Adopted = howAdopted, true
 	case len(out.Others) > 0:
 		return out, refuse(ErrForeign, "holds checkpoints of %s, not %q: was the pipeline renamed? "+
-			"Give it its old name again to resume, or run 'icecdc run --adopt-state' to start %q's tables from their configured start in this file",
-			pipelineList(out.Others), p, p)
+			"%s to resume, or run 'icecdc run --adopt-state' to start %q's tables from their configured start in this file",
+			pipelineList(out.Others), p, nameBack(out.Others), p)
 	case len(idle) > 0:
 		return out, refuse(ErrForeign, "was made for %s, not %q, and holds no checkpoints: was the pipeline renamed? "+
-			"Give it its old name again, or run 'icecdc run --adopt-state' to make the file %q's",
-			pipelineList(idle), p, p)
+			"%s, or run 'icecdc run --adopt-state' to make the file %q's",
+			pipelineList(idle), p, nameBack(idle), p)
 	default:
 		return out, refuse(ErrForeign, "the file exists but holds no checkpoints and was not created for pipeline %q: its contents may have been deleted or a restore gone wrong, "+
 			"and icecdc will not start over silently; move it away to start afresh, or run 'icecdc run --adopt-state' to start every table from its configured start",
@@ -151,6 +151,14 @@ func markFile(tx *bolt.Tx, created bool, now time.Time) (*bolt.Bucket, error) {
 		rec.CreatedAtMs = now.UnixMilli()
 	}
 	return meta, meta.Put(keyFile, encodeFile(rec))
+}
+
+// nameBack says how to resume a renamed pipeline.
+func nameBack(names []string) string {
+	if len(names) == 1 {
+		return fmt.Sprintf("Name it %q again", names[0])
+	}
+	return "Give it its old name again"
 }
 
 // pipelineList names pipelines in a message: pipeline "a", or pipelines

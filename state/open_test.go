@@ -370,7 +370,7 @@ func TestOpenForeignPipeline(t *testing.T) {
 	wantRefused(t, err, ErrForeign, path,
 		`holds checkpoints of pipeline "old-name", not "new-name": was the pipeline renamed?`, "--adopt-state")
 	if want := `state ` + path + `: holds checkpoints of pipeline "old-name", not "new-name": was the pipeline renamed? ` +
-		`Give it its old name again to resume, or run 'icecdc run --adopt-state' to start "new-name"'s tables from their configured start in this file`; err.Error() != want {
+		`Name it "old-name" again to resume, or run 'icecdc run --adopt-state' to start "new-name"'s tables from their configured start in this file`; err.Error() != want {
 		t.Fatalf("error\n %s\nwant\n %s", err, want)
 	}
 	// Read-only, as `icecdc status` opens it: refused the same way.
