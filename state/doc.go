@@ -11,7 +11,8 @@
 //   - A file knows whose it is. Open creates a missing file, with the
 //     pipeline's bucket and a meta bucket ("\x00icecdc": the file's format
 //     version and creation time, and when and how each pipeline came to
-//     it). An existing file is used only when it is sound and the
+//     it), under a temporary name linked into place, so that a crash
+//     never leaves a half-made file. An existing file is used only when it is sound and the
 //     pipeline's: a 0-byte, truncated, corrupt or non-bbolt file is
 //     refused (ErrDamaged, after a consistency check that turns bbolt's
 //     panics and memory faults on corrupt pages into errors), and so is a

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -88,6 +89,11 @@ func TestOpenFreshPath(t *testing.T) {
 	if got := s.Opened(); !got.Created || got.Adopted || len(got.Others) != 0 {
 		t.Fatalf("Opened of a new file = %+v", got)
 	}
+	// Made under a temporary name and linked into place: nothing else
+	// is left in the directory.
+	if entries, err := os.ReadDir(filepath.Dir(path)); err != nil || len(entries) != 1 || entries[0].Name() != "state.db" {
+		t.Fatalf("the directory holds %v, %v; want only state.db", entries, err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +102,44 @@ func TestOpenFreshPath(t *testing.T) {
 	s = mustOpen(t, path, Options{Pipeline: "shop-cdc"})
 	if got := s.Opened(); got.Created || got.Adopted {
 		t.Fatalf("Opened on reopening = %+v", got)
+	}
+}
+
+// Two daemons started on one new path: one creates the file, the other
+// finds it in use, and neither replaces the other's file.
+func TestOpenCreateRace(t *testing.T) {
+	for range 5 {
+		path := statePath(t)
+		errs := make(chan error, 2)
+		stores := make(chan *Store, 2)
+		for range 2 {
+			go func() {
+				s, err := Open(path, Options{Pipeline: "shop-cdc", LockTimeout: 50 * time.Millisecond})
+				stores <- s
+				errs <- err
+			}()
+		}
+		var opened []*Store
+		for range 2 {
+			if s := <-stores; s != nil {
+				opened = append(opened, s)
+			}
+			if err := <-errs; err != nil && !errors.Is(err, ErrLocked) {
+				t.Fatalf("Open: %v", err)
+			}
+		}
+		if len(opened) != 1 {
+			t.Fatalf("%d of two concurrent Opens of a new file succeeded", len(opened))
+		}
+		if err := opened[0].Save(ctx, "shop-cdc", "t", oldCP); err != nil {
+			t.Fatal(err)
+		}
+		opened[0].Close()
+		mustOpenClose(t, path, Options{Pipeline: "shop-cdc"}, func(s *Store) {
+			if _, ok, err := s.Load(ctx, "shop-cdc", "t"); err != nil || !ok {
+				t.Fatalf("the checkpoint saved by the Open that won is gone: %v, %v", ok, err)
+			}
+		})
 	}
 }
 
@@ -583,7 +627,7 @@ func BenchmarkOpen(b *testing.B) {
 			for range DefaultHistoryLimit {
 				cp.Seq++
 				cp.SnapshotID = cp.Seq * 7
-				if err := s.save(tx, "bench", "shop.table"+string(rune('a'+i%26))+string(rune('a'+i/26)), cp, s.now()); err != nil {
+				if err := s.save(tx, "bench", fmt.Sprintf("shop.t%03d", i), cp, s.now()); err != nil {
 					return err
 				}
 			}

@@ -114,12 +114,13 @@ func open(path string, opts Options) (*Store, error) {
 	}
 	created := false
 	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly:
-		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
+		if created, err = create(path, opts); err != nil {
 			return nil, err
 		}
-		created = true
+		fi, err = os.Stat(path)
+	}
+	switch {
 	case err != nil:
 		return nil, err
 	case fi.IsDir():
@@ -127,14 +128,12 @@ func open(path string, opts Options) (*Store, error) {
 	case fi.Size() == 0 && (!opts.Adopt || opts.ReadOnly):
 		return nil, errEmptyFile
 	}
-	db, err := openBolt(path, opts, !created && fi.Size() > 0)
+	db, err := openBolt(path, opts, fi.Size() > 0)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{db: db, historyLimit: opts.HistoryLimit, now: opts.now}
-	if !created {
-		err = verify(db)
-	}
+	err = verify(db)
 	if err == nil {
 		identify := func(tx *bolt.Tx) error {
 			var cerr error
@@ -152,6 +151,55 @@ func open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// create makes a new state file at path: it is built under a temporary
+// name in the same directory and linked into place, so that a crash while
+// creating it never leaves a 0-byte or half-made file at path, which the
+// next Open would refuse as damaged. When another process created path
+// meanwhile, created is false and its file is opened as an existing one.
+func create(path string, opts Options) (created bool, err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return false, err
+	}
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".new-*")
+	if err != nil {
+		return false, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if err != nil {
+		return false, err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, err := claim(tx, opts, true, opts.now())
+		return err
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	// Link, not rename: a rename would replace a file another process
+	// created and is already using.
+	if err := os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	// The new name is durable once the directory is; where directories
+	// cannot be synced (Windows), the file system orders it by itself.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return true, nil
 }
 
 // Opened says whether Open created the file, adopted it, and which other
