@@ -15,6 +15,9 @@ type TableSpec struct {
 	Name   string // as configured, e.g. "shop.orders"; the checkpoint key
 	Source Source
 	Start  Start // used only when the table has no checkpoint
+	// WarnStart, when set, says why starting the table from Start
+	// deserves a warning rather than the usual info line.
+	WarnStart string
 }
 
 // Encoder turns an event into a message key and value.
@@ -205,10 +208,13 @@ func (f *follower) load(ctx context.Context) error {
 		if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
 			return err
 		}
-		if f.spec.Start.Kind == StartEarliest && cp.Seq > 0 {
+		switch {
+		case f.spec.WarnStart != "":
+			f.log.Warn("no checkpoint: starting", "position", cp.String(), "why", f.spec.WarnStart)
+		case f.spec.Start.Kind == StartEarliest && cp.Seq > 0:
 			f.log.Warn("no checkpoint: starting with the oldest retained snapshot; the table's older history was expired",
 				"after_sequence_number", cp.Seq)
-		} else {
+		default:
 			f.log.Info("no checkpoint: starting", "position", cp.String())
 		}
 	}

@@ -64,6 +64,39 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// The meta records describe the file and its owners; a file made by this
+// build must stay readable by the next.
+func TestGoldenMeta(t *testing.T) {
+	createdAt := time.UnixMilli(1_767_225_601_456)
+	s := mustOpen(t, statePath(t), Options{Pipeline: "shop-cdc", now: fixedClock(createdAt)})
+	var file, owner []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(metaBucket)
+		file = bytes.Clone(meta.Get(keyFile))
+		owner = bytes.Clone(meta.Bucket(keyPipelines).Get([]byte("shop-cdc")))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareGolden(t, "file.golden", file)
+	compareGolden(t, "pipeline.golden", owner)
+	golden, err := os.ReadFile(filepath.Join("testdata", "file.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := decodeFile(bytes.TrimSuffix(golden, []byte("\n"))); err != nil || rec != (fileRecord{V: 1, CreatedAtMs: createdAt.UnixMilli()}) {
+		t.Fatalf("decode file.golden = %+v, %v", rec, err)
+	}
+	golden, err = os.ReadFile(filepath.Join("testdata", "pipeline.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := decodePipeline(bytes.TrimSuffix(golden, []byte("\n"))); err != nil || rec != (pipelineRecord{V: 1, SinceMs: createdAt.UnixMilli(), How: howCreated}) {
+		t.Fatalf("decode pipeline.golden = %+v, %v", rec, err)
+	}
+}
+
 func compareGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)

@@ -38,6 +38,62 @@ type historyRecord struct {
 	Events        int   `json:"events"`
 }
 
+// fileRecord describes the file itself, under metaBucket.
+type fileRecord struct {
+	V int `json:"v"`
+	// CreatedAtMs is when Open created the file; 0 for a file written
+	// before files described themselves.
+	CreatedAtMs int64 `json:"created_at_ms,omitempty"`
+}
+
+// pipelineRecord marks a pipeline as an owner of the file, so that a file
+// the pipeline started on is told from one that merely exists.
+type pipelineRecord struct {
+	V       int    `json:"v"`
+	SinceMs int64  `json:"since_ms"`
+	How     string `json:"how"` // howCreated, howFound or howAdopted
+}
+
+func encodeFile(rec fileRecord) []byte {
+	rec.V = formatVersion
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic(err) // only ints: cannot fail
+	}
+	return b
+}
+
+func decodeFile(raw []byte) (fileRecord, error) {
+	var rec fileRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return rec, err
+	}
+	if rec.V != formatVersion {
+		return rec, fmt.Errorf("format version %d, this icecdc reads %d", rec.V, formatVersion)
+	}
+	return rec, nil
+}
+
+func encodePipeline(rec pipelineRecord) []byte {
+	rec.V = formatVersion
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic(err) // only ints and strings: cannot fail
+	}
+	return b
+}
+
+func decodePipeline(raw []byte) (pipelineRecord, error) {
+	var rec pipelineRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return rec, err
+	}
+	if rec.V != formatVersion {
+		return rec, fmt.Errorf("format version %d, this icecdc reads %d", rec.V, formatVersion)
+	}
+	return rec, nil
+}
+
 func encodeCheckpoint(cp cdc.Checkpoint, now time.Time) []byte {
 	b, err := json.Marshal(checkpointRecord{V: formatVersion, Checkpoint: cp, SavedAtMs: now.UnixMilli()})
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,7 +25,8 @@ const (
 	DefaultHistoryLimit = 1000
 )
 
-// Options tune Open. The zero value is the daemon's configuration.
+// Options tune Open. The zero value opens any valid state file without
+// checking whose it is.
 type Options struct {
 	// LockTimeout is how long Open waits for another process to release
 	// the file lock before it fails with ErrLocked. Default 1s.
@@ -32,6 +35,20 @@ type Options struct {
 	// oldest are trimmed in the transaction that adds a new one. Default
 	// 1000; a negative value records no history.
 	HistoryLimit int
+	// Pipeline, when set, makes Open check that an existing file is this
+	// pipeline's: it has the pipeline's bucket, which Open makes when it
+	// creates the file for the pipeline. Otherwise Open fails with
+	// ErrForeign. Default "": no check, for tools and tests.
+	Pipeline string
+	// Adopt makes Open accept, for Pipeline, a file that fails that check
+	// or is empty (0 bytes): the pipeline's tables then start from their
+	// configured start. Opened reports that it happened. It never accepts
+	// a damaged file. Default false.
+	Adopt bool
+	// ReadOnly opens an existing file without writing to it (for
+	// `icecdc status`): no file is created and no owner recorded. Default
+	// false.
+	ReadOnly bool
 
 	now func() time.Time // tests pin the clock for golden files
 }
@@ -58,15 +75,31 @@ type Store struct {
 	db           *bolt.DB
 	historyLimit int
 	now          func() time.Time
+	opened       Opened
 }
 
 var _ cdc.Store = (*Store)(nil)
 
-// Open opens or creates the state file at path, creating its parent
-// directories, and takes its lock. It fails with an error wrapping
-// ErrLocked when another process holds the file for longer than
-// opts.LockTimeout.
+// Open opens the state file at path and takes its lock, or creates the
+// file (and its parent directories) when there is none. It refuses, with
+// an error naming the path and saying what to do:
+//   - a file that exists but cannot be trusted, wrapping ErrDamaged: 0
+//     bytes (bbolt would make it a new database), truncated, not a bbolt
+//     file, or failing the consistency check that Open runs on every
+//     existing file; a corrupt file gives an error, never a panic;
+//   - with Options.Pipeline, a valid file that is not the pipeline's,
+//     wrapping ErrForeign (see Options.Adopt);
+//   - a file another process holds for longer than Options.LockTimeout,
+//     wrapping ErrLocked.
 func Open(path string, opts Options) (*Store, error) {
+	s, err := open(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("state %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
@@ -76,21 +109,102 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.now == nil {
 		opts.now = time.Now
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("state %s: %w", path, err)
+	if strings.ContainsRune(opts.Pipeline, 0) {
+		return nil, fmt.Errorf("pipeline name %q: contains a NUL byte", opts.Pipeline)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: opts.LockTimeout,
-		NoSync:  false, // Save promises durability: every commit is fsynced
-	})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("state %s: %w", path, ErrLocked)
+	created := false
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
+		if created, err = create(path, opts); err != nil {
+			return nil, err
+		}
+		fi, err = os.Stat(path)
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case fi.IsDir():
+		return nil, errors.New("is a directory, not a state file")
+	case fi.Size() == 0 && (!opts.Adopt || opts.ReadOnly):
+		return nil, errEmptyFile
+	}
+	db, err := openBolt(path, opts, fi.Size() > 0)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, historyLimit: opts.HistoryLimit, now: opts.now}
+	err = verify(db)
+	if err == nil {
+		identify := func(tx *bolt.Tx) error {
+			var cerr error
+			s.opened, cerr = claim(tx, opts, created, opts.now())
+			return cerr
+		}
+		if opts.ReadOnly {
+			err = db.View(identify)
+		} else {
+			err = db.Update(identify)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state %s: %w", path, err)
+		_ = db.Close()
+		return nil, err
 	}
-	return &Store{db: db, historyLimit: opts.HistoryLimit, now: opts.now}, nil
+	return s, nil
 }
+
+// create makes a new state file at path: it is built under a temporary
+// name in the same directory and linked into place, so that a crash while
+// creating it never leaves a 0-byte or half-made file at path, which the
+// next Open would refuse as damaged. When another process created path
+// meanwhile, created is false and its file is opened as an existing one.
+func create(path string, opts Options) (created bool, err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return false, err
+	}
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".new-*")
+	if err != nil {
+		return false, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if err != nil {
+		return false, err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, err := claim(tx, opts, true, opts.now())
+		return err
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	// Link, not rename: a rename would replace a file another process
+	// created and is already using.
+	if err := os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	// The new name is durable once the directory is; where directories
+	// cannot be synced (Windows), the file system orders it by itself.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return true, nil
+}
+
+// Opened says whether Open created the file, adopted it, and which other
+// pipelines have checkpoints in it.
+func (s *Store) Opened() Opened { return s.opened }
 
 // Path is the state file's path, for messages.
 func (s *Store) Path() string { return s.db.Path() }
@@ -200,18 +314,49 @@ func (s *Store) Reset(pipeline, table string) error {
 		if errors.Is(err, berrors.ErrBucketNotFound) || errors.Is(err, berrors.ErrIncompatibleValue) {
 			return ErrNotFound
 		}
-		if err != nil {
-			return err
-		}
-		if k, _ := pb.Cursor().First(); k == nil {
-			return tx.DeleteBucket([]byte(pipeline))
-		}
-		return nil
+		// The pipeline's bucket stays, even empty: it marks the file as
+		// the pipeline's (see Open).
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("reset %s/%s: %w", pipeline, table, err)
 	}
 	return nil
+}
+
+// ResetAll deletes the checkpoints and histories of every table of the
+// pipeline, so that each starts again from its configured start position,
+// and returns the tables' names. The pipeline's bucket stays, so the file
+// is still the pipeline's. It returns an error wrapping ErrNotFound when
+// there is nothing to delete.
+func (s *Store) ResetAll(pipeline string) ([]string, error) {
+	var tables []string
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		pb := tx.Bucket([]byte(pipeline))
+		if pb == nil || pipeline == string(metaBucket) {
+			return ErrNotFound
+		}
+		err := pb.ForEachBucket(func(name []byte) error {
+			tables = append(tables, string(name))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(tables) == 0 {
+			return ErrNotFound
+		}
+		for _, t := range tables {
+			if err := pb.DeleteBucket([]byte(t)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reset %s: %w", pipeline, err)
+	}
+	return tables, nil
 }
 
 // TableState is one table's stored checkpoint, as `icecdc status` shows it.

@@ -82,17 +82,6 @@ func TestOpenCreatesParentDirs(t *testing.T) {
 	}
 }
 
-func TestOpenNotABoltFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	if err := os.WriteFile(path, []byte(strings.Repeat("not bbolt ", 1000)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Open(path, Options{})
-	if err == nil || !strings.HasPrefix(err.Error(), "state "+path+": ") || errors.Is(err, ErrLocked) {
-		t.Fatalf("Open of a non-bbolt file = %v; want an error naming the file", err)
-	}
-}
-
 // A second Open in the same process uses its own file descriptor, and flock
 // locks belong to the open file, so it is refused like another process.
 func TestOpenLockedInProcess(t *testing.T) {

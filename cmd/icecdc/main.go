@@ -22,9 +22,14 @@ const usage = `icecdc — change data capture for Apache Iceberg v3 tables
 Usage:
   icecdc changes --metadata PATH [--table NS.NAME] [--from-seq N] [--to-seq M] [--format debezium-json]
   icecdc changes --catalog-type sql --catalog-uri file:catalog.db --warehouse file:///wh --table ns.t
-  icecdc run -c icecdc.yaml          the daemon (first SIGINT/SIGTERM drains and exits 0; a second exits at once)
+  icecdc run -c icecdc.yaml [--adopt-state]
+                                     the daemon (first SIGINT/SIGTERM drains and exits 0; a second exits at once);
+                                     --adopt-state accepts a state file that is empty or holds only another
+                                     pipeline's checkpoints, starting every table from its configured start
   icecdc status -c icecdc.yaml       each table's checkpoint, head and lag
-  icecdc reset -c icecdc.yaml --table NS.T   forget a table's checkpoint
+  icecdc reset -c icecdc.yaml --table NS.T | --all
+                                     forget a table's checkpoint, or every table's (under exactly-once,
+                                     the Kafka checkpoint records too)
   icecdc demo [--dir DIR]
   icecdc version
 

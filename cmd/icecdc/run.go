@@ -32,18 +32,19 @@ import (
 // overrides a flag may give.
 type runFlags struct {
 	config, listen, statePath, sinkType string
-	table                               string
 }
 
-func parseRunFlags(name string, args []string, withTable bool) (*runFlags, *Config, error) {
+// parseRunFlags parses the shared flags and those extra adds (a command's
+// own), and loads the config with the overrides applied.
+func parseRunFlags(name string, args []string, extra func(*flag.FlagSet)) (*runFlags, *Config, error) {
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f runFlags
 	fl.StringVar(&f.config, "c", "icecdc.yaml", "config file")
 	fl.StringVar(&f.listen, "listen", "", "override http.listen")
 	fl.StringVar(&f.statePath, "state", "", "override state.path")
 	fl.StringVar(&f.sinkType, "sink", "", "override sink.type")
-	if withTable {
-		fl.StringVar(&f.table, "table", "", "table name as configured")
+	if extra != nil {
+		extra(fl)
 	}
 	if err := fl.Parse(args); err != nil {
 		return nil, nil, err
@@ -69,16 +70,21 @@ func parseRunFlags(name string, args []string, withTable bool) (*runFlags, *Conf
 }
 
 func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer) error {
-	_, cfg, err := parseRunFlags("run", args, false)
+	var adopt bool
+	_, cfg, err := parseRunFlags("run", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
+			"and start every table from its configured start (remove the flag afterwards)")
+	})
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	store, err := state.Open(cfg.State.Path, state.Options{})
+	store, err := state.Open(cfg.State.Path, state.Options{Pipeline: cfg.Name, Adopt: adopt})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	logOpened(log, cfg, store.Opened(), adopt)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
@@ -88,6 +94,10 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	}
 	tables, err := buildTables(ctx, cfg, log)
 	if err != nil {
+		sink.Close(context.Background())
+		return err
+	}
+	if err := markUnexpectedStarts(store, cfg.Name, tables); err != nil {
 		sink.Close(context.Background())
 		return err
 	}
@@ -117,6 +127,56 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	}
 	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return runErr
+}
+
+// logOpened says what --adopt-state did: it starts every table over, which
+// must not go unnoticed, and it should not stay in a unit file after use.
+func logOpened(log *slog.Logger, cfg *Config, o state.Opened, adopt bool) {
+	switch {
+	case o.Adopted:
+		args := []any{"state", cfg.State.Path, "pipeline", cfg.Name}
+		if len(o.Others) > 0 {
+			args = append(args, "checkpoints_of", o.Others)
+		}
+		if exactlyOnce(cfg) {
+			args = append(args, "kafka", "checkpoint records in the kafka checkpoint topic still apply; 'icecdc reset --all' deletes them")
+		}
+		log.Warn("--adopt-state: the state file held no checkpoints of this pipeline and is now its own; every table starts from its configured start", args...)
+	case adopt:
+		log.Info("--adopt-state: nothing to adopt, the state file is already this pipeline's; the flag can go", "state", cfg.State.Path)
+	}
+}
+
+// markUnexpectedStarts makes the pipeline warn when it starts a table from
+// its configured start although the state file holds checkpoints of the
+// pipeline's other tables: right for a table just added to the
+// configuration (or reset), but also what a table that lost its
+// checkpoint (a renamed table, a damaged key) looks like.
+func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.TableSpec) error {
+	stored, err := store.Tables(pipeline)
+	if err != nil || len(stored) == 0 {
+		return err
+	}
+	names := make([]string, len(stored))
+	has := map[string]bool{}
+	for i, st := range stored {
+		names[i], has[st.Table] = st.Table, true
+	}
+	if len(names) > 5 {
+		names = append(names[:5], fmt.Sprintf("and %d more", len(stored)-5))
+	}
+	why := fmt.Sprintf("the state file holds checkpoints of other tables of the pipeline (%s) but none of this one: "+
+		"right for a table just added to the configuration or reset, wrong for one that lost its checkpoint", strings.Join(names, ", "))
+	for i := range tables {
+		if !has[tables[i].Name] {
+			tables[i].WarnStart = why
+		}
+	}
+	return nil
+}
+
+func exactlyOnce(cfg *Config) bool {
+	return cfg.Sink.Type == "kafka" && cfg.Sink.Kafka.Delivery == kafka.ExactlyOnce
 }
 
 func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cdc.Sink, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"text/tabwriter"
 	"time"
@@ -17,19 +18,23 @@ import (
 // A running daemon holds the state file's lock, so status asks it over
 // HTTP first and reads the file only when no daemon answers.
 func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
-	_, cfg, err := parseRunFlags("status", args, false)
+	_, cfg, err := parseRunFlags("status", args, nil)
 	if err != nil {
 		return err
 	}
 	states, err := statesFromDaemon(ctx, cfg)
 	if err != nil {
-		store, oerr := state.Open(cfg.State.Path, state.Options{LockTimeout: 200 * time.Millisecond})
-		if oerr != nil {
+		store, oerr := state.Open(cfg.State.Path, state.Options{LockTimeout: 200 * time.Millisecond, Pipeline: cfg.Name, ReadOnly: true})
+		switch {
+		case errors.Is(oerr, fs.ErrNotExist):
+			// Never run: no table has a checkpoint.
+		case oerr != nil:
 			return fmt.Errorf("status: no daemon answered at %s (%v) and %w", cfg.HTTP.Listen, err, oerr)
-		}
-		defer store.Close()
-		if states, err = store.Tables(cfg.Name); err != nil {
-			return err
+		default:
+			defer store.Close()
+			if states, err = store.Tables(cfg.Name); err != nil {
+				return err
+			}
 		}
 	}
 	byName := map[string]state.TableState{}
@@ -105,35 +110,4 @@ func statesFromDaemon(ctx context.Context, cfg *Config) ([]state.TableState, err
 		return nil, fmt.Errorf("daemon /status: %w", err)
 	}
 	return ts, nil
-}
-
-// cmdReset forgets a table's checkpoint so its start position applies
-// again (after a rollback, an expiry or a re-created table).
-func cmdReset(_ context.Context, args []string, out io.Writer) error {
-	f, cfg, err := parseRunFlags("reset", args, true)
-	if err != nil {
-		return err
-	}
-	if f.table == "" {
-		return errors.New("reset: --table is required")
-	}
-	store, err := state.Open(cfg.State.Path, state.Options{})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if err := store.Reset(cfg.Name, f.table); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "reset %s/%s: its start position (%s) applies at the next run\n", cfg.Name, f.table, startOf(cfg, f.table))
-	return nil
-}
-
-func startOf(cfg *Config, table string) string {
-	for _, t := range cfg.Tables {
-		if t.Name == table && t.Start != "" {
-			return t.Start
-		}
-	}
-	return "latest"
 }

@@ -27,7 +27,10 @@
 // is settled before anything else is sent (the producer's next epoch makes
 // the broker finish it), and a batch whose checkpoint already landed is
 // not sent again; a second daemon with the same transactional id fences
-// the first, which then stops with cdc.ErrPermanent.
+// the first, which then stops with cdc.ErrPermanent. Forget (`icecdc
+// reset`) deletes checkpoint records with tombstones in a transaction of
+// the same id, which fences a daemon still running; Restore reads a
+// tombstone as no checkpoint.
 //
 // Topics: the sink creates a missing event topic on first use with the
 // configured partitions and replication (by default the broker's), and

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/source"
+	"github.com/icecdc/icecdc/state"
+)
+
+// cmdReset forgets the checkpoint of a table, or of every table of the
+// pipeline, so that their start positions apply again (after a rollback,
+// an expiry or a re-created table). Under exactly-once delivery the
+// Kafka checkpoint topic is the position of record, so its records are
+// deleted too, before the state file's: when Kafka cannot be reached,
+// nothing changes, and a reset that failed half way can be run again.
+func cmdReset(ctx context.Context, args []string, out io.Writer) error {
+	var (
+		table   string
+		all     bool
+		timeout time.Duration
+	)
+	_, cfg, err := parseRunFlags("reset", args, func(fl *flag.FlagSet) {
+		fl.StringVar(&table, "table", "", "the table to forget, as configured (namespace.table)")
+		fl.BoolVar(&all, "all", false, "forget every table of the pipeline")
+		fl.DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for Kafka under exactly-once delivery")
+	})
+	if err != nil {
+		return err
+	}
+	if (table == "") == !all {
+		return errors.New("reset: give --table NAME or --all")
+	}
+	// The state file is opened first: its lock stops a reset while a
+	// daemon runs on it, before anything is deleted.
+	var store *state.Store
+	if _, err := os.Stat(cfg.State.Path); !errors.Is(err, fs.ErrNotExist) {
+		if store, err = state.Open(cfg.State.Path, state.Options{Pipeline: cfg.Name}); err != nil {
+			return err
+		}
+		defer store.Close()
+	}
+	var inKafka []string
+	if exactlyOnce(cfg) {
+		kctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if inKafka, err = forgetInKafka(kctx, cfg, table); err != nil {
+			return fmt.Errorf("reset %s: %w (the state file was left as it is: run reset again once Kafka answers)", cfg.Name, err)
+		}
+		for _, t := range inKafka {
+			fmt.Fprintf(out, "reset %s/%s: deleted its checkpoint record in kafka topic %s\n", cfg.Name, t, checkpointTopic(cfg))
+		}
+	}
+	var inFile []string
+	if store != nil {
+		if all {
+			inFile, err = store.ResetAll(cfg.Name)
+		} else if err = store.Reset(cfg.Name, table); err == nil {
+			inFile = []string{table}
+		}
+		if err != nil && (!errors.Is(err, state.ErrNotFound) || len(inKafka) == 0) {
+			return err
+		}
+	} else if len(inKafka) == 0 {
+		return fmt.Errorf("reset %s: %w: state %s does not exist", cfg.Name, state.ErrNotFound, cfg.State.Path)
+	}
+	for _, t := range sortedUnion(inFile, inKafka) {
+		if start, ok := startOf(cfg, t); ok {
+			fmt.Fprintf(out, "reset %s/%s: its start position (%s) applies at the next run\n", cfg.Name, t, start)
+		} else {
+			fmt.Fprintf(out, "reset %s/%s: forgotten (the table is not in the configuration)\n", cfg.Name, t)
+		}
+	}
+	return nil
+}
+
+// forgetInKafka deletes the table's checkpoint record, or with table ""
+// every one of the pipeline, from the checkpoint topic, and returns the
+// tables it deleted records of.
+func forgetInKafka(ctx context.Context, cfg *Config, table string) ([]string, error) {
+	kc := cfg.Sink.Kafka
+	kc.Pipeline = cfg.Name
+	kc.Logger = slog.New(slog.DiscardHandler)
+	sink, err := kafka.New(kc)
+	if err != nil {
+		return nil, err
+	}
+	defer sink.Close(context.WithoutCancel(ctx))
+	var tables []string // nil: all
+	if table != "" {
+		key, err := checkpointName(ctx, cfg, table)
+		if err != nil {
+			return nil, err
+		}
+		tables = []string{key}
+	}
+	forgot, err := sink.(*kafka.ExactlyOnceSink).Forget(ctx, cfg.Name, tables)
+	if err != nil {
+		return nil, err
+	}
+	if table != "" && len(forgot) > 0 {
+		forgot = []string{table} // as configured, like the state file names it
+	}
+	return forgot, nil
+}
+
+// checkpointName is the table's name in its Kafka checkpoint key: the
+// name as configured for a catalog table, and for a table followed from a
+// metadata file the identifier the loaded file gives it.
+func checkpointName(ctx context.Context, cfg *Config, table string) (string, error) {
+	for _, t := range cfg.Tables {
+		if t.Name != table || t.Metadata == "" {
+			continue
+		}
+		src, err := source.New(source.Options{Table: t.Name, MetadataPath: t.Metadata, Props: cfg.Catalog.Properties})
+		if err != nil {
+			return "", err
+		}
+		if err := src.Refresh(ctx); err != nil {
+			return "", fmt.Errorf("table %s: the checkpoint key needs the table's metadata: %w", table, err)
+		}
+		info := src.Info()
+		return info.Namespace + "." + info.Name, nil
+	}
+	return table, nil
+}
+
+func checkpointTopic(cfg *Config) string {
+	if t := cfg.Sink.Kafka.CheckpointTopic; t != "" {
+		return t
+	}
+	return kafka.DefaultCheckpointTopic
+}
+
+func sortedUnion(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// startOf is the configured start of a table, named as configured or
+// found through a namespace.* entry.
+func startOf(cfg *Config, table string) (string, bool) {
+	i := slices.IndexFunc(cfg.Tables, func(t TableConfig) bool { return t.Name == table })
+	if i < 0 {
+		i = slices.IndexFunc(cfg.Tables, func(t TableConfig) bool {
+			ns, ok := strings.CutSuffix(t.Name, ".*")
+			rest, in := strings.CutPrefix(table, ns+".")
+			return ok && in && !strings.Contains(rest, ".")
+		})
+	}
+	if i < 0 {
+		return "", false
+	}
+	if s := cfg.Tables[i].Start; s != "" {
+		return s, true
+	}
+	return "latest", true
+}
