@@ -196,6 +196,9 @@ func (f *follower) load(ctx context.Context) error {
 		}
 	}
 	cp, found, err := f.p.Store.Load(ctx, f.p.Name, f.spec.Name)
+	if errors.Is(err, ErrPermanent) {
+		return fmt.Errorf("%w; restore the state file from a backup, or run 'icecdc reset --table %s' to start the table over from its start position", err, f.spec.Name)
+	}
 	if err != nil {
 		return err
 	}

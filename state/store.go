@@ -58,7 +58,14 @@ var ErrLocked = errors.New("in use by another icecdc process (lock held)")
 
 // ErrCorrupt marks a stored record that does not decode. Nothing is
 // repaired automatically: the operator decides whether to Reset the table.
-var ErrCorrupt = errors.New("corrupt state record")
+// It is also a cdc.ErrPermanent: a table whose checkpoint is corrupt
+// stops with the error instead of being retried forever.
+var ErrCorrupt error = corruptRecord{}
+
+type corruptRecord struct{}
+
+func (corruptRecord) Error() string        { return "corrupt state record" }
+func (corruptRecord) Is(target error) bool { return target == cdc.ErrPermanent }
 
 // ErrBackwards is returned by Save for a checkpoint earlier than the stored
 // one of the same table uuid: delivering it would re-send confirmed events,

@@ -302,7 +302,7 @@ func TestCorruptRecords(t *testing.T) {
 				errs = append(errs, err, terr, s.Save(ctx, "shop-cdc", "shop.orders", good))
 			}
 			for _, err := range errs {
-				if !errors.Is(err, ErrCorrupt) {
+				if !errors.Is(err, ErrCorrupt) || !errors.Is(err, cdc.ErrPermanent) {
 					t.Fatalf("got %v; want ErrCorrupt", err)
 				}
 				for _, name := range []string{"shop-cdc", "shop.orders", `"` + tc.key + `"`} {
