@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -298,6 +299,18 @@ func TestPipelineTableIsolation(t *testing.T) {
 		t.Fatalf("shop.orders: %+v", s)
 	}
 
+	// Committed through a catalog handle that waits for the pipeline's
+	// readers' locks instead of failing with SQLITE_BUSY.
+	props := h.env.CatalogProperties()
+	props["uri"] = h.env.CatalogURI + "?_pragma=busy_timeout(10000)"
+	cat, err := catalog.Load(h.ctx, scenario.CatalogName, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.(catalog.Closer).Close()
+	if v2, err = cat.LoadTable(h.ctx, v2.Identifier()); err != nil {
+		t.Fatal(err)
+	}
 	v3, err := scenario.UpgradeToV3(h.ctx, v2)
 	if err != nil {
 		t.Fatal(err)
