@@ -8,4 +8,9 @@
 // update precedes every insert, and inside a phase events keep the manifest
 // order of their data file, then the row position. A position in that stream
 // is a Checkpoint; it only moves forward after a sink confirmed delivery.
+//
+// Faults that are retried (a sink answering 5xx, a broker down, a catalog
+// or a table that cannot be loaded) are followed per table by Health: logged
+// when they begin, summed up at most once per interval, logged when they
+// end, and shown to the daemon's /readyz and /status.
 package cdc

@@ -48,6 +48,10 @@ type Pipeline struct {
 	RetryInitial, RetryMax time.Duration
 	Log                    *slog.Logger
 	Metrics                *Metrics
+	// Health follows each table's ongoing fault: it logs a fault when it
+	// begins, sums it up at most once per Health.Interval, and logs its
+	// end (default: a Health logging to Log).
+	Health *Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
 }
@@ -70,6 +74,12 @@ func (p *Pipeline) defaults() {
 	}
 	if p.Metrics == nil {
 		p.Metrics = NewMetrics(nil)
+	}
+	if p.Health == nil {
+		p.Health = &Health{}
+	}
+	if p.Health.Log == nil {
+		p.Health.Log = p.Log
 	}
 	if p.Encoder == nil {
 		p.Encoder = &DebeziumJSON{Envelope: Envelope{Pipeline: p.Name}}
@@ -119,8 +129,9 @@ type follower struct {
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
-	m := f.p.Metrics
+	m, h := f.p.Metrics, f.p.Health
 	m.TableUp.WithLabelValues(f.spec.Name).Set(1)
+	h.Track(f.spec.Name)
 	readyOnce := sync.OnceFunc(ready)
 	defer readyOnce()
 	backoff := f.p.RetryInitial
@@ -143,6 +154,7 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		}
 		switch {
 		case err == nil:
+			h.OK(f.spec.Name)
 			backoff = f.p.RetryInitial
 			if !sleep(ctx, f.p.Poll) {
 				return nil
@@ -150,11 +162,13 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 			continue
 		case errors.Is(err, ErrHistory), errors.Is(err, ErrPermanent), errors.Is(err, ErrDisabled):
 			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
+			h.Stop(f.spec.Name, component(err), err)
 			f.log.Error("table stopped", "err", err)
 			return err
 		}
 		m.Retries.WithLabelValues(f.spec.Name).Inc()
-		f.log.Warn("transient error, retrying from the checkpoint", "err", err, "backoff", backoff)
+		h.Fail(f.spec.Name, component(err), err) // logs, rate-limited
+		f.log.Debug("retrying from the checkpoint", "err", err, "backoff", backoff)
 		if !sleep(ctx, jitter(backoff)) {
 			return nil
 		}
@@ -435,14 +449,17 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		}
 		b.Messages = append(b.Messages, Message{ID: EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op), Op: e.Op, Key: key, Value: val})
 	}
-	if err := f.p.Sink.Write(ctx, b); err != nil {
+	name := f.spec.Name
+	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })
+	if err := f.p.Sink.Write(report, b); err != nil {
 		class := "transient"
 		if errors.Is(err, ErrPermanent) || errors.Is(err, ErrDisabled) {
 			class = "permanent"
 		}
 		f.p.Metrics.SinkErrors.WithLabelValues(f.spec.Name, class).Inc()
-		return fmt.Errorf("sink: %w", err)
+		return &sinkError{err}
 	}
+	f.p.Health.OK(name)
 	for _, msg := range b.Messages {
 		f.p.Metrics.Events.WithLabelValues(f.spec.Name, msg.Op.String()).Inc()
 	}
@@ -450,4 +467,19 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		f.p.Metrics.DeliveryLatency.WithLabelValues(f.spec.Name).Observe(time.Since(time.UnixMilli(c.Snapshot.TimestampMs)).Seconds())
 	}
 	return nil
+}
+
+// sinkError is an error of Sink.Write, as the pipeline returns it.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return "sink: " + e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
+
+// component says where an error of a table's loop arose.
+func component(err error) string {
+	var se *sinkError
+	if errors.As(err, &se) {
+		return InSink
+	}
+	return InSource
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -228,8 +229,9 @@ func TestPipelineStartPositions(t *testing.T) {
 	}
 }
 
-// A table that cannot be loaded keeps being retried and a v2 table stops,
-// while the other table of the pipeline delivers.
+// A table that cannot be loaded and a v2 table keep being retried, shown
+// as failing, while the other table of the pipeline delivers; once the v2
+// table is upgraded to v3 it is followed.
 func TestPipelineTableIsolation(t *testing.T) {
 	h := newHarness(t)
 	h.append(1, 3)
@@ -237,7 +239,7 @@ func TestPipelineTableIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scenario.Append(h.ctx, v2, []map[string]any{scenario.Order(1, "a", "new", 1)}); err != nil {
+	if v2, err = scenario.Append(h.ctx, v2, []map[string]any{scenario.Order(1, "a", "new", 1)}); err != nil {
 		t.Fatal(err)
 	}
 	open := func(name string) cdc.Source {
@@ -260,7 +262,9 @@ func TestPipelineTableIsolation(t *testing.T) {
 	earliest, _ := cdc.ParseStart("earliest")
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Poll: 20 * time.Millisecond, RetryInitial: 20 * time.Millisecond,
+	health := &cdc.Health{}
+	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Poll: 20 * time.Millisecond, RetryInitial: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+		Health: health,
 		Tables: []cdc.TableSpec{
 			{Name: "shop.missing", Source: open("shop.missing"), Start: earliest},
 			{Name: "shop.old", Source: open("shop.old"), Start: earliest},
@@ -281,12 +285,51 @@ func TestPipelineTableIsolation(t *testing.T) {
 	if n := len(h.events()); n != 3 {
 		t.Fatalf("%d events of shop.orders, want 3", n)
 	}
-	cancel()
-	err = <-done
-	if err == nil || !strings.Contains(err.Error(), "shop.old") || !strings.Contains(err.Error(), "format version 2") {
-		t.Fatalf("the v2 table must stop with a clear error: %v", err)
+	states := map[string]cdc.TableHealth{}
+	for _, th := range health.Tables() {
+		states[th.Table] = th
 	}
-	if strings.Contains(err.Error(), "shop.missing") {
-		t.Fatalf("a table that cannot be loaded is retried, not stopped: %v", err)
+	if s := states["shop.old"]; s.State != cdc.StateFailing || !strings.Contains(s.LastError, "format version 2") {
+		t.Fatalf("the v2 table must be failing with a clear error: %+v", s)
+	}
+	if s := states["shop.missing"]; s.State != cdc.StateFailing || s.Component != cdc.InSource {
+		t.Fatalf("a table that cannot be loaded is failing in the source: %+v", s)
+	}
+	if s := states["shop.orders"]; s.State != cdc.StateOK {
+		t.Fatalf("shop.orders: %+v", s)
+	}
+
+	// Committed through a catalog handle that waits for the pipeline's
+	// readers' locks instead of failing with SQLITE_BUSY.
+	props := h.env.CatalogProperties()
+	props["uri"] = h.env.CatalogURI + "?_pragma=busy_timeout(10000)"
+	cat, err := catalog.Load(h.ctx, scenario.CatalogName, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.(catalog.Closer).Close()
+	if v2, err = cat.LoadTable(h.ctx, v2.Identifier()); err != nil {
+		t.Fatal(err)
+	}
+	v3, err := scenario.UpgradeToV3(h.ctx, v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenario.Append(h.ctx, v3, []map[string]any{scenario.Order(2, "b", "new", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		cp, ok, _ := store.Load(ctx, "p", "shop.old")
+		if ok && cp.Done && cp.Seq >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shop.old was not followed after its upgrade to v3: %+v", health.Tables())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("no table may stop: %v", err)
 	}
 }

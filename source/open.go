@@ -16,8 +16,6 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
-
-	"github.com/icecdc/icecdc/cdc"
 )
 
 // Options say where a table is.
@@ -50,13 +48,9 @@ type Options struct {
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is
-// also a cdc.ErrPermanent: a daemon stops following such a table.
-var ErrNotV3 error = notV3{}
-
-type notV3 struct{}
-
-func (notV3) Error() string        { return "table has no row lineage (format version < 3)" }
-func (notV3) Is(target error) bool { return target == cdc.ErrPermanent }
+// not permanent: a daemon keeps retrying such a table, shown as failing,
+// since it may be upgraded to v3; a one-shot read fails at once.
+var ErrNotV3 = errors.New("table has no row lineage (format version < 3)")
 
 // OpenCatalog builds the catalog the options describe.
 func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {

@@ -108,10 +108,11 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		ChunkSize: cfg.Chunk,
 		Log:       log,
 		Metrics:   metrics,
+		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
 		Ready:     make(chan struct{}),
 	}
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, store, cfg.Name)
+		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, store, cfg.Name)
 		if err != nil {
 			sink.Close(context.Background())
 			return err
@@ -255,12 +256,18 @@ func listTables(ctx context.Context, o source.Options, ns string) ([]string, err
 	return out, nil
 }
 
-// serveHTTP serves /metrics, /healthz, /readyz and /status on a local address.
-func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, store *state.Store, pipeline string) (*http.Server, error) {
+// serveHTTP serves /metrics, /healthz, /readyz and /status on a local
+// address. /readyz answers 503 with the reasons while a table is failing or
+// stopped.
+func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, store *state.Store, pipeline string) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if problems := health.Problems(); len(problems) > 0 {
+			http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+			return
+		}
 		select {
 		case <-ready:
 			io.WriteString(w, "ready\n")
@@ -269,7 +276,7 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, sto
 		}
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		ts, err := store.Tables(pipeline)
+		ts, err := tableStatuses(store, pipeline, health)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

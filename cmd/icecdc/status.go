@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -32,14 +33,16 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("status: no daemon answered at %s (%v) and %w", cfg.HTTP.Listen, err, oerr)
 		default:
 			defer store.Close()
-			if states, err = store.Tables(cfg.Name); err != nil {
+			if states, err = tableStatuses(store, cfg.Name, nil); err != nil {
 				return err
 			}
 		}
 	}
 	byName := map[string]state.TableState{}
 	for _, s := range states {
-		byName[s.Table] = s
+		if !s.SavedAt.IsZero() { // else the daemon knows the table but it has no checkpoint yet
+			byName[s.Table] = s.TableState
+		}
 	}
 	specs, err := buildTables(ctx, cfg, nil)
 	if err != nil {
@@ -84,10 +87,56 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%d\t%d\t%.0f\t%s\n", sp.Name, cp.Seq, cp.SnapshotID, pos, head.SequenceNumber, behind, secs, saved)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// What the daemon sees going wrong, after a blank line: the last
+	// error per table and since when.
+	sep := "\n"
+	for _, s := range states {
+		if s.Health != nil && s.Health.State != cdc.StateOK {
+			fmt.Fprintf(out, "%s%s\n", sep, oneLine(s.Health.String()))
+			sep = ""
+		}
+	}
+	return nil
 }
 
-func statesFromDaemon(ctx context.Context, cfg *Config) ([]state.TableState, error) {
+// tableStatus is one table of /status: its stored checkpoint (none yet
+// when SavedAt is zero) and, from a running daemon, its health.
+type tableStatus struct {
+	state.TableState
+	Health *cdc.TableHealth `json:"health,omitempty"`
+}
+
+// tableStatuses lists the tables with a checkpoint, then those the daemon
+// follows without one yet; health may be nil.
+func tableStatuses(store *state.Store, pipeline string, health *cdc.Health) ([]tableStatus, error) {
+	stored, err := store.Tables(pipeline)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tableStatus, 0, len(stored))
+	index := map[string]int{}
+	for _, s := range stored {
+		index[s.Table] = len(out)
+		out = append(out, tableStatus{TableState: s})
+	}
+	if health == nil {
+		return out, nil
+	}
+	for _, h := range health.Tables() {
+		i, ok := index[h.Table]
+		if !ok {
+			i = len(out)
+			out = append(out, tableStatus{TableState: state.TableState{Table: h.Table}})
+		}
+		out[i].Health = &h
+	}
+	return out, nil
+}
+
+func statesFromDaemon(ctx context.Context, cfg *Config) ([]tableStatus, error) {
 	if cfg.HTTP.Listen == "" {
 		return nil, errors.New("http.listen is not set")
 	}
@@ -105,7 +154,7 @@ func statesFromDaemon(ctx context.Context, cfg *Config) ([]state.TableState, err
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("daemon /status: %s", resp.Status)
 	}
-	var ts []state.TableState
+	var ts []tableStatus
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&ts); err != nil {
 		return nil, fmt.Errorf("daemon /status: %w", err)
 	}

@@ -272,7 +272,7 @@ func daemonCheckpoint(listen, table string) (cp cdc.Checkpoint, ok bool, err err
 		return cp, false, fmt.Errorf("daemon /status: %w", err)
 	}
 	for _, s := range states {
-		if s.Table == table {
+		if s.Table == table && !s.SavedAt.IsZero() { // a zero SavedAt: followed, no checkpoint yet
 			return s.Checkpoint, true, nil
 		}
 	}
@@ -304,6 +304,9 @@ func icecdcStatus(ctx context.Context, bin, cfg string) (map[string]statusRow, e
 		if header {
 			header = false
 			continue
+		}
+		if sc.Text() == "" {
+			break // the tables' problems follow
 		}
 		// TABLE  CHECKPOINT SEQ  SNAPSHOT  POSITION  HEAD SEQ  BEHIND  SECONDS  SAVED;
 		// POSITION may be "event N" (two words).

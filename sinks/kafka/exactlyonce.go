@@ -61,6 +61,7 @@ func (s *ExactlyOnceSink) Write(ctx context.Context, b *cdc.Batch) error {
 	if p.closed.Load() {
 		return errClosed
 	}
+	defer p.watch(ctx)()
 	if err := p.ensureTopic(ctx, p.cfg.CheckpointTopic, 1, checkpointTopicConfigs); err != nil {
 		return err
 	}

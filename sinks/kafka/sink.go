@@ -72,6 +72,7 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if len(b.Messages) == 0 {
 		return nil
 	}
+	defer s.p.watch(ctx)()
 	topic, err := s.p.topic(b.Table)
 	if err != nil {
 		return err
@@ -100,6 +101,10 @@ type producer struct {
 
 	mu     sync.Mutex
 	topics map[string]bool // topics that exist or whose creation was tried
+
+	watchMu   sync.Mutex
+	nextWatch int
+	watchers  map[int]func(error) // retry reports of the Writes in progress; see watch
 }
 
 func newProducer(cfg Config, extra ...kgo.Opt) (*producer, error) {
@@ -112,7 +117,8 @@ func newProducer(cfg Config, extra ...kgo.Opt) (*producer, error) {
 		// rests on it: an ack means every in-sync replica has the record.
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 	}, base...)
-	p := &producer{cfg: cfg, base: base, opts: append(opts, extra...), topics: map[string]bool{}}
+	p := &producer{cfg: cfg, base: base, topics: map[string]bool{}, watchers: map[int]func(error){}}
+	p.opts = append(append(opts, extra...), kgo.WithHooks(brokerHooks{p}))
 	cl, err := kgo.NewClient(p.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)

@@ -44,6 +44,7 @@ func (s *Sink) deliver(ctx context.Context, r request) error {
 				err, attempt, s.now().Sub(start).Round(time.Millisecond))
 		}
 		s.obs.Retry(status, err)
+		cdc.ReportRetry(ctx, err) // the pipeline logs an ongoing failure
 		if err := s.sleep(ctx, wait); err != nil {
 			return err
 		}
