@@ -25,7 +25,6 @@ import (
 	"github.com/icecdc/icecdc/state"
 )
 
-
 // count counts the log lines whose msg starts with prefix.
 func (s *syncBuffer) count(prefix string) int {
 	n := 0
