@@ -88,7 +88,7 @@ func (p *Pipeline) defaults() {
 
 // Run follows every table until ctx is done (then it returns nil after the
 // in-flight batches finished) or until every table stopped; it returns the
-// tables' errors joined.
+// tables' errors joined. A table's source is closed when its table stops.
 func (p *Pipeline) Run(ctx context.Context) error {
 	p.defaults()
 	var (
@@ -103,7 +103,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
-			if err := f.run(ctx, ready.Done); err != nil {
+			err := f.run(ctx, ready.Done)
+			if cerr := spec.Source.Close(); cerr != nil {
+				f.log.Warn("close the table's source", "err", cerr)
+			}
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("table %s: %w", spec.Name, err))
 				mu.Unlock()
@@ -126,6 +130,9 @@ type follower struct {
 	spec TableSpec
 	log  *slog.Logger
 	cp   Checkpoint
+	// synced: every snapshot of the metadata the source last loaded was
+	// delivered, so an unchanged metadata needs no further work.
+	synced bool
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -196,7 +203,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // reloaded from there, never trusted from memory.
 func (f *follower) load(ctx context.Context) error {
 	src := f.spec.Source
-	if err := src.Refresh(ctx); err != nil {
+	f.synced = false
+	if _, err := src.Refresh(ctx); err != nil {
 		return err
 	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
@@ -239,13 +247,21 @@ func (f *follower) load(ctx context.Context) error {
 	return nil
 }
 
-// catchUp delivers every snapshot after the checkpoint.
+// catchUp delivers every snapshot after the checkpoint. An idle poll —
+// the metadata is the one already delivered — costs the Refresh alone.
 func (f *follower) catchUp(ctx context.Context) error {
 	src := f.spec.Source
 	start := time.Now()
-	if err := src.Refresh(ctx); err != nil {
+	changed, err := src.Refresh(ctx)
+	if err != nil {
+		f.synced = false
 		return err
 	}
+	if !changed && f.synced {
+		f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
+		return nil
+	}
+	f.synced = false
 	info := src.Info()
 	if f.cp.TableUUID != "" && f.cp.TableUUID != info.UUID {
 		return fmt.Errorf("%w: table uuid changed from %s to %s: the table was dropped and re-created; "+
@@ -296,6 +312,7 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		f.lag(snaps[i+1:])
 	}
+	f.synced = true
 	return nil
 }
 

@@ -7,7 +7,9 @@ type Source interface {
 	// Info names the table and gives the schema of its events.
 	Info() TableInfo
 	// Refresh reloads the table's metadata so that new snapshots show.
-	Refresh(ctx context.Context) error
+	// changed is false when the metadata is the one the previous successful
+	// Refresh loaded: then nothing else was read, and nothing changed.
+	Refresh(ctx context.Context) (changed bool, err error)
 	// Snapshots lists the followed branch's snapshots with
 	// afterSeq < sequence number <= toSeq (toSeq <= 0: no bound), ascending.
 	// It fails with an error wrapping ErrHistory when a snapshot of that
@@ -26,4 +28,7 @@ type Source interface {
 	// InitialRead returns the live rows of snapshot s as OpSnapshot events,
 	// in manifest order of their data file, then position.
 	InitialRead(ctx context.Context, s SnapshotInfo) (*Commit, error)
+	// Close releases the source's catalog and file IO; the source is not
+	// used afterwards.
+	Close() error
 }

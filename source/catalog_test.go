@@ -51,7 +51,7 @@ func TestSQLiteCatalogReplacedByRename(t *testing.T) {
 	}
 	headSeq := func() int64 {
 		t.Helper()
-		if err := src.Refresh(ctx); err != nil {
+		if _, err := src.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 		h, _ := src.Head()
@@ -109,7 +109,7 @@ func TestSQLiteCatalogReplacedByRename(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		err := src.Refresh(ctx)
+		_, err := src.Refresh(ctx)
 		if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), dbPath) {
 			t.Fatalf("Refresh with the catalog file gone: %v, want a not-exist error naming %s", err, dbPath)
 		}

@@ -32,7 +32,7 @@ type commitRun struct {
 	groups []removal               // rows leaving, in manifest order
 	parent []iceberg.ManifestFile  // the parent's manifest list, read on demand
 	anoms  []cdc.Anomaly
-	lays   map[string]layout // footers read, by data file path
+	pf     *prefetched // footers and vectors read, by file
 }
 
 // removal is a set of positions of one data file whose rows left the table.
@@ -55,7 +55,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	if snap == nil {
 		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata (expired?)", t.name(t.tbl), si.ID)
 	}
-	fs, err := t.tbl.FS(ctx)
+	fs, err := t.reader.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
 	}
@@ -64,7 +64,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	info.Schema = sc
 	c := &cdc.Commit{Table: info, Snapshot: si}
 
-	d, err := readDelta(fs, snap, t.nextRowID())
+	d, err := t.readDelta(ctx, fs, snap, t.nextRowID())
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 		return nil, fmt.Errorf("snapshot %d adds v2 position delete file %s to a v3 table", si.ID, d.addedPos[0].DataFile().FilePath())
 	}
 
-	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}}
+	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}, pf: newPrefetched()}
 	// The first snapshot with lineage after an upgrade from v2: the
 	// parent's rows have no row ids (DESIGN §1: null for a file without
 	// first_row_id), so nothing can be deleted or updated, and the rows
@@ -96,15 +96,29 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 			return nil, err
 		}
 	}
-	removed, err := r.readRemovals(ctx)
+	groups, err := r.prepareRemovals()
 	if err != nil {
 		return nil, err
 	}
-	plan, err := r.planAdded(removed, info.KeyFields)
+	plan, err := r.planAdded(ctx, info.KeyFields)
 	if err != nil {
 		return nil, err
 	}
-	added, err := r.readAdded(ctx, plan)
+	var (
+		removed []lineage.Removed
+		added   []lineage.Added
+	)
+	if plan.mayStream {
+		// Whether the appends are streamed depends on the rows removed.
+		if removed, _, err = r.read(ctx, groups, nil); err != nil {
+			return nil, err
+		}
+		plan.decide(removed)
+		_, added, err = r.read(ctx, nil, plan.files)
+	} else {
+		// Removed and added files are read in one phase.
+		removed, added, err = r.read(ctx, groups, plan.files)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -129,22 +143,12 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	return c, nil
 }
 
-// layout returns the footer layout of data file m, read once per commit.
-// It checks m's record_count against the file: nothing is sized from
-// m.file.Count() before this was called for m.
-func (r *commitRun) layout(m dataFileMeta) (layout, error) {
-	if l, ok := r.lays[m.path()]; ok {
-		return l, nil
-	}
-	l, err := readLayout(r.fs, m.file)
-	if err != nil {
-		return layout{}, err
-	}
-	if r.lays == nil {
-		r.lays = map[string]layout{}
-	}
-	r.lays[m.path()] = l
-	return l, nil
+// layout returns the footer layout of data file m (see Table.layout).
+func (r *commitRun) layout(m dataFileMeta) (layout, error) { return r.t.layout(r.pf, r.fs, m) }
+
+// vector returns the deletion vector of e for a data file of count rows.
+func (r *commitRun) vector(e iceberg.ManifestEntry, count int64) (*roaring64.Bitmap, error) {
+	return r.t.vector(r.pf, r.fs, e, count)
 }
 
 func (r *commitRun) fileIndex(path string) int {
@@ -174,15 +178,15 @@ func (r *commitRun) parentList() ([]iceberg.ManifestFile, error) {
 // the parent was expired (its manifest list is gone with it), they are
 // derived from S's own manifest list, which holds every live manifest of
 // S: the deletes live in S that S did not add, and those S removed.
-func (r *commitRun) parentLiveDeletes() ([]iceberg.ManifestEntry, error) {
+func (r *commitRun) parentLiveDeletes(ctx context.Context) ([]iceberg.ManifestEntry, error) {
 	if p := r.snap.ParentSnapshotID; p == nil || r.t.tbl.Metadata().SnapshotByID(*p) != nil {
 		plist, err := r.parentList()
 		if err != nil {
 			return nil, err
 		}
-		return r.t.dels.live(r.fs, plist)
+		return r.t.liveDeletes(ctx, r.fs, plist)
 	}
-	live, err := r.t.dels.live(r.fs, r.d.list)
+	live, err := r.t.liveDeletes(ctx, r.fs, r.d.list)
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +265,39 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 		}
 	}
 
-	located, err := r.t.files.locate(r.fs, d.list, targets, r.t.nextRowID())
+	located, err := r.t.locate(ctx, r.fs, d.list, targets, r.t.nextRowID())
 	if err != nil {
+		return err
+	}
+	// Read ahead, concurrently, every footer and vector the commit needs
+	// that S names: the loops below meet them, and their errors, in order.
+	var (
+		files []dataFileMeta
+		dvs   []dvRead
+	)
+	for _, p := range targets {
+		if m, ok := located[p]; ok {
+			files = append(files, m)
+		}
+	}
+	for _, e := range d.removedData {
+		files = append(files, metaOf(e))
+	}
+	for _, e := range d.addedDVs {
+		if m, ok := located[*e.DataFile().ReferencedDataFile()]; ok {
+			dvs = append(dvs, dvRead{e, m.file.Count()})
+			if old, ok := oldDV[m.path()]; ok {
+				dvs = append(dvs, dvRead{old, m.file.Count()})
+			}
+		}
+	}
+	for _, e := range d.removedData {
+		if old, ok := oldDV[e.DataFile().FilePath()]; ok {
+			dvs = append(dvs, dvRead{old, e.DataFile().Count()})
+		}
+	}
+	af, adv := r.addedReads()
+	if err := r.t.prefetch(ctx, r.pf, r.fs, append(files, af...), append(dvs, adv...)); err != nil {
 		return err
 	}
 	for _, p := range targets {
@@ -293,7 +328,7 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		found, err := r.t.files.locate(r.fs, plist, unknown, r.t.nextRowID())
+		found, err := r.t.locate(ctx, r.fs, plist, unknown, r.t.nextRowID())
 		if err != nil {
 			return err
 		}
@@ -320,12 +355,22 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 	wantPos := r.t.mayHaveV2Deletes()
 	var olds map[string]oldDeletes
 	if (wantDV || wantPos) && r.parentHasDeletes() && len(lookupFiles) > 0 {
-		live, err := r.parentLiveDeletes()
+		live, err := r.parentLiveDeletes(ctx)
 		if err != nil {
 			return err
 		}
-		olds, err = r.t.dels.lookup(ctx, r.fs, live, lookupFiles, wantDV, wantPos)
+		olds, err = r.t.lookupDeletes(ctx, r.fs, live, lookupFiles, wantDV, wantPos)
 		if err != nil {
+			return err
+		}
+		// The parent's vectors of files S removed without naming them.
+		var dvs []dvRead
+		for p, m := range lookupFiles {
+			if _, ok := oldDV[p]; !ok && olds[p].dv != nil {
+				dvs = append(dvs, dvRead{olds[p].dv, m.file.Count()})
+			}
+		}
+		if err := r.t.prefetch(ctx, r.pf, r.fs, nil, dvs); err != nil {
 			return err
 		}
 	}
@@ -336,7 +381,7 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 			e = olds[m.path()].dv
 		}
 		if e != nil {
-			bm, err := readDV(r.fs, e, m.file.Count())
+			bm, err := r.vector(e, m.file.Count())
 			if err != nil {
 				return nil, err
 			}
@@ -356,7 +401,7 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 		if !ok {
 			continue // targets a file S added or removed
 		}
-		bm, err := readDV(r.fs, e, m.file.Count())
+		bm, err := r.vector(e, m.file.Count())
 		if err != nil {
 			return err
 		}
@@ -385,40 +430,91 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 	return nil
 }
 
-// readRemovals reads the removed rows (row ids and before images).
-func (r *commitRun) readRemovals(ctx context.Context) ([]lineage.Removed, error) {
-	var out []lineage.Removed
+// groupRead is a removal ready to read: its Loc.File, its footer, and
+// the parent's equality deletes that already hid some of its rows.
+type groupRead struct {
+	removal
+	fi    int
+	lay   layout
+	older []*eqDeletes
+}
+
+// prepareRemovals numbers the removed files in manifest order.
+func (r *commitRun) prepareRemovals() ([]groupRead, error) {
+	out := make([]groupRead, 0, len(r.groups))
 	for _, g := range r.groups {
-		fi := r.fileIndex(g.m.path())
+		gr := groupRead{removal: g, fi: r.fileIndex(g.m.path())}
 		if g.eq != nil {
-			r.eqFile[fi] = true
+			r.eqFile[gr.fi] = true
 		}
-		var older []*eqDeletes
 		for _, e := range r.oldEq {
 			if e.appliesTo(g.m) {
-				older = append(older, e)
+				gr.older = append(gr.older, e)
 			}
 		}
 		lay, err := r.layout(g.m)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, readOpts{lay: lay, positions: g.pos}, func(pos, _, _ int64, hasID bool) (bool, error) {
-			return hasID && g.pos.Contains(uint64(pos)), nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, fr := range rows {
-			if !matchesAny(g.eq, fr.row, true) || matchesAny(older, fr.row, false) {
-				continue // not deleted now, or already deleted in the parent
-			}
-			loc := lineage.Loc{File: fi, Pos: fr.pos}
-			r.images[loc] = fr.row
-			out = append(out, lineage.Removed{RowID: fr.rowID, LUSN: fr.lusn, Loc: loc})
-		}
+		gr.lay = lay
+		out = append(out, gr)
 	}
 	return out, nil
+}
+
+// read reads the removed rows of groups (row ids and before images) and
+// the live rows of the added files that are not streamed, all files at
+// once, then takes their rows in order: removals in manifest order, then
+// added files in manifest order, each in position order.
+func (r *commitRun) read(ctx context.Context, groups []groupRead, files []*addedFile) ([]lineage.Removed, []lineage.Added, error) {
+	var held []*addedFile
+	for _, f := range files {
+		if !f.bulk {
+			held = append(held, f)
+		}
+	}
+	removedRows := make([][]fileRow, len(groups))
+	addedIDs := make([][]lineage.Added, len(held))
+	addedRows := make([][]fileRow, len(held))
+	err := r.t.pool.each(ctx, len(groups)+len(held), func(i int) error {
+		var err error
+		if i < len(groups) {
+			removedRows[i], err = r.scanRemoval(ctx, groups[i])
+		} else {
+			j := i - len(groups)
+			addedIDs[j], addedRows[j], err = r.scanAdded(ctx, held[j])
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var removed []lineage.Removed
+	for i, g := range groups {
+		for _, fr := range removedRows[i] {
+			if !matchesAny(g.eq, fr.row, true) || matchesAny(g.older, fr.row, false) {
+				continue // not deleted now, or already deleted in the parent
+			}
+			loc := lineage.Loc{File: g.fi, Pos: fr.pos}
+			r.images[loc] = fr.row
+			removed = append(removed, lineage.Removed{RowID: fr.rowID, LUSN: fr.lusn, Loc: loc})
+		}
+	}
+	var added []lineage.Added
+	for j, f := range held {
+		for _, fr := range addedRows[j] {
+			r.images[lineage.Loc{File: f.fi, Pos: fr.pos}] = fr.row
+		}
+		added = append(added, addedIDs[j]...)
+	}
+	return removed, added, nil
+}
+
+// scanRemoval reads the rows of a removal's positions with their values.
+func (r *commitRun) scanRemoval(ctx context.Context, g groupRead) ([]fileRow, error) {
+	return r.t.scanFile(ctx, r.snap, r.sc, g.m, readOpts{lay: g.lay, positions: g.pos}, func(pos, _, _ int64, hasID bool) (bool, error) {
+		return hasID && g.pos.Contains(uint64(pos)), nil
+	})
 }
 
 // addedFile is one data file S added, ready to read.
@@ -432,7 +528,14 @@ type addedFile struct {
 }
 
 // addedPlan is how S's added files are read.
-type addedPlan struct{ files []*addedFile }
+type addedPlan struct {
+	files []*addedFile
+	// mayStream is set when the files that only insert hold more rows than
+	// a commit holds: they are streamed unless a removed row id falls in
+	// their ranges (see decide).
+	mayStream bool
+	fresh     *roaring64.Bitmap // the row ids of those files
+}
 
 func (p *addedPlan) streamed() bool {
 	for _, f := range p.files {
@@ -443,21 +546,42 @@ func (p *addedPlan) streamed() bool {
 	return false
 }
 
-// planAdded reads the footers of S's added files and picks the files whose
-// inserts are streamed rather than held. A file qualifies when it stores no
-// lineage and has S's sequence number (an append: every row is an insert
-// with a fresh row id), and only when such rows exceed MaxHeldRows, no
-// removed row id falls in their ranges, and no equality-delete upsert needs
-// pairing (that needs every insert's key).
-func (r *commitRun) planAdded(removed []lineage.Removed, keyFields []string) (*addedPlan, error) {
+// addedReads lists the footers and vectors of S's added data files.
+func (r *commitRun) addedReads() ([]dataFileMeta, []dvRead) {
+	dvOf := map[string]iceberg.ManifestEntry{}
+	for _, e := range r.d.addedDVs {
+		dvOf[*e.DataFile().ReferencedDataFile()] = e
+	}
+	var files []dataFileMeta
+	var dvs []dvRead
+	for _, e := range r.d.addedData {
+		m := metaOf(e)
+		files = append(files, m)
+		if de, ok := dvOf[m.path()]; ok {
+			dvs = append(dvs, dvRead{de, m.file.Count()})
+		}
+	}
+	return files, dvs
+}
+
+// planAdded reads the footers of S's added files and picks the candidates
+// for streaming their inserts rather than holding them. A file qualifies
+// when it stores no lineage and has S's sequence number (an append: every
+// row is an insert with a fresh row id), and only when such rows exceed
+// MaxHeldRows and no equality-delete upsert needs pairing (that needs
+// every insert's key); decide settles it once the removed rows are known.
+func (r *commitRun) planAdded(ctx context.Context, keyFields []string) (*addedPlan, error) {
+	files, dvs := r.addedReads()
+	if err := r.t.prefetch(ctx, r.pf, r.fs, files, dvs); err != nil {
+		return nil, err
+	}
 	dvOf := map[string]iceberg.ManifestEntry{}
 	for _, e := range r.d.addedDVs {
 		dvOf[*e.DataFile().ReferencedDataFile()] = e
 	}
 	seq := r.snap.SequenceNumber
-	plan := &addedPlan{}
+	plan := &addedPlan{fresh: roaring64.New()}
 	var pure int64
-	fresh := roaring64.New()
 	for _, e := range r.d.addedData {
 		m := metaOf(e)
 		if m.firstRowID == nil {
@@ -469,7 +593,7 @@ func (r *commitRun) planAdded(removed []lineage.Removed, keyFields []string) (*a
 		}
 		f := &addedFile{m: m, lay: lay, live: m.file.Count()}
 		if de, ok := dvOf[m.path()]; ok {
-			bm, err := readDV(r.fs, de, m.file.Count())
+			bm, err := r.vector(de, m.file.Count())
 			if err != nil {
 				return nil, err
 			}
@@ -479,75 +603,74 @@ func (r *commitRun) planAdded(removed []lineage.Removed, keyFields []string) (*a
 		if !lay.storesRowID && !lay.storesLUSN && m.dataSeq == seq && len(lay.rows) > 0 {
 			f.bulk = true // a candidate
 			pure += f.live
-			fresh.AddRange(uint64(*m.firstRowID), uint64(*m.firstRowID+m.file.Count()))
+			plan.fresh.AddRange(uint64(*m.firstRowID), uint64(*m.firstRowID+m.file.Count()))
 		}
 		plan.files = append(plan.files, f)
 	}
-	stream := pure > int64(r.t.maxHeldRows()) && !(len(keyPositions(r.sc, keyFields)) > 0 && len(r.eqFile) > 0)
-	for _, x := range removed {
-		if fresh.Contains(uint64(x.RowID)) {
-			stream = false
-		}
-	}
+	plan.mayStream = pure > int64(r.t.maxHeldRows()) && !(len(keyPositions(r.sc, keyFields)) > 0 && len(r.eqFile) > 0)
 	for _, f := range plan.files {
-		f.bulk = f.bulk && stream
+		f.bulk = f.bulk && plan.mayStream
 		f.fi = r.fileIndex(f.m.path())
 	}
 	return plan, nil
 }
 
-// readAdded reads the live rows of the files S added that it does not
-// stream: row ids and lusn of all, values of those changed by S (lusn == s).
-func (r *commitRun) readAdded(ctx context.Context, plan *addedPlan) ([]lineage.Added, error) {
-	seq := r.snap.SequenceNumber
-	var out []lineage.Added
-	for _, f := range plan.files {
-		if f.bulk {
-			continue
-		}
-		m, lay, dead, fi := f.m, f.lay, f.dead, f.fi
-		var err error
-		var ids []lineage.Added
-		var changed *roaring64.Bitmap // positions with lusn == s found by a narrow read
-		collect := func(values bool) rowVisitor {
-			return func(pos, id, lusn int64, hasID bool) (bool, error) {
-				if dead != nil && dead.Contains(uint64(pos)) {
-					return false, nil
-				}
-				if !hasID {
-					return false, fmt.Errorf("row at position %d has no row id", pos)
-				}
-				ids = append(ids, lineage.Added{RowID: id, LUSN: lusn, Loc: lineage.Loc{File: fi, Pos: pos}})
-				if lusn == seq && !values {
-					if changed == nil {
-						changed = roaring64.New()
-					}
-					changed.Add(uint64(pos))
-				}
-				return values && lusn == seq, nil
+// decide streams the candidate files unless a removed row id falls in
+// their ranges (then the commit is an update of those rows, held whole).
+func (p *addedPlan) decide(removed []lineage.Removed) {
+	for _, x := range removed {
+		if p.fresh.Contains(uint64(x.RowID)) {
+			for _, f := range p.files {
+				f.bulk = false
 			}
+			return
 		}
-		// A file that stores no lusn (an append) changed every row: one
-		// full read. One that stores it (copy-on-write, compaction carried
-		// rows) is read narrow first, then in full only where rows changed.
-		oneRead := !lay.storesLUSN && m.dataSeq == seq
-		var rows []fileRow
-		if oneRead {
-			rows, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay}, collect(true))
-		} else if _, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay, narrow: true}, collect(false)); err == nil && changed != nil {
-			rows, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay, positions: changed}, func(pos, _, _ int64, _ bool) (bool, error) {
-				return changed.Contains(uint64(pos)), nil
-			})
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, fr := range rows {
-			r.images[lineage.Loc{File: fi, Pos: fr.pos}] = fr.row
-		}
-		out = append(out, ids...)
 	}
-	return out, nil
+}
+
+// scanAdded reads the live rows of a file S added that it does not
+// stream: row ids and lusn of all, values of those changed by S (lusn ==
+// s).
+func (r *commitRun) scanAdded(ctx context.Context, f *addedFile) ([]lineage.Added, []fileRow, error) {
+	seq := r.snap.SequenceNumber
+	m, lay, dead, fi := f.m, f.lay, f.dead, f.fi
+	var err error
+	var ids []lineage.Added
+	var changed *roaring64.Bitmap // positions with lusn == s found by a narrow read
+	collect := func(values bool) rowVisitor {
+		return func(pos, id, lusn int64, hasID bool) (bool, error) {
+			if dead != nil && dead.Contains(uint64(pos)) {
+				return false, nil
+			}
+			if !hasID {
+				return false, fmt.Errorf("row at position %d has no row id", pos)
+			}
+			ids = append(ids, lineage.Added{RowID: id, LUSN: lusn, Loc: lineage.Loc{File: fi, Pos: pos}})
+			if lusn == seq && !values {
+				if changed == nil {
+					changed = roaring64.New()
+				}
+				changed.Add(uint64(pos))
+			}
+			return values && lusn == seq, nil
+		}
+	}
+	// A file that stores no lusn (an append) changed every row: one full
+	// read. One that stores it (copy-on-write, compaction carried rows) is
+	// read narrow first, then in full only where rows changed.
+	oneRead := !lay.storesLUSN && m.dataSeq == seq
+	var rows []fileRow
+	if oneRead {
+		rows, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay}, collect(true))
+	} else if _, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay, narrow: true}, collect(false)); err == nil && changed != nil {
+		rows, err = r.t.scanFile(ctx, r.snap, r.sc, m, readOpts{lay: lay, positions: changed}, func(pos, _, _ int64, _ bool) (bool, error) {
+			return changed.Contains(uint64(pos)), nil
+		})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return ids, rows, nil
 }
 
 // streamInserts makes the insert phase of c a stream: for each added file

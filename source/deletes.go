@@ -3,6 +3,8 @@ package source
 import (
 	"context"
 	"fmt"
+	"iter"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -22,6 +24,7 @@ import (
 // upgrade to v3. Manifests and position-delete files are immutable, so
 // both are cached by path for the life of the follower.
 type deleteIndex struct {
+	mu        sync.Mutex
 	manifests map[string][]iceberg.ManifestEntry      // delete manifest → its live entries
 	posFiles  map[string]map[string]*roaring64.Bitmap // position-delete file → data file → positions
 }
@@ -33,28 +36,49 @@ func newDeleteIndex() *deleteIndex {
 	}
 }
 
-// live returns the live delete entries of the manifest list list.
-func (di *deleteIndex) live(fs iceio.IO, list []iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
-	var out []iceberg.ManifestEntry
+// liveDeletes returns the live delete entries of the manifest list list;
+// the delete manifests not cached yet are read concurrently.
+func (t *Table) liveDeletes(ctx context.Context, fs iceio.IO, list []iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	di := t.dels
+	var missing []iceberg.ManifestFile
+	seen := map[string]bool{}
+	di.mu.Lock()
 	for _, m := range list {
-		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes || seen[m.FilePath()] {
 			continue
 		}
-		es, ok := di.manifests[m.FilePath()]
-		if !ok {
-			var err error
-			es, err = m.FetchEntries(fs, true)
-			if err != nil {
-				return nil, decodeError("manifest", m.FilePath(), err)
-			}
-			for _, e := range es {
-				if err := checkEntry(e, -1); err != nil { // delete files have no row ids
-					return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-				}
-			}
-			di.manifests[m.FilePath()] = es
+		seen[m.FilePath()] = true
+		if _, ok := di.manifests[m.FilePath()]; !ok {
+			missing = append(missing, m)
 		}
-		out = append(out, es...)
+	}
+	di.mu.Unlock()
+	reads, err := t.readManifests(ctx, missing, func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
+		return m.Entries(fs, true)
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range missing {
+		if err := reads[i].err; err != nil {
+			return nil, decodeError("manifest", m.FilePath(), err)
+		}
+		for _, e := range reads[i].entries {
+			if err := checkEntry(e, -1); err != nil { // delete files have no row ids
+				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			}
+		}
+		di.mu.Lock()
+		di.manifests[m.FilePath()] = reads[i].entries
+		di.mu.Unlock()
+	}
+	var out []iceberg.ManifestEntry
+	di.mu.Lock()
+	defer di.mu.Unlock()
+	for _, m := range list {
+		if m.ManifestContent() == iceberg.ManifestContentDeletes {
+			out = append(out, di.manifests[m.FilePath()]...)
+		}
 	}
 	return out, nil
 }
@@ -68,11 +92,27 @@ type oldDeletes struct {
 // lookup finds, among the parent's live delete entries, the vector of each
 // data file in paths and (when v2 may have left position deletes) their
 // positions. Deletes apply to data files whose data sequence number is ≤
-// theirs.
-func (di *deleteIndex) lookup(ctx context.Context, fs iceio.IO, live []iceberg.ManifestEntry, files map[string]dataFileMeta, wantDV, wantPos bool) (map[string]oldDeletes, error) {
+// theirs. The position-delete files are read concurrently first.
+func (t *Table) lookupDeletes(ctx context.Context, fs iceio.IO, live []iceberg.ManifestEntry, files map[string]dataFileMeta, wantDV, wantPos bool) (map[string]oldDeletes, error) {
+	di := t.dels
 	out := map[string]oldDeletes{}
 	if !wantDV && !wantPos {
 		return out, nil
+	}
+	if wantPos {
+		var pos []iceberg.DataFile
+		for _, e := range live {
+			if df := e.DataFile(); df.ContentType() == iceberg.EntryContentPosDeletes && !table.IsDeletionVector(df) {
+				pos = append(pos, df)
+			}
+		}
+		// Errors are met again, in order, by the loop below.
+		if err := t.pool.each(ctx, len(pos), func(i int) error {
+			di.readPosFile(ctx, fs, pos[i])
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	for _, e := range live {
 		df := e.DataFile()
@@ -116,10 +156,14 @@ func (di *deleteIndex) lookup(ctx context.Context, fs iceio.IO, live []iceberg.M
 
 // readPosFile reads a v2 position-delete file (file_path, pos). It is
 // read with arrow-go directly: iceberg-go reads these only inside a scan.
-func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.DataFile) (map[string]*roaring64.Bitmap, error) {
-	if m, ok := di.posFiles[df.FilePath()]; ok {
+func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.DataFile) (_ map[string]*roaring64.Bitmap, err error) {
+	di.mu.Lock()
+	m, ok := di.posFiles[df.FilePath()]
+	di.mu.Unlock()
+	if ok {
 		return m, nil
 	}
+	defer recoverAs(&err, "position delete file %s", df.FilePath())
 	if df.FileFormat() != iceberg.ParquetFile {
 		return nil, fmt.Errorf("position delete file %s: format %s not supported", df.FilePath(), df.FileFormat())
 	}
@@ -167,7 +211,9 @@ func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.
 			bm.Add(uint64(pos.Value(i)))
 		}
 	}
+	di.mu.Lock()
 	di.posFiles[df.FilePath()] = out
+	di.mu.Unlock()
 	return out, nil
 }
 

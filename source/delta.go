@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/apache/iceberg-go"
@@ -20,30 +21,37 @@ type delta struct {
 }
 
 // readDelta reads the entries snapshot s added and removed; nextRowID
-// bounds their row ids (see checkEntry).
-func readDelta(fs iceio.IO, s *table.Snapshot, nextRowID int64) (*delta, error) {
+// bounds their row ids (see checkEntry). The manifests s wrote are read
+// concurrently and their entries taken in manifest order.
+func (t *Table) readDelta(ctx context.Context, fs iceio.IO, s *table.Snapshot, nextRowID int64) (*delta, error) {
 	list, err := manifestList(fs, s)
 	if err != nil {
 		return nil, err
 	}
 	d := &delta{list: list}
+	var own []iceberg.ManifestFile
 	for _, m := range list {
-		if m.SnapshotID() != s.SnapshotID {
-			continue
+		if m.SnapshotID() == s.SnapshotID {
+			own = append(own, m)
 		}
-		for e, err := range m.Entries(fs, false) {
-			if err != nil {
-				return nil, decodeError("manifest", m.FilePath(), err)
-			}
-			if e.SnapshotID() != s.SnapshotID || e.Status() == iceberg.EntryStatusEXISTING {
-				continue
-			}
+	}
+	reads, err := t.readManifests(ctx, own, allEntries(fs), func(e iceberg.ManifestEntry) bool {
+		return e.SnapshotID() == s.SnapshotID && e.Status() != iceberg.EntryStatusEXISTING
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range own {
+		for _, e := range reads[i].entries {
 			if err := checkEntry(e, nextRowID); err != nil {
 				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
 			if err := d.add(e); err != nil {
 				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
+		}
+		if err := reads[i].err; err != nil {
+			return nil, decodeError("manifest", m.FilePath(), err)
 		}
 	}
 	return d, nil

@@ -3,8 +3,11 @@ package source
 import (
 	"context"
 	"fmt"
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"iter"
 	"strings"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -61,16 +64,56 @@ func keyOf(row cdc.Row, idx []int) string {
 	return b.String()
 }
 
-// eqCache holds decoded equality-delete files by path (they are immutable).
-type eqCache map[string]*eqDeletes
+// eqCache holds decoded equality-delete files by path (they are
+// immutable). It is safe for concurrent use.
+type eqCache struct {
+	mu    sync.Mutex
+	files map[string]*eqDeletes
+}
+
+func newEqCache() *eqCache { return &eqCache{files: map[string]*eqDeletes{}} }
+
+func (c *eqCache) get(path string) (*eqDeletes, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.files[path]
+	return e, ok
+}
+
+func (c *eqCache) put(e *eqDeletes) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.files[e.path] = e
+}
+
+// loadEqs reads the equality-delete files of es not cached yet,
+// concurrently; the callers load them in order afterwards, from the cache
+// or, for a file whose read failed, meeting its error there.
+func (t *Table) loadEqs(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, es []iceberg.ManifestEntry) error {
+	var todo []iceberg.ManifestEntry
+	seen := map[string]bool{}
+	for _, e := range es {
+		p := e.DataFile().FilePath()
+		if _, ok := t.eq.get(p); !ok && !seen[p] {
+			seen[p] = true
+			todo = append(todo, e)
+		}
+	}
+	specs := t.unpartitioned()
+	return t.pool.each(ctx, len(todo), func(i int) error {
+		t.loadEq(ctx, snap, sc, todo[i], specs)
+		return nil
+	})
+}
 
 // load reads an equality-delete file with iceberg-go's reader, projected on
 // its equality fields, so values come out typed like data rows.
-func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, e iceberg.ManifestEntry, specs func(int32) bool) (*eqDeletes, error) {
+func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, e iceberg.ManifestEntry, specs func(int32) bool) (_ *eqDeletes, err error) {
 	df := e.DataFile()
-	if c, ok := t.eq[df.FilePath()]; ok {
+	if c, ok := t.eq.get(df.FilePath()); ok {
 		return c, nil
 	}
+	defer recoverAs(&err, "equality delete file %s", df.FilePath())
 	ed := &eqDeletes{path: df.FilePath(), keys: map[string]struct{}{}, seq: e.SequenceNum(), specID: df.SpecID(), partition: df.Partition()}
 	ed.global = specs(df.SpecID())
 	var names []string
@@ -96,7 +139,7 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 	}
 	ed.fieldID = df.EqualityFieldIDs()[0]
 	ed.minKey, ed.maxKey = noRange, noRange
-	scan := t.tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithSelectedFields(names...))
+	scan := t.reader.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithSelectedFields(names...))
 	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Start: 0, Length: df.FileSizeBytes()}})
 	if err != nil {
 		return nil, fileError("read", "equality delete file", df.FilePath(), err)
@@ -133,7 +176,7 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 	if rows != df.Count() {
 		return nil, fmt.Errorf("equality delete file %s: manifest record_count %d disagrees with the %d rows read", df.FilePath(), df.Count(), rows)
 	}
-	t.eq[df.FilePath()] = ed
+	t.eq.put(ed)
 	return ed, nil
 }
 
@@ -149,24 +192,34 @@ func (t *Table) unpartitioned() func(int32) bool {
 	}
 }
 
-// liveDataFiles lists the data files live in a manifest list. Equality
-// deletes name no file, so every file of their partition is a candidate;
-// nextRowID bounds their row ids (see checkEntry).
-func liveDataFiles(fs iceio.IO, list []iceberg.ManifestFile, nextRowID int64) ([]dataFileMeta, error) {
-	var out []dataFileMeta
+// liveDataFiles lists the data files live in a manifest list, reading its
+// data manifests concurrently. Equality deletes name no file, so every file
+// of their partition is a candidate; nextRowID bounds their row ids (see
+// checkEntry).
+func (t *Table) liveDataFiles(ctx context.Context, fs iceio.IO, list []iceberg.ManifestFile, nextRowID int64) ([]dataFileMeta, error) {
+	var ms []iceberg.ManifestFile
 	for _, m := range list {
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			continue
+		if m.ManifestContent() == iceberg.ManifestContentData {
+			ms = append(ms, m)
 		}
-		// Only the pruning statistics (bounds) are needed, not sizes.
-		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: true}) {
-			if err != nil {
-				return nil, decodeError("manifest", m.FilePath(), err)
-			}
+	}
+	// Only the pruning statistics (bounds) are needed, not sizes.
+	reads, err := t.readManifests(ctx, ms, func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
+		return iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: true})
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []dataFileMeta
+	for i, m := range ms {
+		for _, e := range reads[i].entries {
 			if err := checkEntry(e, nextRowID); err != nil {
 				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
 			out = append(out, metaOf(e))
+		}
+		if err := reads[i].err; err != nil {
+			return nil, decodeError("manifest", m.FilePath(), err)
 		}
 	}
 	return out, nil
@@ -193,6 +246,9 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	if len(r.d.addedEq) == 0 {
 		return nil
 	}
+	if err := r.t.loadEqs(ctx, r.snap, r.sc, r.d.addedEq); err != nil {
+		return err
+	}
 	var sets []*eqDeletes
 	for _, e := range r.d.addedEq {
 		ed, err := r.t.loadEq(ctx, r.snap, r.sc, e, r.t.unpartitioned())
@@ -208,7 +264,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	for _, e := range r.d.removedData {
 		skip[e.DataFile().FilePath()] = true
 	}
-	live, err := liveDataFiles(r.fs, r.d.list, r.t.nextRowID())
+	live, err := r.t.liveDataFiles(ctx, r.fs, r.d.list, r.t.nextRowID())
 	if err != nil {
 		return err
 	}
@@ -237,13 +293,22 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	}
 	var olds map[string]oldDeletes
 	if r.parentHasDeletes() {
-		live, err := r.parentLiveDeletes()
+		live, err := r.parentLiveDeletes(ctx)
 		if err != nil {
 			return err
 		}
-		if olds, err = r.t.dels.lookup(ctx, r.fs, live, cands, true, r.t.mayHaveV2Deletes()); err != nil {
+		if olds, err = r.t.lookupDeletes(ctx, r.fs, live, cands, true, r.t.mayHaveV2Deletes()); err != nil {
 			return err
 		}
+	}
+	var dvs []dvRead
+	for _, m := range order {
+		if e := olds[m.path()].dv; e != nil {
+			dvs = append(dvs, dvRead{e, m.file.Count()})
+		}
+	}
+	if err := r.t.prefetch(ctx, r.pf, r.fs, order, dvs); err != nil {
+		return err
 	}
 	// Rows that S's own new vectors removed are already accounted for.
 	byDV := map[string]*roaring64.Bitmap{}
@@ -257,7 +322,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		pos := roaring64.New()
 		pos.AddRange(0, uint64(m.file.Count()))
 		if e := olds[m.path()].dv; e != nil {
-			bm, err := readDV(r.fs, e, m.file.Count())
+			bm, err := r.vector(e, m.file.Count())
 			if err != nil {
 				return err
 			}
@@ -291,14 +356,20 @@ func (r *commitRun) loadParentEq(ctx context.Context) error {
 			return nil
 		}
 	}
-	live, err := r.parentLiveDeletes()
+	live, err := r.parentLiveDeletes(ctx)
 	if err != nil {
 		return err
 	}
+	var eqs []iceberg.ManifestEntry
 	for _, e := range live {
-		if e.DataFile().ContentType() != iceberg.EntryContentEqDeletes {
-			continue
+		if e.DataFile().ContentType() == iceberg.EntryContentEqDeletes {
+			eqs = append(eqs, e)
 		}
+	}
+	if err := r.t.loadEqs(ctx, r.snap, r.sc, eqs); err != nil {
+		return err
+	}
+	for _, e := range eqs {
 		ed, err := r.t.loadEq(ctx, r.snap, r.sc, e, r.t.unpartitioned())
 		if err != nil {
 			return err

@@ -2,7 +2,9 @@ package source
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/apache/iceberg-go"
@@ -42,7 +44,10 @@ func (fi *fileIndex) remember(m dataFileMeta) {
 // locate returns the metadata of the data files at paths as seen through
 // the manifest list list. Files not live there are missing from the result.
 // nextRowID bounds the row ids of the entries read (see checkEntry).
-func (fi *fileIndex) locate(fs iceio.IO, list []iceberg.ManifestFile, paths []string, nextRowID int64) (map[string]dataFileMeta, error) {
+// Manifests are searched newest first, as many at once as the pool reads,
+// until every file is found.
+func (t *Table) locate(ctx context.Context, fs iceio.IO, list []iceberg.ManifestFile, paths []string, nextRowID int64) (map[string]dataFileMeta, error) {
+	fi := t.files
 	out := make(map[string]dataFileMeta, len(paths))
 	want := make(map[string]struct{})
 	for _, p := range paths {
@@ -56,30 +61,43 @@ func (fi *fileIndex) locate(fs iceio.IO, list []iceberg.ManifestFile, paths []st
 		return out, nil
 	}
 	// Newest manifests first: recent files are the likeliest targets.
-	ms := slices.Clone(list)
-	slices.SortStableFunc(ms, func(a, b iceberg.ManifestFile) int { return cmp.Compare(b.SequenceNum(), a.SequenceNum()) })
-	for _, m := range ms {
-		if m.ManifestContent() != iceberg.ManifestContentData {
-			continue
+	var ms []iceberg.ManifestFile
+	for _, m := range list {
+		if m.ManifestContent() == iceberg.ManifestContentData {
+			ms = append(ms, m)
 		}
-		// Column statistics are most of a manifest entry's decoding cost
-		// and a lookup needs none of them.
-		for e, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{}) {
-			if err != nil {
+	}
+	slices.SortStableFunc(ms, func(a, b iceberg.ManifestFile) int { return cmp.Compare(b.SequenceNum(), a.SequenceNum()) })
+	// Column statistics are most of a manifest entry's decoding cost and a
+	// lookup needs none of them.
+	entries := func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
+		return iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{})
+	}
+	wave := cap(t.pool.slots)
+	for start := 0; start < len(ms) && len(want) > 0; start += wave {
+		batch := ms[start:min(start+wave, len(ms))]
+		reads, err := t.readManifests(ctx, batch, entries, nil)
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range batch {
+			for _, e := range reads[i].entries {
+				if err := checkEntry(e, nextRowID); err != nil {
+					return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+				}
+				dm := metaOf(e)
+				fi.remember(dm)
+				if _, ok := want[dm.path()]; ok {
+					out[dm.path()] = dm
+					delete(want, dm.path())
+				}
+			}
+			if err := reads[i].err; err != nil {
 				return nil, decodeError("manifest", m.FilePath(), err)
 			}
-			if err := checkEntry(e, nextRowID); err != nil {
-				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			if len(want) == 0 {
+				break
 			}
-			dm := metaOf(e)
-			fi.remember(dm)
-			if _, ok := want[dm.path()]; ok {
-				out[dm.path()] = dm
-				delete(want, dm.path())
-			}
-		}
-		if len(want) == 0 {
-			break
 		}
 	}
 	return out, nil

@@ -27,7 +27,7 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	if !si.HasLineage {
 		return nil, fmt.Errorf("table %s: snapshot %d has no row lineage to read rows with", t.name(t.tbl), si.ID)
 	}
-	fs, err := t.tbl.FS(ctx)
+	fs, err := t.reader.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
 	}
@@ -35,7 +35,7 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	if err != nil {
 		return nil, err
 	}
-	files, err := liveDataFiles(fs, list, t.nextRowID())
+	files, err := t.liveDataFiles(ctx, fs, list, t.nextRowID())
 	if err != nil {
 		return nil, err
 	}
@@ -44,24 +44,43 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 		byPath[m.path()] = m
 		t.files.remember(m)
 	}
-	live, err := t.dels.live(fs, list)
+	live, err := t.liveDeletes(ctx, fs, list)
 	if err != nil {
 		return nil, err
 	}
-	olds, err := t.dels.lookup(ctx, fs, live, byPath, true, t.mayHaveV2Deletes())
+	olds, err := t.lookupDeletes(ctx, fs, live, byPath, true, t.mayHaveV2Deletes())
 	if err != nil {
 		return nil, err
 	}
 	sc := t.schemaFor(snap)
-	var eqs []*eqDeletes
+	var eqEntries []iceberg.ManifestEntry
 	for _, e := range live {
 		if e.DataFile().ContentType() == iceberg.EntryContentEqDeletes {
-			ed, err := t.loadEq(ctx, snap, sc, e, t.unpartitioned())
-			if err != nil {
-				return nil, err
-			}
-			eqs = append(eqs, ed)
+			eqEntries = append(eqEntries, e)
 		}
+	}
+	if err := t.loadEqs(ctx, snap, sc, eqEntries); err != nil {
+		return nil, err
+	}
+	var eqs []*eqDeletes
+	for _, e := range eqEntries {
+		ed, err := t.loadEq(ctx, snap, sc, e, t.unpartitioned())
+		if err != nil {
+			return nil, err
+		}
+		eqs = append(eqs, ed)
+	}
+	// Every footer and vector, read concurrently; the loop below meets
+	// them, and their errors, in manifest order.
+	pf := newPrefetched()
+	var dvs []dvRead
+	for _, m := range files {
+		if e := olds[m.path()].dv; e != nil {
+			dvs = append(dvs, dvRead{e, m.file.Count()})
+		}
+	}
+	if err := t.prefetch(ctx, pf, fs, files, dvs); err != nil {
+		return nil, err
 	}
 	info := t.Info()
 	info.Schema = sc
@@ -77,11 +96,11 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	for _, m := range files {
 		// The footer first: it checks the record count the bitmaps are
 		// sized from.
-		lay, err := readLayout(fs, m.file)
+		lay, err := t.layout(pf, fs, m)
 		if err != nil {
 			return nil, err
 		}
-		dead, err := deadPositions(fs, m, olds[m.path()])
+		dead, err := t.deadPositions(pf, fs, m, olds[m.path()])
 		if err != nil {
 			return nil, err
 		}
@@ -122,14 +141,20 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 		}
 		return c, nil
 	}
-	for _, p := range parts {
-		rows, err := t.scanFile(ctx, snap, sc, p.m, readOpts{lay: p.lay}, func(pos, _, _ int64, hasID bool) (bool, error) {
+	rows := make([][]fileRow, len(parts))
+	err = t.pool.each(ctx, len(parts), func(i int) error {
+		p := parts[i]
+		var err error
+		rows[i], err = t.scanFile(ctx, snap, sc, p.m, readOpts{lay: p.lay}, func(pos, _, _ int64, hasID bool) (bool, error) {
 			return hasID && p.live.Contains(uint64(pos)), nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		for _, fr := range rows {
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range parts {
+		for _, fr := range rows[i] {
 			if matchesAny(p.apply, fr.row, false) {
 				continue
 			}
@@ -141,9 +166,9 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 
 // deadPositions returns the positions of m deleted by its vector, or by
 // v2 position deletes when it has no vector (a vector supersedes them).
-func deadPositions(fs iceio.IO, m dataFileMeta, od oldDeletes) (*roaring64.Bitmap, error) {
+func (t *Table) deadPositions(pf *prefetched, fs iceio.IO, m dataFileMeta, od oldDeletes) (*roaring64.Bitmap, error) {
 	if od.dv != nil {
-		return readDV(fs, od.dv, m.file.Count())
+		return t.vector(pf, fs, od.dv, m.file.Count())
 	}
 	if od.pos != nil {
 		return od.pos, nil

@@ -205,6 +205,14 @@ func (c *confinedIO) Remove(name string) error {
 	return c.inner.Remove(name)
 }
 
+// Close closes the inner IO, if it can be closed.
+func (c *confinedIO) Close() error {
+	if cl, ok := c.inner.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
 // ioFile marks errors of reading a file as I/O errors, so that a decoder's
 // error on the same file can be told from them (see fileError).
 type ioFile struct{ iceio.File }

@@ -45,6 +45,9 @@ type Options struct {
 	// Log receives the few lifecycle messages of the source, such as a
 	// SQLite catalog file being reopened (default slog.Default()).
 	Log *slog.Logger
+	// IOConcurrency bounds the reads of manifests, deletion vectors and
+	// data files a table has in flight (default 16).
+	IOConcurrency int
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is
@@ -113,7 +116,8 @@ func Open(ctx context.Context, o Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.Refresh(ctx); err != nil {
+	if _, err := t.Refresh(ctx); err != nil {
+		t.Close()
 		return nil, err
 	}
 	return t, nil
@@ -144,7 +148,7 @@ func New(o Options) (*Table, error) {
 			ident := metadataIdent(o.Table, tbl.Metadata().Location())
 			return confine(o, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
 		}
-		return newTable(o, load), nil
+		return newTable(o, load, nil), nil
 	}
 	if o.Table == "" {
 		return nil, errors.New("no table: give --metadata PATH or --table NAMESPACE.NAME")
@@ -165,7 +169,7 @@ func New(o Options) (*Table, error) {
 		}
 		return confine(o, tbl, cat), nil
 	}
-	return newTable(o, load), nil
+	return newTable(o, load, h.close), nil
 }
 
 // metadataIdent names a table loaded from a metadata file: the name

@@ -54,7 +54,7 @@ func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.
 		// one data column rides along.
 		opts = append(opts, table.WithSelectedFields(narrowColumn(sc)))
 	}
-	scan := t.tbl.Scan(opts...)
+	scan := t.reader.Scan(opts...)
 	spans := o.lay.spansFor(o.positions)
 	if len(o.lay.rows) > 0 && len(spans) == 0 {
 		return nil, nil // no row group holds a wanted position

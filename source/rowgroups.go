@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -27,24 +28,38 @@ type layout struct {
 // positions are found here, with arrow-go. The footer's row count must be
 // the manifest's record_count, and the file's size its
 // file_size_in_bytes: record_count sizes the bitmaps of the file's
-// positions and row ids, so it is trusted only once the file agrees.
-func readLayout(fs iceio.IO, df iceberg.DataFile) (layout, error) {
+// positions and row ids, so it is trusted only once the file agrees. The
+// footer is read with one ranged read of the file's tail and kept in
+// footers, so that the scans of the file, and later commits, do not read
+// it again (a footer found there is checked again, without a read).
+func readLayout(fs iceio.IO, df iceberg.DataFile, footers *footerCache) (layout, error) {
 	if df.FileFormat() != iceberg.ParquetFile {
 		return layout{}, fmt.Errorf("data file %s: format %s is not supported (Parquet only)", df.FilePath(), df.FileFormat())
 	}
-	f, err := fs.Open(df.FilePath())
-	if err != nil {
-		return layout{}, fileError("open", "data file", df.FilePath(), err)
+	ft := footers.get(df.FilePath())
+	if ft == nil {
+		f, err := fs.Open(df.FilePath())
+		if err != nil {
+			return layout{}, fileError("open", "data file", df.FilePath(), err)
+		}
+		defer f.Close()
+		size, err := fileSize(f)
+		if err != nil {
+			return layout{}, fileError("read", "data file", df.FilePath(), err)
+		}
+		if size != df.FileSizeBytes() {
+			return layout{}, fmt.Errorf("data file %s: manifest file_size_in_bytes %d disagrees with the file's %d bytes", df.FilePath(), df.FileSizeBytes(), size)
+		}
+		if ft, err = readFooter(f, size); err != nil {
+			return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
+		}
+	} else if ft.size != df.FileSizeBytes() {
+		return layout{}, fmt.Errorf("data file %s: manifest file_size_in_bytes %d disagrees with the file's %d bytes", df.FilePath(), df.FileSizeBytes(), ft.size)
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() != df.FileSizeBytes() {
-		return layout{}, fmt.Errorf("data file %s: manifest file_size_in_bytes %d disagrees with the file's %d bytes", df.FilePath(), df.FileSizeBytes(), st.Size())
-	}
-	pr, err := file.NewParquetReader(f)
+	pr, err := file.NewParquetReader(&footerReader{f: ft})
 	if err != nil {
 		return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
 	}
-	defer pr.Close()
 	var l layout
 	var total int64
 	for i := 0; i < pr.NumRowGroups(); i++ {
@@ -67,7 +82,17 @@ func readLayout(fs iceio.IO, df iceberg.DataFile) (layout, error) {
 			l.storesLUSN = true
 		}
 	}
+	footers.put(df.FilePath(), ft)
 	return l, nil
+}
+
+// fileSize is the size of an open file: its Stat, or failing that the
+// end its Seek finds.
+func fileSize(f iceio.File) (int64, error) {
+	if st, err := f.Stat(); err == nil {
+		return st.Size(), nil
+	}
+	return f.Seek(0, io.SeekEnd)
 }
 
 // span is a run of row groups [first, last] and the file position of its

@@ -37,13 +37,13 @@ func TestScanFileSkipsRowGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := src.tbl.CurrentSnapshot()
-	fs, _ := src.tbl.FS(ctx)
-	d, err := readDelta(fs, snap, src.nextRowID())
+	fs, _ := src.reader.FS(ctx)
+	d, err := src.readDelta(ctx, fs, snap, src.nextRowID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metaOf(d.addedData[0])
-	lay, err := readLayout(fs, m.file)
+	lay, err := readLayout(fs, m.file, src.footers)
 	if err != nil {
 		t.Fatal(err)
 	}

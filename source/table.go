@@ -4,49 +4,137 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
 )
 
-// Table is one followed Iceberg table on one branch.
+// Table is one followed Iceberg table on one branch. Its methods are
+// called by one goroutine at a time; inside a commit, reads fan out
+// through pool, and the caches they share are safe for concurrent use.
 type Table struct {
-	opts  Options
-	load  func(context.Context) (*table.Table, error)
-	tbl   *table.Table
-	files *fileIndex
-	dels  *deleteIndex
-	eq    eqCache
+	opts Options
+	load func(context.Context) (*table.Table, error)
+	// closeCatalog releases the catalog the table is loaded through (nil
+	// for a metadata file).
+	closeCatalog func()
+	tbl          *table.Table
+	// reader is tbl reading through io: the table the scans use.
+	reader *table.Table
+	io     *tableIO
+
+	pool    *ioPool
+	footers *footerCache
+	files   *fileIndex
+	dels    *deleteIndex
+	eq      *eqCache
 
 	v2Known, v2Deletes bool // see mayHaveV2Deletes
 }
 
 var _ cdc.Source = (*Table)(nil)
 
-func newTable(o Options, load func(context.Context) (*table.Table, error)) *Table {
-	return &Table{opts: o, load: load, files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex(), eq: eqCache{}}
+func newTable(o Options, load func(context.Context) (*table.Table, error), closeCatalog func()) *Table {
+	return &Table{opts: o, load: load, closeCatalog: closeCatalog,
+		pool: newIOPool(o.IOConcurrency), footers: newFooterCache(defaultFooterBudget),
+		files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex(), eq: newEqCache()}
 }
 
 // errNotLoaded is returned by a Table whose first Refresh has not
 // succeeded yet.
 var errNotLoaded = errors.New("table not loaded yet")
 
-// Refresh reloads the table's metadata.
-func (t *Table) Refresh(ctx context.Context) error {
+// Refresh reloads the table's metadata and reports whether it changed
+// since the last successful Refresh. The catalog's answer (or the metadata
+// file) is its only read: when the metadata location and content are the
+// ones already loaded, the table keeps what it has, IO included.
+func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	tbl, err := t.load(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if v := tbl.Metadata().Version(); v < 3 {
-		return fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
+		return false, fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
+	if t.tbl != nil && t.tbl.MetadataLocation() == tbl.MetadataLocation() && t.tbl.Metadata().Equals(tbl.Metadata()) {
+		return false, nil
+	}
+	// One IO per loaded metadata (a REST catalog may vend new credentials
+	// with it), opened on first use and shared by every read of it.
+	old := t.io
+	t.io = &tableIO{open: tbl.FS, footers: t.footers}
 	t.tbl = tbl
+	t.reader = table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), t.io.get, nil)
 	t.v2Known = false
-	return nil
+	if err := old.close(); err != nil {
+		t.log().Warn("close the file IO of the table's previous metadata", "table", t.name(tbl), "err", err)
+	}
+	return true, nil
+}
+
+// Close releases the table's catalog and IO. The Table must not be used
+// afterwards.
+func (t *Table) Close() error {
+	err := t.io.close()
+	t.io = nil
+	if t.closeCatalog != nil {
+		t.closeCatalog()
+	}
+	return err
+}
+
+// tableIO is the IO of one loaded metadata, opened on first use: reads go
+// through the footer cache to the (confined) IO the table was loaded with.
+type tableIO struct {
+	open    func(context.Context) (iceio.IO, error)
+	footers *footerCache
+
+	mu  sync.Mutex
+	raw iceio.IO
+	fs  iceio.IO
+}
+
+func (l *tableIO) get(ctx context.Context) (iceio.IO, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fs == nil {
+		raw, err := l.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.raw, l.fs = raw, &footerIO{inner: raw, cache: l.footers}
+	}
+	return l.fs, nil
+}
+
+// close closes the IO if it was opened and can be closed.
+func (l *tableIO) close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.raw.(io.Closer)
+	l.raw, l.fs = nil, nil
+	if !ok {
+		return nil
+	}
+	return c.Close()
+}
+
+func (t *Table) log() *slog.Logger {
+	if t.opts.Log != nil {
+		return t.opts.Log
+	}
+	return slog.Default()
 }
 
 // Iceberg returns the loaded iceberg-go table.

@@ -49,6 +49,7 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	if err != nil {
 		return err
 	}
+	defer src.Close()
 	// A range past the head prints nothing and would look like "no
 	// changes": refuse it, as Snapshots refuses a range whose history
 	// was expired.

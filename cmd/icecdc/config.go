@@ -40,6 +40,11 @@ type Config struct {
 	// refused. Default: each table's own location (and write paths) and
 	// the catalog warehouse. When set, only these are read.
 	AllowedLocations []string `yaml:"allowed_locations"`
+	// IO.Concurrency bounds the manifests, deletion vectors and data files
+	// each table reads at once (default 16).
+	IO struct {
+		Concurrency int `yaml:"concurrency"`
+	} `yaml:"io"`
 }
 
 // CatalogConfig says where the tables are.
@@ -137,6 +142,9 @@ func (c *Config) defaults() {
 	if c.State.Path == "" {
 		c.State.Path = "icecdc-state.db"
 	}
+	if c.IO.Concurrency == 0 {
+		c.IO.Concurrency = 16
+	}
 	for i := range c.Tables {
 		if c.Tables[i].Branch == "" {
 			c.Tables[i].Branch = "main"
@@ -187,6 +195,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")
+	}
+	if c.IO.Concurrency < 1 {
+		bad("io.concurrency", "%d: must be at least 1", c.IO.Concurrency)
 	}
 	switch c.Sink.Type {
 	case "stdout":

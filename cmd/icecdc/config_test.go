@@ -156,3 +156,20 @@ func TestConfigSinkRequired(t *testing.T) {
 		t.Fatalf("--sink pigeon: %v", err)
 	}
 }
+
+func TestConfigIOConcurrency(t *testing.T) {
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	c, err := parseConfig([]byte(goodConfig), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IO.Concurrency != 16 {
+		t.Fatalf("io.concurrency %d, want the default 16", c.IO.Concurrency)
+	}
+	if c, err = parseConfig([]byte(goodConfig+"io: {concurrency: 4}\n"), secret); err != nil || c.IO.Concurrency != 4 {
+		t.Fatalf("io.concurrency 4: %v, %v", c, err)
+	}
+	if _, err := parseConfig([]byte(goodConfig+"io: {concurrency: -1}\n"), secret); err == nil || !strings.Contains(err.Error(), "io.concurrency") {
+		t.Fatalf("io.concurrency -1: error %v, want one naming the field", err)
+	}
+}

@@ -126,7 +126,8 @@ func checkpointName(ctx context.Context, cfg *Config, table string) (string, err
 		if err != nil {
 			return "", err
 		}
-		if err := src.Refresh(ctx); err != nil {
+		defer src.Close()
+		if _, err := src.Refresh(ctx); err != nil {
 			return "", fmt.Errorf("table %s: the checkpoint key needs the table's metadata: %w", table, err)
 		}
 		info := src.Info()

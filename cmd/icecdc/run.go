@@ -209,7 +209,7 @@ func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.Tabl
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
-		AllowedLocations: cfg.AllowedLocations, Log: log,
+		AllowedLocations: cfg.AllowedLocations, Log: log, IOConcurrency: cfg.IO.Concurrency,
 	}
 	var specs []cdc.TableSpec
 	for _, t := range cfg.Tables {

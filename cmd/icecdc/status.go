@@ -50,8 +50,13 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 	}
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TABLE\tCHECKPOINT SEQ\tSNAPSHOT\tPOSITION\tHEAD SEQ\tSNAPSHOTS BEHIND\tSECONDS BEHIND\tSAVED")
+	defer func() {
+		for _, sp := range specs {
+			sp.Source.Close()
+		}
+	}()
 	for _, sp := range specs {
-		if err := sp.Source.Refresh(ctx); err != nil {
+		if _, err := sp.Source.Refresh(ctx); err != nil {
 			fmt.Fprintf(w, "%s\tunavailable: %s\n", sp.Name, oneLine(err.Error()))
 			continue
 		}

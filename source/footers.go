@@ -1,0 +1,253 @@
+package source
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sync"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// A data file's Parquet footer is read once (DESIGN §2.7). readLayout reads
+// it to plan row groups, with one ranged read of the file's tail, and keeps
+// the footer bytes here; iceberg-go's reader, which parses the footer again
+// each time it scans the file, opens the file through footerIO and is
+// served those bytes from memory. Data files are immutable, so a path
+// names one content for the life of the table.
+
+// tailRead is how much of a data file's end readLayout reads at once: the
+// footer of most files fits, so one request reads it. A file no larger is
+// read whole and kept whole: its scans need no request at all.
+const tailRead = 64 << 10
+
+// defaultFooterBudget bounds the bytes of footers a table keeps.
+const defaultFooterBudget = 64 << 20
+
+// footer is the last bytes of a data file, from off to its end at size:
+// the Thrift footer, its length and the magic.
+type footer struct {
+	size, off int64
+	data      []byte
+}
+
+// footerCache keeps footers by path, least recently used out first, up to
+// a budget in bytes. It is safe for concurrent use.
+type footerCache struct {
+	mu     sync.Mutex
+	lru    *simplelru.LRU[string, *footer]
+	bytes  int64
+	budget int64
+}
+
+func newFooterCache(budget int64) *footerCache {
+	c := &footerCache{budget: budget}
+	l, err := simplelru.NewLRU[string, *footer](1<<20, func(_ string, f *footer) { c.bytes -= int64(len(f.data)) })
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	c.lru = l
+	return c
+}
+
+func (c *footerCache) get(name string) *footer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, _ := c.lru.Get(name)
+	return f
+}
+
+func (c *footerCache) put(name string, f *footer) {
+	n := int64(len(f.data))
+	if n > c.budget/8 {
+		return // a huge footer would push out many others
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.lru.Peek(name); ok {
+		c.bytes -= int64(len(old.data))
+	}
+	c.lru.Add(name, f)
+	c.bytes += n
+	for c.bytes > c.budget {
+		c.lru.RemoveOldest()
+	}
+}
+
+// readFooter reads the footer of the Parquet file f of size bytes: its tail
+// in one ranged read, and the rest of the footer in a second one only when
+// the footer is larger than that. A length that does not fit the file is
+// left for the Parquet reader to refuse; nothing is read for it.
+func readFooter(f io.ReaderAt, size int64) (*footer, error) {
+	n := min(size, tailRead)
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, size-n); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	out := &footer{size: size, off: size - n, data: buf}
+	if n < 8 {
+		return out, nil
+	}
+	need := int64(binary.LittleEndian.Uint32(buf[n-8:])) + 8
+	if need <= n || need > size {
+		if need <= n && n < size {
+			// Keep the footer only; a file read whole is kept whole, so
+			// that its scans read nothing more.
+			out.off, out.data = size-need, buf[n-need:]
+		}
+		return out, nil
+	}
+	head := make([]byte, need-n)
+	if _, err := f.ReadAt(head, size-need); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	out.off, out.data = size-need, append(head, buf...)
+	return out, nil
+}
+
+// has reports whether the footer holds the bytes [off, off+n).
+func (f *footer) has(off int64, n int) bool {
+	return off >= f.off && off+int64(n) <= f.size
+}
+
+// readAt serves p from the footer; has(off, len(p)) must hold.
+func (f *footer) readAt(p []byte, off int64) int {
+	return copy(p, f.data[off-f.off:])
+}
+
+// footerReader is a file of which only the footer is known: enough for
+// the Parquet reader to parse the file's metadata, and nothing else.
+type footerReader struct {
+	f   *footer
+	pos int64
+}
+
+func (r *footerReader) ReadAt(p []byte, off int64) (int, error) {
+	if !r.f.has(off, len(p)) {
+		return 0, fmt.Errorf("bytes %d..%d are outside the footer read (%d..%d)", off, off+int64(len(p)), r.f.off, r.f.size)
+	}
+	return r.f.readAt(p, off), nil
+}
+
+func (r *footerReader) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.pos)
+	r.pos += int64(n)
+	return n, err
+}
+
+func (r *footerReader) Seek(offset int64, whence int) (int64, error) {
+	return seek(&r.pos, r.f.size, offset, whence)
+}
+
+func seek(pos *int64, size, offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += *pos
+	case io.SeekEnd:
+		offset += size
+	default:
+		return *pos, errors.New("seek: bad whence")
+	}
+	if offset < 0 {
+		return *pos, errors.New("seek: negative position")
+	}
+	*pos = offset
+	return offset, nil
+}
+
+// footerIO serves the footers in its cache: a file whose footer is known
+// is opened lazily, on the first read outside it, so that re-reading the
+// footer costs no request at all.
+type footerIO struct {
+	inner iceio.IO
+	cache *footerCache
+}
+
+var _ iceio.IO = (*footerIO)(nil)
+
+func (f *footerIO) Open(name string) (iceio.File, error) {
+	if ft := f.cache.get(name); ft != nil {
+		return &footerFile{io: f.inner, name: name, f: ft}, nil
+	}
+	return f.inner.Open(name)
+}
+
+func (f *footerIO) Remove(name string) error { return f.inner.Remove(name) }
+
+// footerFile is a data file whose footer is in memory; the file itself is
+// opened when a read needs bytes before the footer.
+type footerFile struct {
+	io   iceio.IO
+	name string
+	f    *footer
+
+	mu    sync.Mutex
+	inner iceio.File
+	err   error
+	pos   int64 // for Read and Seek
+}
+
+var _ iceio.File = (*footerFile)(nil)
+
+func (f *footerFile) open() (iceio.File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inner == nil && f.err == nil {
+		f.inner, f.err = f.io.Open(f.name)
+	}
+	return f.inner, f.err
+}
+
+func (f *footerFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.f.has(off, len(p)) {
+		return f.f.readAt(p, off), nil
+	}
+	in, err := f.open()
+	if err != nil {
+		return 0, err
+	}
+	return in.ReadAt(p, off)
+}
+
+func (f *footerFile) Read(p []byte) (int, error) {
+	if f.pos >= f.f.size {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), f.f.size-f.pos)]
+	n, err := f.ReadAt(p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+func (f *footerFile) Seek(offset int64, whence int) (int64, error) {
+	return seek(&f.pos, f.f.size, offset, whence)
+}
+
+func (f *footerFile) Stat() (fs.FileInfo, error) { return footerInfo{f}, nil }
+
+func (f *footerFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inner == nil {
+		return nil
+	}
+	err := f.inner.Close()
+	f.inner, f.err = nil, errors.New("file already closed")
+	return err
+}
+
+// footerInfo describes a footerFile from what its footer read learnt.
+type footerInfo struct{ f *footerFile }
+
+func (i footerInfo) Name() string       { return path.Base(i.f.name) }
+func (i footerInfo) Size() int64        { return i.f.f.size }
+func (i footerInfo) Mode() fs.FileMode  { return 0o444 }
+func (i footerInfo) ModTime() time.Time { return time.Time{} }
+func (i footerInfo) IsDir() bool        { return false }
+func (i footerInfo) Sys() any           { return nil }

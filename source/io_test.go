@@ -1,0 +1,137 @@
+package source_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/internal/slowio"
+	"github.com/icecdc/icecdc/source"
+)
+
+// ioHistory is a table whose commits read data files in every way a
+// commit does: appends, an update (vector and before images), compaction,
+// an update of the compacted file (narrow and full reads of a file that
+// stores lineage), a copy-on-write delete (a removed file).
+func ioHistory(t *testing.T) *fixture {
+	f := newFixture(t, 3, nil, nil)
+	// A file larger than one tail read, and small ones read whole.
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(100, 30000))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(1, 10))
+	})
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(11, 20))
+	})
+	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, in("order_id", 2, 12, 150), setStatus("paid"))
+	})
+	f.do("compact", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Compact(ctx, tb) })
+	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, eq("order_id", 5), setStatus("shipped"))
+	})
+	f.do("cow delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.DeleteCoW(ctx, tb, eq("order_id", 7))
+	})
+	return f
+}
+
+// TestFootersReadOnce: however often a commit (and the commits after it,
+// and an initial read) opens a data file, its footer is read from storage
+// once: a read ending at a data file's end happens once per file.
+func TestFootersReadOnce(t *testing.T) {
+	f := ioHistory(t)
+	sio, restore := slowio.Install()
+	defer restore()
+	src := f.open()
+	defer src.Close()
+	sio.Record(true)
+	ctx := context.Background()
+	snaps, err := src.Snapshots(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, si := range snaps {
+		c, err := src.Commit(ctx, si)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.EachBatch(ctx, 0, func([]cdc.Event) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := src.InitialRead(ctx, snaps[len(snaps)-1]); err != nil {
+		t.Fatal(err)
+	}
+	tails := map[string]int{}
+	reads, large := 0, 0
+	for _, r := range sio.Reads() {
+		if !strings.HasSuffix(r.Name, ".parquet") {
+			continue
+		}
+		reads++
+		st, err := os.Stat(strings.TrimPrefix(r.Name, "file://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Off+r.Len == st.Size() {
+			tails[r.Name]++
+			if r.Off > 0 {
+				large++
+			}
+		}
+	}
+	if large == 0 {
+		t.Fatal("no data file larger than a tail read: the footer-only path is not tested")
+	}
+	if len(tails) < 5 {
+		t.Fatalf("footers of %d data files read (%d reads of data files), want the history's files", len(tails), reads)
+	}
+	for name, n := range tails {
+		if n != 1 {
+			t.Errorf("data file %s: its footer was read %d times", name, n)
+		}
+	}
+}
+
+// TestIdleRefresh: a Refresh of an unchanged table reads the metadata and
+// nothing else, and says nothing changed; a commit changes it.
+func TestIdleRefresh(t *testing.T) {
+	f := ioHistory(t)
+	sio, restore := slowio.Install()
+	defer restore()
+	ctx := context.Background()
+	for _, o := range []source.Options{
+		{MetadataPath: f.tbl.MetadataLocation()},
+		{CatalogType: "sql", CatalogURI: f.env.CatalogURI, Warehouse: f.env.Warehouse, Table: "shop.orders"},
+	} {
+		src, err := source.Open(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sio.Reset()
+		changed, err := src.Refresh(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := sio.Requests(); changed || n != 1 {
+			t.Errorf("%+v: idle Refresh: changed %v after %d requests, want false after 1", o, changed, n)
+		}
+		src.Close()
+	}
+	src := f.open()
+	defer src.Close()
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, orders(30, 31))
+	})
+	if changed, err := src.Refresh(ctx); err != nil || !changed {
+		t.Fatalf("Refresh after a commit: changed %v, %v", changed, err)
+	}
+}
