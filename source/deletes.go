@@ -14,8 +14,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/icecdc/icecdc/dv"
 )
 
 // deleteIndex answers "which deletes were live for data file F" for the
@@ -215,46 +213,6 @@ func (di *deleteIndex) readPosFile(ctx context.Context, fs iceio.IO, df iceberg.
 	di.posFiles[df.FilePath()] = out
 	di.mu.Unlock()
 	return out, nil
-}
-
-// readDV reads the deletion vector of entry e with one ranged read,
-// checking it against the manifest's cardinality and the data file's
-// record count (which the caller has checked against the file). Its range
-// must lie inside the Puffin file and be no larger than its positions can
-// need, so a corrupt manifest cannot make it allocate more.
-func readDV(fs iceio.IO, e iceberg.ManifestEntry, recordCount int64) (*roaring64.Bitmap, error) {
-	df := e.DataFile()
-	if df.ContentOffset() == nil || df.ContentSizeInBytes() == nil {
-		return nil, fmt.Errorf("deletion vector in %s: manifest has no content_offset/content_size_in_bytes", df.FilePath())
-	}
-	off, size, card := *df.ContentOffset(), *df.ContentSizeInBytes(), df.Count()
-	if err := checkEntry(e, -1); err != nil {
-		return nil, err
-	}
-	if card > recordCount {
-		return nil, fmt.Errorf("deletion vector file %s: record_count %d above the %d rows of data file %s", df.FilePath(), card, recordCount, *df.ReferencedDataFile())
-	}
-	if most := dv.MaxSize(card, recordCount); size > most {
-		return nil, fmt.Errorf("deletion vector file %s: content_size_in_bytes %d for %d positions of data file %s, which need at most %d bytes", df.FilePath(), size, card, *df.ReferencedDataFile(), most)
-	}
-	f, err := fs.Open(df.FilePath())
-	if err != nil {
-		return nil, fileError("open", "deletion vector file", df.FilePath(), err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat deletion vector file %s: %w", df.FilePath(), err)
-	}
-	if end := st.Size(); off > end || size > end-off {
-		return nil, fmt.Errorf("deletion vector file %s: content_offset %d + content_size_in_bytes %d past the end of the file (%d bytes)", df.FilePath(), off, size, end)
-	}
-	bm, err := dv.ReadAt(f, off, size, card, recordCount)
-	if err != nil {
-		return nil, fmt.Errorf("read deletion vector %s at offset %d for data file %s: %w",
-			df.FilePath(), *df.ContentOffset(), *df.ReferencedDataFile(), err)
-	}
-	return bm, nil
 }
 
 func stringAt(a interface{}, i int) string {

@@ -26,8 +26,10 @@ import (
 // read whole and kept whole: its scans need no request at all.
 const tailRead = 64 << 10
 
-// defaultFooterBudget bounds the bytes of footers a table keeps.
-const defaultFooterBudget = 64 << 20
+// defaultFooterBudget bounds the bytes of footers (and small files) a
+// table keeps: enough for the files of a large commit, between reading
+// their footers and scanning them, and for many later commits' footers.
+const defaultFooterBudget = 16 << 20
 
 // footer is the last bytes of a data file, from off to its end at size:
 // the Thrift footer, its length and the magic.
@@ -82,11 +84,20 @@ func (c *footerCache) put(name string, f *footer) {
 // readFooter reads the footer of the Parquet file f of size bytes: its tail
 // in one ranged read, and the rest of the footer in a second one only when
 // the footer is larger than that. A length that does not fit the file is
-// left for the Parquet reader to refuse; nothing is read for it.
-func readFooter(f io.ReaderAt, size int64) (*footer, error) {
+// left for the Parquet reader to refuse; nothing is read for it. A file
+// no larger than a tail read, still at its start, is read from the stream
+// its open began: an object store's open is a GET of the whole object, so
+// the file costs one request.
+func readFooter(f iceio.File, size int64, atStart bool) (*footer, error) {
 	n := min(size, tailRead)
 	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, size-n); err != nil && !errors.Is(err, io.EOF) {
+	var err error
+	if atStart && n == size {
+		_, err = io.ReadFull(f, buf)
+	} else {
+		_, err = f.ReadAt(buf, size-n)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	out := &footer{size: size, off: size - n, data: buf}

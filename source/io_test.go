@@ -45,7 +45,8 @@ func ioHistory(t *testing.T) *fixture {
 
 // TestFootersReadOnce: however often a commit (and the commits after it,
 // and an initial read) opens a data file, its footer is read from storage
-// once: a read ending at a data file's end happens once per file.
+// once: a file larger than a tail read has one read ending at its end, and
+// a smaller one is read whole once, then served from memory.
 func TestFootersReadOnce(t *testing.T) {
 	f := ioHistory(t)
 	sio, restore := slowio.Install()
@@ -70,34 +71,45 @@ func TestFootersReadOnce(t *testing.T) {
 	if _, err := src.InitialRead(ctx, snaps[len(snaps)-1]); err != nil {
 		t.Fatal(err)
 	}
-	tails := map[string]int{}
-	reads, large := 0, 0
+	type counts struct{ size, opens, tails, reads int64 }
+	files := map[string]*counts{}
 	for _, r := range sio.Reads() {
 		if !strings.HasSuffix(r.Name, ".parquet") {
 			continue
 		}
-		reads++
-		st, err := os.Stat(strings.TrimPrefix(r.Name, "file://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Off+r.Len == st.Size() {
-			tails[r.Name]++
-			if r.Off > 0 {
-				large++
+		c := files[r.Name]
+		if c == nil {
+			st, err := os.Stat(strings.TrimPrefix(r.Name, "file://"))
+			if err != nil {
+				t.Fatal(err)
 			}
+			c = &counts{size: st.Size()}
+			files[r.Name] = c
+		}
+		switch {
+		case r.Len < 0:
+			c.opens++
+		case r.Off+r.Len == c.size:
+			c.tails++
+		default:
+			c.reads++
 		}
 	}
-	if large == 0 {
-		t.Fatal("no data file larger than a tail read: the footer-only path is not tested")
-	}
-	if len(tails) < 5 {
-		t.Fatalf("footers of %d data files read (%d reads of data files), want the history's files", len(tails), reads)
-	}
-	for name, n := range tails {
-		if n != 1 {
-			t.Errorf("data file %s: its footer was read %d times", name, n)
+	large := 0
+	for name, c := range files {
+		if c.size > 64<<10 {
+			large++
+			if c.tails != 1 {
+				t.Errorf("data file %s (%d bytes): its footer was read %d times", name, c.size, c.tails)
+			}
+			continue
 		}
+		if c.opens != 1 || c.tails+c.reads != 0 {
+			t.Errorf("data file %s (%d bytes): opened %d times, %d ranged reads; want one open that reads it whole", name, c.size, c.opens, c.tails+c.reads)
+		}
+	}
+	if large == 0 || len(files) < 5 {
+		t.Fatalf("%d data files read, %d of them larger than a tail read: want the history's files, one large", len(files), large)
 	}
 }
 
@@ -133,5 +145,46 @@ func TestIdleRefresh(t *testing.T) {
 	})
 	if changed, err := src.Refresh(ctx); err != nil || !changed {
 		t.Fatalf("Refresh after a commit: changed %v, %v", changed, err)
+	}
+}
+
+// TestVectorsReadTogether: the vectors a commit wrote into one Puffin file
+// are read with one open and one ranged read, not one of each per vector.
+func TestVectorsReadTogether(t *testing.T) {
+	f := newFixture(t, 3, nil, nil)
+	for i := int64(0); i < 5; i++ {
+		f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+			return scenario.Append(ctx, tb, orders(10*i+1, 10*i+10))
+		})
+	}
+	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, in("order_id", 3, 13, 23, 33, 43), setStatus("paid"))
+	})
+	sio, restore := slowio.Install()
+	defer restore()
+	src := f.open()
+	defer src.Close()
+	ctx := context.Background()
+	head, _ := src.Head()
+	sio.Record(true)
+	c, err := src.Commit(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Events) != 5 {
+		t.Fatalf("%d events, want 5 updates", len(c.Events))
+	}
+	opens, reads := 0, 0
+	for _, r := range sio.Reads() {
+		if strings.HasSuffix(r.Name, ".puffin") {
+			if r.Len < 0 {
+				opens++
+			} else {
+				reads++
+			}
+		}
+	}
+	if opens != 1 || reads != 1 {
+		t.Fatalf("5 vectors of one Puffin file: %d opens and %d ranged reads, want 1 and 1", opens, reads)
 	}
 }

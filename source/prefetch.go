@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"sync"
 
@@ -166,6 +167,29 @@ func (t *Table) vector(pf *prefetched, fs iceio.IO, e iceberg.ManifestEntry, cou
 	return r.bm, r.err
 }
 
+// vectors reads vectors of one Puffin file together (see readDVs) and
+// keeps their results for vector.
+func (t *Table) vectors(pf *prefetched, fs iceio.IO, path string, reads []dvRead) {
+	var res []dvResult
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				// A decoder's panic is every vector's error, met where each is.
+				res = make([]dvResult, len(reads))
+				for i := range res {
+					res[i].err = fmt.Errorf("deletion vector file %s: malformed input (panic in a decoder: %v)", path, v)
+				}
+			}
+		}()
+		res = readDVs(fs, path, reads)
+	}()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	for i, d := range reads {
+		pf.dvs[keyOfDV(d.e, d.count)] = res[i]
+	}
+}
+
 // dvRead is a vector to read ahead for a data file of count rows.
 type dvRead struct {
 	e     iceberg.ManifestEntry
@@ -188,16 +212,27 @@ func (t *Table) prefetch(ctx context.Context, pf *prefetched, fs iceio.IO, files
 			jobs = append(jobs, func() { t.layout(pf, fs, m) })
 		}
 	}
+	// Vectors by Puffin file, in the order first named: one job per file.
 	seenV := map[dvKey]bool{}
+	byFile := map[string][]dvRead{}
+	var puffins []string
 	for _, d := range dvs {
 		k := keyOfDV(d.e, d.count)
 		pf.mu.Lock()
 		_, done := pf.dvs[k]
 		pf.mu.Unlock()
-		if !done && !seenV[k] {
-			seenV[k] = true
-			jobs = append(jobs, func() { t.vector(pf, fs, d.e, d.count) })
+		if done || seenV[k] {
+			continue
 		}
+		seenV[k] = true
+		p := d.e.DataFile().FilePath()
+		if byFile[p] == nil {
+			puffins = append(puffins, p)
+		}
+		byFile[p] = append(byFile[p], d)
+	}
+	for _, p := range puffins {
+		jobs = append(jobs, func() { t.vectors(pf, fs, p, byFile[p]) })
 	}
 	return t.pool.each(ctx, len(jobs), func(i int) error {
 		jobs[i]()

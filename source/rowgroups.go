@@ -43,14 +43,14 @@ func readLayout(fs iceio.IO, df iceberg.DataFile, footers *footerCache) (layout,
 			return layout{}, fileError("open", "data file", df.FilePath(), err)
 		}
 		defer f.Close()
-		size, err := fileSize(f)
+		size, atStart, err := fileSize(f)
 		if err != nil {
 			return layout{}, fileError("read", "data file", df.FilePath(), err)
 		}
 		if size != df.FileSizeBytes() {
 			return layout{}, fmt.Errorf("data file %s: manifest file_size_in_bytes %d disagrees with the file's %d bytes", df.FilePath(), df.FileSizeBytes(), size)
 		}
-		if ft, err = readFooter(f, size); err != nil {
+		if ft, err = readFooter(f, size, atStart); err != nil {
 			return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
 		}
 	} else if ft.size != df.FileSizeBytes() {
@@ -87,12 +87,13 @@ func readLayout(fs iceio.IO, df iceberg.DataFile, footers *footerCache) (layout,
 }
 
 // fileSize is the size of an open file: its Stat, or failing that the
-// end its Seek finds.
-func fileSize(f iceio.File) (int64, error) {
+// end its Seek finds (then the file is no longer at its start).
+func fileSize(f iceio.File) (size int64, atStart bool, _ error) {
 	if st, err := f.Stat(); err == nil {
-		return st.Size(), nil
+		return st.Size(), true, nil
 	}
-	return f.Seek(0, io.SeekEnd)
+	size, err := f.Seek(0, io.SeekEnd)
+	return size, false, err
 }
 
 // span is a run of row groups [first, last] and the file position of its

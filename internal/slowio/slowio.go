@@ -34,13 +34,13 @@ type IO struct {
 	rec   bool
 }
 
-// Read is one ranged read of a file.
+// Read is one ranged read of a file, or with Len -1 its open.
 type Read struct {
 	Name     string
 	Off, Len int64
 }
 
-// Record starts or stops keeping every ranged read (ReadAt), for Reads.
+// Record starts or stops keeping every open and ranged read, for Reads.
 func (s *IO) Record(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,6 +74,7 @@ func (s *IO) request() {
 func (s *IO) Open(name string) (iceio.File, error) {
 	s.opens.Add(1)
 	s.request()
+	s.record(Read{Name: name, Len: -1})
 	f, err := s.LocalFS.Open(name)
 	if err != nil {
 		return nil, err
@@ -97,13 +98,17 @@ type file struct {
 	moved bool // a Seek moved the stream: the next Read is a new request
 }
 
+func (s *IO) record(r Read) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec {
+		s.reads = append(s.reads, r)
+	}
+}
+
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
 	f.io.request()
-	f.io.mu.Lock()
-	if f.io.rec {
-		f.io.reads = append(f.io.reads, Read{Name: f.name, Off: off, Len: int64(len(p))})
-	}
-	f.io.mu.Unlock()
+	f.io.record(Read{Name: f.name, Off: off, Len: int64(len(p))})
 	return f.File.ReadAt(p, off)
 }
 
