@@ -10,6 +10,14 @@
 // not of the table. Files outside the commit are located through a cache of
 // data-file metadata that every processed snapshot feeds.
 //
+// Tables live on object storage, where a request costs a round trip: a
+// commit's manifests, footers, vectors and data files are read
+// concurrently, at most Options.IOConcurrency at a time (pool.go), and the
+// events are decided over the results in manifest order, never in the
+// order reads finish. A data file's footer is read once (footers.go), the
+// vectors of one Puffin file together (vectors.go), and a Refresh that
+// finds the metadata unchanged reads nothing else.
+//
 // Metadata is checked before it is trusted: a table's files are read only
 // from its allowed locations (Options.AllowedLocations, by default the
 // table's own), and no count, size or offset from a manifest sizes an

@@ -99,6 +99,7 @@ func cmdDemo(ctx context.Context, args []string, stdout io.Writer, log *slog.Log
 	if err != nil {
 		return err
 	}
+	defer src.Close()
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	fmt.Fprintf(w, "# icecdc demo: table bookshop.orders in %s, events as debezium-json\n", *dir)

@@ -243,6 +243,9 @@ func listTables(ctx context.Context, o source.Options, ns string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := cat.(catalog.Closer); ok {
+		defer c.Close()
+	}
 	var out []string
 	for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
 		if err != nil {
