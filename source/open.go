@@ -54,10 +54,7 @@ var ErrNotV3 = errors.New("table has no row lineage (format version < 3)")
 
 // OpenCatalog builds the catalog the options describe.
 func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
-	props := iceberg.Properties{}
-	for k, v := range o.Props {
-		props[k] = v
-	}
+	props := iceberg.Properties(storeProps(o))
 	typ := o.CatalogType
 	if typ == "" {
 		typ = "sql"
@@ -89,7 +86,7 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 	}
 	cat, err := catalog.Load(ctx, name, props)
 	if err != nil {
-		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, err)
+		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, newSecrets(o).hideErr(err))
 	}
 	return cat, nil
 }
@@ -135,14 +132,15 @@ func New(o Options) (*Table, error) {
 			}
 			loc = abs
 		}
+		st := newStore(o)
 		load := func(ctx context.Context) (*table.Table, error) {
-			fsF := iceio.LoadFSFunc(o.Props, loc)
+			fsF := st.fs(loc, iceio.LoadFSFunc(st.props, loc))
 			tbl, err := table.NewFromLocation(ctx, nil, loc, fsF, nil)
 			if err != nil {
 				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
 			}
 			ident := metadataIdent(o.Table, tbl.Metadata().Location())
-			return confine(o, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
+			return confine(o, st, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
 		}
 		return newTable(o, load), nil
 	}
@@ -154,16 +152,23 @@ func New(o Options) (*Table, error) {
 		return nil, fmt.Errorf("table %q: want namespace.name", o.Table)
 	}
 	h := newCatalogHandle(o)
+	st := newStore(o)
 	load := func(ctx context.Context) (*table.Table, error) {
 		cat, err := h.get(ctx)
 		if err != nil {
 			return nil, err
 		}
-		tbl, err := cat.LoadTable(ctx, ident)
+		// The catalog reads the metadata file itself: with the store's S3
+		// configuration when the warehouse says the tables are on S3.
+		lctx, err := st.context(ctx, o.Warehouse)
 		if err != nil {
-			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
+			return nil, err
 		}
-		return confine(o, tbl, cat), nil
+		tbl, err := cat.LoadTable(lctx, ident)
+		if err != nil {
+			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(err))
+		}
+		return confine(o, st, tbl, cat), nil
 	}
 	return newTable(o, load), nil
 }

@@ -1,0 +1,297 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
+
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+)
+
+// storeError is an object store's error as one line: which store (bucket
+// and endpoint) and what went wrong, in words that say what to change.
+// The library's error stays reachable with errors.Is and errors.As.
+type storeError struct {
+	store, reason string
+	err           error
+	secrets       *secrets
+}
+
+func (e *storeError) Error() string { return e.secrets.hide(e.store + ": " + e.reason) }
+func (e *storeError) Unwrap() error { return e.err }
+
+// cause explains err, met reading name: the caller names the object.
+func (s *store) cause(name string, err error) error {
+	var se *storeError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &storeError{store: s.describe(name), reason: s.reason(name, err), err: err, secrets: s.secrets}
+}
+
+// explain is cause for any location: errors of local files are returned
+// as they are, without secrets.
+func (s *store) explain(name string, err error) error {
+	if !isObjectStore(name) {
+		return s.secrets.hideErr(err)
+	}
+	return s.cause(name, err)
+}
+
+// explainLoad explains the error of loading a table through a catalog,
+// which read the metadata file with its own file IO: an object store's
+// error names the file and the store instead of the catalog's wrapping.
+// Other errors are the catalog's, without secrets.
+func (s *store) explainLoad(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && isObjectStore(pe.Path) {
+		return fmt.Errorf("read metadata %s: %w", pe.Path, s.cause(pe.Path, pe.Err))
+	}
+	return s.secrets.hideErr(err)
+}
+
+// describe names the store holding name: its kind, bucket and endpoint.
+func (s *store) describe(name string) string {
+	scheme, _, _ := splitScheme(name)
+	b := bucketOf(name)
+	switch {
+	case isS3(name):
+		if ep := s.s3Endpoint(); ep != "" {
+			return fmt.Sprintf("s3 bucket %s at %s", b, ep)
+		}
+		if r := s.s3Region(); r != "" {
+			return fmt.Sprintf("s3 bucket %s (AWS, region %s)", b, r)
+		}
+		return fmt.Sprintf("s3 bucket %s (AWS)", b)
+	case scheme == "gs":
+		if ep := s.props[iceio.GCSEndpoint]; ep != "" {
+			return fmt.Sprintf("gcs bucket %s at %s", b, ep)
+		}
+		return "gcs bucket " + b
+	case strings.HasPrefix(scheme, "abfs") || strings.HasPrefix(scheme, "wasb"):
+		container, account, _ := strings.Cut(b, "@")
+		return fmt.Sprintf("azure container %s of %s", container, account)
+	}
+	return scheme + " store " + b
+}
+
+func (s *store) s3Endpoint() string {
+	if ep := s.props[iceio.S3EndpointURL]; ep != "" {
+		return ep
+	}
+	return os.Getenv("AWS_S3_ENDPOINT") // iceberg-go's own fallback
+}
+
+func (s *store) s3Region() string {
+	for _, r := range []string{s.props[iceio.S3Region], s.props[iceio.S3ClientRegion], os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION")} {
+		if r != "" {
+			return r
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.s3cfg != nil {
+		return s.s3cfg.Region
+	}
+	return ""
+}
+
+// What to set, per store, when no credentials were found.
+const (
+	s3CredentialsHint = "set s3.access-key-id and s3.secret-access-key (catalog properties), " +
+		"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+	gcsCredentialsHint = "set gcs.oauth2.token, gcs.jsonkey or gcs.keypath (catalog properties) " +
+		"or GOOGLE_APPLICATION_CREDENTIALS; gcs.no-auth=true reads a public bucket"
+	azureCredentialsHint = "set adls.auth.shared-key.account.name and adls.auth.shared-key.account.key, " +
+		"adls.sas-token.<host>, adls.connection-string.<account> or adls.auth.managed-identity.enabled=true " +
+		"(catalog properties), or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET"
+)
+
+// reason says in a few words what went wrong, from the most specific
+// error the libraries report.
+func (s *store) reason(name string, err error) string {
+	after := ""
+	var mae *retry.MaxAttemptsError
+	if errors.As(err, &mae) {
+		after = fmt.Sprintf(" (after %d attempts)", mae.Attempt)
+	}
+	msg := err.Error()
+	var (
+		api  smithy.APIError
+		resp *awshttp.ResponseError
+		rto  *awshttp.ResponseTimeoutError
+		dns  *net.DNSError
+		op   *net.OpError
+	)
+	switch {
+	case strings.Contains(msg, "get identity: get credentials"), strings.Contains(msg, "failed to retrieve credentials"):
+		return "no credentials: " + s3CredentialsHint
+	case strings.Contains(msg, "could not find default credentials"):
+		return "no credentials: " + gcsCredentialsHint
+	case strings.Contains(msg, "DefaultAzureCredential"):
+		return "no credentials: " + azureCredentialsHint
+	case strings.Contains(msg, "region is required"), strings.Contains(msg, "Invalid region"):
+		return "no region: set s3.region (catalog property) or AWS_REGION"
+	case errors.As(err, &api):
+		return apiReason(api, resp, err) + after
+	case errors.As(err, &rto):
+		return fmt.Sprintf("no answer within %s (%s)%s", rto.TimeoutDur, PropS3RequestTimeout, after)
+	case errors.As(err, &dns):
+		return fmt.Sprintf("cannot resolve host %s%s", dns.Name, after)
+	case errors.As(err, &op) && op.Op == "dial":
+		return fmt.Sprintf("cannot connect to %s: %v%s", op.Addr, op.Err, after)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		strings.Contains(msg, "connection reset"), strings.Contains(msg, "server closed"):
+		return "the connection was dropped" + after
+	case isTimeout(err):
+		return "timed out" + after
+	case errors.As(err, &resp):
+		return fmt.Sprintf("HTTP %d%s", resp.HTTPStatusCode(), after)
+	}
+	return tidy(msg)
+}
+
+// apiReason explains an error answer of the S3 API by its code.
+func apiReason(api smithy.APIError, resp *awshttp.ResponseError, err error) string {
+	status := 0
+	if errors.As(err, &resp) {
+		status = resp.HTTPStatusCode()
+	}
+	code := api.ErrorCode()
+	switch code {
+	case "NoSuchKey":
+		return "no such object (NoSuchKey)"
+	case "NoSuchBucket":
+		return "no such bucket (NoSuchBucket)"
+	case "NotFound":
+		return "not found (HTTP 404: no such object, or no such bucket)"
+	case "AccessDenied", "Forbidden", "AllAccessDisabled", "AccountProblem":
+		return fmt.Sprintf("access denied (%s): the credentials in use may not read it", code)
+	case "InvalidAccessKeyId":
+		return "the store does not know the access key (InvalidAccessKeyId)"
+	case "SignatureDoesNotMatch":
+		return "the secret key does not match the access key (SignatureDoesNotMatch)"
+	case "ExpiredToken", "TokenRefreshRequired", "InvalidToken":
+		return fmt.Sprintf("the session token was refused (%s)", code)
+	case "PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException":
+		return fmt.Sprintf("the bucket is in another region (%s): set s3.region", code)
+	}
+	if status >= 500 || code == "SlowDown" || code == "Throttling" || code == "ThrottlingException" || code == "RequestTimeout" {
+		return fmt.Sprintf("the store is failing or throttling: HTTP %d %s", status, code)
+	}
+	if status != 0 {
+		return fmt.Sprintf("HTTP %d %s: %s", status, code, tidy(api.ErrorMessage()))
+	}
+	return fmt.Sprintf("%s: %s", code, tidy(api.ErrorMessage()))
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// requestIDs are the parts of AWS errors that identify a request, which
+// make a message long and no clearer.
+var requestIDs = regexp.MustCompile(`,? ?(RequestID|HostID|request id|host id): [^,]*,?`)
+
+// tidy makes a library's message one line without request ids.
+func tidy(msg string) string {
+	return strings.Join(strings.Fields(requestIDs.ReplaceAllString(msg, " ")), " ")
+}
+
+func isEOF(err error) bool { return err == io.EOF }
+
+// secrets are the values an error message must never show: credentials
+// from the catalog properties, the catalog URI's password and the
+// credentials of the environment.
+type secrets struct{ values []string }
+
+// secretKeys are the parts of property names that hold credentials.
+var secretKeys = []string{
+	"secret", "password", "credential", "token", "sas-token", "connection-string",
+	"jsonkey", "account.key", "access-key-id", "private-key", "api-key", "apikey",
+}
+
+func isSecretKey(k string) bool {
+	k = strings.ToLower(k)
+	if strings.Contains(k, "expires") {
+		return false
+	}
+	for _, s := range secretKeys {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func newSecrets(o Options) *secrets {
+	s := &secrets{}
+	add := func(v string) {
+		if len(v) >= 4 {
+			s.values = append(s.values, v)
+		}
+	}
+	for k, v := range o.Props {
+		if isSecretKey(k) {
+			add(v)
+			if id, secret, ok := strings.Cut(v, ":"); ok { // REST credential=client_id:client_secret
+				add(id)
+				add(secret)
+			}
+		}
+	}
+	for _, uri := range []string{o.CatalogURI, o.Props["uri"]} {
+		if u, err := url.Parse(uri); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				add(pw)
+				add(url.QueryEscape(pw))
+			}
+		}
+	}
+	for _, k := range []string{"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "AZURE_CLIENT_SECRET"} {
+		add(os.Getenv(k))
+	}
+	return s
+}
+
+// hide replaces every secret in msg.
+func (s *secrets) hide(msg string) string {
+	if s == nil {
+		return msg
+	}
+	for _, v := range s.values {
+		msg = strings.ReplaceAll(msg, v, "****")
+	}
+	return msg
+}
+
+// hideErr returns err, or when its message shows a secret, an error with
+// the same chain and the secret replaced.
+func (s *secrets) hideErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := s.hide(err.Error()); msg != err.Error() {
+		return &hiddenError{msg: msg, err: err}
+	}
+	return err
+}
+
+type hiddenError struct {
+	msg string
+	err error
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+func (e *hiddenError) Unwrap() error { return e.err }
