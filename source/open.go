@@ -166,7 +166,7 @@ func New(o Options) (*Table, error) {
 		}
 		tbl, err := cat.LoadTable(lctx, ident)
 		if err != nil {
-			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(err))
+			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, err))
 		}
 		return confine(o, st, tbl, cat), nil
 	}

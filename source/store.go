@@ -192,7 +192,7 @@ func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 		if _, done := fsys.(*storeIO); done || !isObjectStore(location) {
 			return fsys, nil
 		}
-		return &storeIO{inner: fsys, s: s}, nil
+		return &storeIO{inner: fsys, s: s, ctx: ctx}, nil
 	}
 }
 
@@ -200,6 +200,7 @@ func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 type storeIO struct {
 	inner iceio.IO
 	s     *store
+	ctx   context.Context // the IO's own: the one it was made with
 }
 
 var _ iceio.IO = (*storeIO)(nil)
@@ -209,7 +210,7 @@ var _ iceio.IO = (*storeIO)(nil)
 func (o *storeIO) Open(name string) (iceio.File, error) {
 	f, err := o.inner.Open(name)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: o.s.cause(name, err)}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: o.s.missing(o.ctx, o.inner, name, err)}
 	}
 	return storeFile{File: f, name: name, s: o.s}, nil
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,10 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -52,12 +55,20 @@ func (s *store) explain(name string, err error) error {
 // which read the metadata file with its own file IO: an object store's
 // error names the file and the store instead of the catalog's wrapping.
 // Other errors are the catalog's, without secrets.
-func (s *store) explainLoad(err error) error {
+func (s *store) explainLoad(ctx context.Context, err error) error {
 	var pe *fs.PathError
-	if errors.As(err, &pe) && isObjectStore(pe.Path) {
-		return fmt.Errorf("read metadata %s: %w", pe.Path, s.cause(pe.Path, pe.Err))
+	if !errors.As(err, &pe) || !isObjectStore(pe.Path) {
+		return s.secrets.hideErr(err)
 	}
-	return s.secrets.hideErr(err)
+	cause := s.cause(pe.Path, pe.Err)
+	if errors.Is(err, fs.ErrNotExist) {
+		if sctx, cerr := s.context(ctx, pe.Path); cerr == nil {
+			if fsys, ferr := iceio.LoadFS(sctx, s.props, pe.Path); ferr == nil {
+				cause = s.missing(ctx, fsys, pe.Path, pe.Err)
+			}
+		}
+	}
+	return fmt.Errorf("read metadata %s: %w", pe.Path, cause)
 }
 
 // describe names the store holding name: its kind, bucket and endpoint.
@@ -150,15 +161,42 @@ func (s *store) reason(name string, err error) string {
 		return fmt.Sprintf("cannot resolve host %s%s", dns.Name, after)
 	case errors.As(err, &op) && op.Op == "dial":
 		return fmt.Sprintf("cannot connect to %s: %v%s", op.Addr, op.Err, after)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		strings.Contains(msg, "connection reset"), strings.Contains(msg, "server closed"):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), strings.Contains(msg, "connection reset"), strings.Contains(msg, "server closed"):
 		return "the connection was dropped" + after
 	case isTimeout(err):
 		return "timed out" + after
-	case errors.As(err, &resp):
+	case errors.Is(err, fs.ErrNotExist):
+		return "not found (no such object, or no such bucket)"
+	case errors.As(err, &resp) && resp.HTTPStatusCode() != 0:
 		return fmt.Sprintf("HTTP %d%s", resp.HTTPStatusCode(), after)
 	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error() // the caller names the file
+	}
 	return tidy(msg)
+}
+
+// missing tells a missing object from a missing bucket, which the file IO
+// reports alike, by asking the store about the bucket (once, on failure).
+func (s *store) missing(ctx context.Context, fsys iceio.IO, name string, err error) error {
+	cause := s.cause(name, err)
+	e, ok := cause.(*storeError)
+	b, isBlob := fsys.(*blobfs.FileIO)
+	if !ok || !isBlob || !errors.Is(err, fs.ErrNotExist) {
+		return cause
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	switch exists, perr := b.IsAccessible(ctx); {
+	case perr != nil:
+	case exists:
+		e.reason = "no such object"
+	default:
+		e.reason = "no such bucket"
+	}
+	return e
 }
 
 // apiReason explains an error answer of the S3 API by its code.

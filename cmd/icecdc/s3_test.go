@@ -18,7 +18,7 @@ import (
 // a moto server at endpoint (the server's, or a proxy's) and returns the
 // changes flags that read it through the sql catalog (a local SQLite file)
 // and the table's metadata location on S3.
-func s3Bookshop(t *testing.T, srv *moto.Server, bucket string) (catArgs []string, metadata string) {
+func s3Bookshop(t *testing.T, srv *moto.Server, bucket string) (catArgs []string, tbl *table.Table) {
 	t.Helper()
 	ctx := context.Background()
 	srv.CreateBucket(t, bucket)
@@ -31,7 +31,7 @@ func s3Bookshop(t *testing.T, srv *moto.Server, bucket string) (catArgs []string
 		t.Fatal(err)
 	}
 	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
+	tbl, err = env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func s3Bookshop(t *testing.T, srv *moto.Server, bucket string) (catArgs []string
 	for _, k := range sortedKeys(moto.S3Props(srv.Endpoint)) {
 		catArgs = append(catArgs, "--catalog-prop", k+"="+moto.S3Props(srv.Endpoint)[k])
 	}
-	return catArgs, tbl.MetadataLocation()
+	return catArgs, tbl
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -82,7 +82,8 @@ func summaries(t *testing.T, out string) string {
 func TestChangesOnS3(t *testing.T) {
 	srv := moto.Start(t)
 	start := time.Now()
-	catArgs, meta := s3Bookshop(t, srv, "lake")
+	catArgs, tbl := s3Bookshop(t, srv, "lake")
+	meta := tbl.MetadataLocation()
 	t.Logf("bookshop written to s3 in %s", time.Since(start))
 	if !strings.HasPrefix(meta, "s3://lake/wh/") {
 		t.Fatalf("metadata at %s, want s3://lake/wh/...", meta)
@@ -105,5 +106,14 @@ func TestChangesOnS3(t *testing.T) {
 	}
 	if got := summaries(t, out); got != want {
 		t.Fatalf("changes --metadata:\n%s\nwant:\n%s", got, want)
+	}
+	// s3a:// (Hadoop's name, in Spark's configurations) is the same store.
+	args[2] = strings.Replace(meta, "s3://", "s3a://", 1)
+	out, errOut, code = runCmd(args...)
+	if code != 0 {
+		t.Fatalf("changes --metadata s3a://: exit %d: %s", code, errOut)
+	}
+	if got := summaries(t, out); got != want {
+		t.Fatalf("changes --metadata s3a://:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +52,7 @@ func Start(t testing.TB) *Server {
 	}
 	Isolate(t)
 	cmd := exec.Command("python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", "0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
+	dieWithParent(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
