@@ -80,10 +80,11 @@ func (s *store) describe(name string) string {
 		if ep := s.s3Endpoint(); ep != "" {
 			return fmt.Sprintf("s3 bucket %s at %s", b, ep)
 		}
+		// An endpoint vended by a REST catalog is not known here.
 		if r := s.s3Region(); r != "" {
-			return fmt.Sprintf("s3 bucket %s (AWS, region %s)", b, r)
+			return fmt.Sprintf("s3 bucket %s (region %s)", b, r)
 		}
-		return fmt.Sprintf("s3 bucket %s (AWS)", b)
+		return "s3 bucket " + b
 	case scheme == "gs":
 		if ep := s.props[iceio.GCSEndpoint]; ep != "" {
 			return fmt.Sprintf("gcs bucket %s at %s", b, ep)
@@ -175,7 +176,7 @@ func (s *store) reason(name string, err error) string {
 	if errors.As(err, &pe) {
 		msg = pe.Err.Error() // the caller names the file
 	}
-	return tidy(msg)
+	return tidy(loadFailed.ReplaceAllString(msg, ""))
 }
 
 // missing tells a missing object from a missing bucket, which the file IO
@@ -237,6 +238,10 @@ func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
 }
+
+// loadFailed is iceberg-go's prefix to errors of making a file IO, which
+// repeats the location the caller names.
+var loadFailed = regexp.MustCompile(`failed to load metadata file at \S+: `)
 
 // requestIDs are the parts of AWS errors that identify a request, which
 // make a message long and no clearer.

@@ -14,15 +14,14 @@ import (
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
-// TestS3BadInput reads the bookshop story on S3 through a proxy that
+// testS3BadInput reads the bookshop story on S3 through a proxy that
 // breaks the store in the ways a user's network and bucket break: each
 // failure is one line on stderr naming the object and the store, retried
 // where a retry helps, never printing a credential, and the events printed
 // before it are exactly the first events of the story (none skipped, none
 // invented).
-func TestS3BadInput(t *testing.T) {
-	srv := moto.Start(t)
-	catArgs, tbl := s3Bookshop(t, srv, "lake")
+func testS3BadInput(t *testing.T, fx *s3Fixture) {
+	srv, catArgs, tbl := fx.srv, fx.catArgs, fx.tbl
 	proxy := moto.NewProxy(t, srv.Endpoint)
 	viaProxy := withEndpoint(catArgs, proxy.URL)
 	// Two attempts per request keep the backoff of failing cases short;

@@ -2,16 +2,24 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/internal/moto"
+	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/source"
 )
 
 // s3Bookshop writes the demo's bookshop story to a warehouse in a bucket of
@@ -75,21 +83,37 @@ func summaries(t *testing.T, out string) string {
 	return strings.Join(got, "\n")
 }
 
-// TestChangesOnS3 reads the bookshop story from a warehouse on a real S3
-// API (moto's server): through the sql catalog and straight from the
-// metadata file on S3, the events are those of the same story on local
-// files.
-func TestChangesOnS3(t *testing.T) {
-	srv := moto.Start(t)
+// s3Fixture is the bookshop story in a bucket of a moto server.
+type s3Fixture struct {
+	srv     *moto.Server
+	catArgs []string     // changes flags: the sql catalog and the s3.* properties
+	tbl     *table.Table // as written
+}
+
+// TestS3 runs icecdc against a real S3 API (moto's server) holding the
+// bookshop story: one server and one table for every part, the bad input
+// last since it removes an object.
+func TestS3(t *testing.T) {
 	start := time.Now()
+	srv := moto.Start(t)
 	catArgs, tbl := s3Bookshop(t, srv, "lake")
-	meta := tbl.MetadataLocation()
-	t.Logf("bookshop written to s3 in %s", time.Since(start))
+	t.Logf("moto started and the bookshop written to s3 in %s", time.Since(start).Round(time.Millisecond))
+	fx := &s3Fixture{srv: srv, catArgs: catArgs, tbl: tbl}
+	t.Run("changes", func(t *testing.T) { testS3Changes(t, fx) })
+	t.Run("rest vended credentials", func(t *testing.T) { testS3RESTVended(t, fx) })
+	t.Run("bad input", func(t *testing.T) { testS3BadInput(t, fx) })
+}
+
+// testS3Changes reads the story through the sql catalog and straight from
+// the metadata file on S3: the events are those of the same story on
+// local files.
+func testS3Changes(t *testing.T, fx *s3Fixture) {
+	meta := fx.tbl.MetadataLocation()
 	if !strings.HasPrefix(meta, "s3://lake/wh/") {
 		t.Fatalf("metadata at %s, want s3://lake/wh/...", meta)
 	}
 	want := strings.Join(bookshopEvents, "\n")
-	out, errOut, code := runCmd(append([]string{"changes"}, catArgs...)...)
+	out, errOut, code := runCmd(append([]string{"changes"}, fx.catArgs...)...)
 	if code != 0 {
 		t.Fatalf("changes through the sql catalog: exit %d: %s", code, errOut)
 	}
@@ -97,7 +121,7 @@ func TestChangesOnS3(t *testing.T) {
 		t.Fatalf("changes through the sql catalog:\n%s\nwant:\n%s", got, want)
 	}
 	args := []string{"changes", "--metadata", meta}
-	for k, v := range moto.S3Props(srv.Endpoint) {
+	for k, v := range moto.S3Props(fx.srv.Endpoint) {
 		args = append(args, "--catalog-prop", fmt.Sprintf("%s=%s", k, v))
 	}
 	out, errOut, code = runCmd(args...)
@@ -106,6 +130,16 @@ func TestChangesOnS3(t *testing.T) {
 	}
 	if got := summaries(t, out); got != want {
 		t.Fatalf("changes --metadata:\n%s\nwant:\n%s", got, want)
+	}
+	// The replay contract holds for every snapshot, read from S3.
+	src, err := source.Open(context.Background(), source.Options{
+		MetadataPath: meta, Props: moto.S3Props(fx.srv.Endpoint), Table: "bookshop.orders",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Check(context.Background(), src, fx.tbl); err != nil {
+		t.Fatalf("replay from s3: %v", err)
 	}
 	// s3a:// (Hadoop's name, in Spark's configurations) is the same store.
 	args[2] = strings.Replace(meta, "s3://", "s3a://", 1)
@@ -116,4 +150,72 @@ func TestChangesOnS3(t *testing.T) {
 	if got := summaries(t, out); got != want {
 		t.Fatalf("changes --metadata s3a://:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// testS3RESTVended reads the bookshop story through a REST catalog that vends the S3 endpoint and credentials in loadTable's config
+// (iceberg-go merges that config into the table's file IO properties):
+// icecdc is given no s3.* property, and a proxy refuses any request not
+// signed with the vended access key.
+func testS3RESTVended(t *testing.T, fx *s3Fixture) {
+	srv, tbl := fx.srv, fx.tbl
+	const vendedKey = "AKIAICECDCVENDED0001"
+	proxy := moto.NewProxy(t, srv.Endpoint)
+	var signed atomic.Int64
+	proxy.Set(func(r *http.Request, _ int) moto.Fault {
+		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+vendedKey+"/") {
+			return moto.Denied
+		}
+		signed.Add(1)
+		return moto.Pass
+	})
+	meta := readObject(t, moto.S3Props(srv.Endpoint), tbl.MetadataLocation())
+	rest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/v1/config"):
+			io.WriteString(w, `{"defaults": {}, "overrides": {}}`)
+		case strings.HasSuffix(r.URL.Path, "/v1/namespaces/bookshop/tables/orders"):
+			json.NewEncoder(w).Encode(map[string]any{
+				"metadata-location": tbl.MetadataLocation(),
+				"metadata":          json.RawMessage(meta),
+				"config": map[string]string{
+					"s3.endpoint": proxy.URL, "s3.region": moto.Region,
+					"s3.access-key-id": vendedKey, "s3.secret-access-key": "vended-secret-Hq2",
+					"s3.session-token": "vended-token-Rt5",
+				},
+			})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer rest.Close()
+	out, errOut, code := runCmd("changes", "--catalog-type", "rest", "--catalog-uri", rest.URL, "--table", "bookshop.orders")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got, want := summaries(t, out), strings.Join(bookshopEvents, "\n"); got != want {
+		t.Fatalf("changes:\n%s\nwant:\n%s", got, want)
+	}
+	if signed.Load() == 0 {
+		t.Fatal("no request reached S3 with the vended credentials")
+	}
+}
+
+// readObject returns the content of an object on S3.
+func readObject(t *testing.T, props map[string]string, path string) []byte {
+	t.Helper()
+	fsys, err := iceio.LoadFS(context.Background(), props, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
