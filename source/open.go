@@ -11,10 +11,13 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	_ "github.com/apache/iceberg-go/catalog/rest" // registers the rest catalog
-	_ "github.com/apache/iceberg-go/catalog/sql"  // registers the sql catalog
+	_ "github.com/apache/iceberg-go/catalog/glue"   // registers the glue catalog
+	_ "github.com/apache/iceberg-go/catalog/hadoop" // registers the hadoop catalog
+	_ "github.com/apache/iceberg-go/catalog/rest"   // registers the rest catalog
+	_ "github.com/apache/iceberg-go/catalog/sql"    // registers the sql catalog
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/uptrace/bun/driver/sqliteshim"
 )
 
@@ -25,7 +28,7 @@ type Options struct {
 	MetadataPath string
 
 	CatalogName string // the catalog's own name (sql: catalog_name column)
-	CatalogType string // sql | rest | glue | hive | hadoop
+	CatalogType string // sql | rest | glue | hadoop (CatalogTypes)
 	CatalogURI  string
 	Warehouse   string
 	Props       map[string]string // passed through to iceberg-go
@@ -59,6 +62,9 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 	if typ == "" {
 		typ = "sql"
 	}
+	if err := CheckCatalogType(typ); err != nil {
+		return nil, fmt.Errorf("catalog type %w", err)
+	}
 	props["type"] = typ
 	if o.CatalogURI != "" {
 		props["uri"] = o.CatalogURI
@@ -80,13 +86,28 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		}
 		props["uri"] = withBusyTimeout(props["uri"])
 	}
+	if typ == "hadoop" {
+		// iceberg-go refuses a hadoop catalog on an object store unless
+		// told its commits may race (they are not atomic there). icecdc
+		// never commits, so reading is safe.
+		if _, ok := props["allow-unsafe-commits"]; !ok {
+			props["allow-unsafe-commits"] = "true"
+		}
+	}
 	name := o.CatalogName
 	if name == "" {
 		name = "local"
 	}
+	if typ == "glue" && props["glue.region"] == "" {
+		// Without a region the AWS SDK sends requests anyway when an
+		// endpoint is set, and the answers do not say what is missing.
+		if cfg, err := awsconfig.LoadDefaultConfig(ctx); err == nil && cfg.Region == "" {
+			return nil, fmt.Errorf("open glue catalog %q: no region: set glue.region (catalog property), AWS_REGION, or a region in the AWS profile", name)
+		}
+	}
 	cat, err := catalog.Load(ctx, name, props)
 	if err != nil {
-		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, newSecrets(o).hideErr(err))
+		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, newStore(o).explainCatalog(o, err))
 	}
 	return cat, nil
 }
@@ -166,7 +187,7 @@ func New(o Options) (*Table, error) {
 		}
 		tbl, err := cat.LoadTable(lctx, ident)
 		if err != nil {
-			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, err))
+			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
 		}
 		return confine(o, st, tbl, cat), nil
 	}

@@ -39,7 +39,8 @@ func (s *store) cause(name string, err error) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	return &storeError{store: s.describe(name), reason: s.reason(name, err), err: err, secrets: s.secrets}
+	reason, _ := classify(err, "s3")
+	return &storeError{store: s.describe(name), reason: reason, err: err, secrets: s.secrets}
 }
 
 // explain is cause for any location: errors of local files are returned
@@ -55,10 +56,10 @@ func (s *store) explain(name string, err error) error {
 // which read the metadata file with its own file IO: an object store's
 // error names the file and the store instead of the catalog's wrapping.
 // Other errors are the catalog's, without secrets.
-func (s *store) explainLoad(ctx context.Context, err error) error {
+func (s *store) explainLoad(ctx context.Context, o Options, err error) error {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || !isObjectStore(pe.Path) {
-		return s.secrets.hideErr(err)
+		return s.explainCatalog(o, err)
 	}
 	cause := s.cause(pe.Path, pe.Err)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -69,6 +70,31 @@ func (s *store) explainLoad(ctx context.Context, err error) error {
 		}
 	}
 	return fmt.Errorf("read metadata %s: %w", pe.Path, cause)
+}
+
+// explainCatalog explains an error of a rest or glue catalog's client
+// that the store's words fit (connection, timeout, credentials, region,
+// the service failing) as "glue catalog at ENDPOINT: …"; other errors are
+// the catalog's own, without secrets.
+func (s *store) explainCatalog(o Options, err error) error {
+	var se *storeError
+	if errors.As(err, &se) || (o.CatalogType != "glue" && o.CatalogType != "rest") {
+		return s.secrets.hideErr(err)
+	}
+	r, ok := reason(err, o.CatalogType)
+	if !ok {
+		return s.secrets.hideErr(err)
+	}
+	where := o.CatalogType + " catalog"
+	switch ep := o.CatalogURI; {
+	case o.CatalogType == "glue" && s.props["glue.endpoint"] != "":
+		where += " at " + s.props["glue.endpoint"]
+	case o.CatalogType == "glue" && s.props["glue.region"] != "":
+		where += " (region " + s.props["glue.region"] + ")"
+	case o.CatalogType == "rest" && ep != "":
+		where += " at " + ep
+	}
+	return &storeError{store: where, reason: r, err: err, secrets: s.secrets}
 }
 
 // describe names the store holding name: its kind, bucket and endpoint.
@@ -120,7 +146,7 @@ func (s *store) s3Region() string {
 
 // What to set, per store, when no credentials were found.
 const (
-	s3CredentialsHint = "set s3.access-key-id and s3.secret-access-key (catalog properties), " +
+	awsCredentialsHint = "set %[1]s.access-key-id and %[1]s.secret-access-key (catalog properties), " +
 		"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 	gcsCredentialsHint = "set gcs.oauth2.token, gcs.jsonkey or gcs.keypath (catalog properties) " +
 		"or GOOGLE_APPLICATION_CREDENTIALS; gcs.no-auth=true reads a public bucket"
@@ -129,9 +155,24 @@ const (
 		"(catalog properties), or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET"
 )
 
-// reason says in a few words what went wrong, from the most specific
-// error the libraries report.
-func (s *store) reason(name string, err error) string {
+// classify says in a few words what went wrong, from the most specific
+// error the libraries report, and whether it knew the error (else it
+// returns the library's message on one line). prefix is that of the
+// properties that configure the AWS client: s3 or glue.
+func classify(err error, prefix string) (string, bool) {
+	r, ok := reason(err, prefix)
+	if !ok {
+		var pe *fs.PathError
+		msg := err.Error()
+		if errors.As(err, &pe) {
+			msg = pe.Err.Error() // the caller names the file
+		}
+		r = tidy(loadFailed.ReplaceAllString(msg, ""))
+	}
+	return r, ok
+}
+
+func reason(err error, prefix string) (string, bool) {
 	after := ""
 	var mae *retry.MaxAttemptsError
 	if errors.As(err, &mae) {
@@ -147,36 +188,32 @@ func (s *store) reason(name string, err error) string {
 	)
 	switch {
 	case strings.Contains(msg, "get identity: get credentials"), strings.Contains(msg, "failed to retrieve credentials"):
-		return "no credentials: " + s3CredentialsHint
+		return "no credentials: " + fmt.Sprintf(awsCredentialsHint, prefix), true
 	case strings.Contains(msg, "could not find default credentials"):
-		return "no credentials: " + gcsCredentialsHint
+		return "no credentials: " + gcsCredentialsHint, true
 	case strings.Contains(msg, "DefaultAzureCredential"):
-		return "no credentials: " + azureCredentialsHint
+		return "no credentials: " + azureCredentialsHint, true
 	case strings.Contains(msg, "region is required"), strings.Contains(msg, "Invalid region"):
-		return "no region: set s3.region (catalog property) or AWS_REGION"
+		return fmt.Sprintf("no region: set %s.region (catalog property) or AWS_REGION", prefix), true
 	case errors.As(err, &api):
-		return apiReason(api, resp, err) + after
+		return apiReason(api, resp, err) + after, true
 	case errors.As(err, &rto):
-		return fmt.Sprintf("no answer within %s (%s)%s", rto.TimeoutDur, PropS3RequestTimeout, after)
+		return fmt.Sprintf("no answer within %s (%s)%s", rto.TimeoutDur, PropS3RequestTimeout, after), true
 	case errors.As(err, &dns):
-		return fmt.Sprintf("cannot resolve host %s%s", dns.Name, after)
+		return fmt.Sprintf("cannot resolve host %s%s", dns.Name, after), true
 	case errors.As(err, &op) && op.Op == "dial":
-		return fmt.Sprintf("cannot connect to %s: %v%s", op.Addr, op.Err, after)
+		return fmt.Sprintf("cannot connect to %s: %v%s", op.Addr, op.Err, after), true
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), strings.Contains(msg, "connection reset"), strings.Contains(msg, "server closed"):
-		return "the connection was dropped" + after
+		return "the connection was dropped" + after, true
 	case isTimeout(err):
-		return "timed out" + after
+		return "timed out" + after, true
 	case errors.Is(err, fs.ErrNotExist):
-		return "not found (no such object, or no such bucket)"
-	case errors.As(err, &resp) && resp.HTTPStatusCode() != 0:
-		return fmt.Sprintf("HTTP %d%s", resp.HTTPStatusCode(), after)
+		return "not found (no such object, or no such bucket)", true
+	case errors.As(err, &resp) && resp.HTTPStatusCode() >= 500:
+		return fmt.Sprintf("the service is failing: HTTP %d%s", resp.HTTPStatusCode(), after), true
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		msg = pe.Err.Error() // the caller names the file
-	}
-	return tidy(loadFailed.ReplaceAllString(msg, ""))
+	return "", false
 }
 
 // missing tells a missing object from a missing bucket, which the file IO

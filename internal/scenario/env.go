@@ -121,6 +121,11 @@ func (e *Env) Close() error {
 // write.delete.mode=merge-on-read and write.update.mode=merge-on-read,
 // overridden and extended by props.
 func (e *Env) CreateTable(ctx context.Context, ident table.Identifier, sc *iceberg.Schema, spec *iceberg.PartitionSpec, formatVersion int, props iceberg.Properties) (*table.Table, error) {
+	return CreateTableIn(ctx, e.Catalog, ident, sc, spec, formatVersion, props)
+}
+
+// CreateTableIn is [Env.CreateTable] in any catalog (glue, hadoop, …).
+func CreateTableIn(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *iceberg.Schema, spec *iceberg.PartitionSpec, formatVersion int, props iceberg.Properties) (*table.Table, error) {
 	if formatVersion != 2 && formatVersion != 3 {
 		return nil, fmt.Errorf("create table %v: format version %d not supported (2 or 3)", ident, formatVersion)
 	}
@@ -128,12 +133,12 @@ func (e *Env) CreateTable(ctx context.Context, ident table.Identifier, sc *icebe
 		return nil, fmt.Errorf("create table %v: identifier needs a namespace and a name", ident)
 	}
 	ns := catalog.NamespaceFromIdent(ident)
-	exists, err := e.Catalog.CheckNamespaceExists(ctx, ns)
+	exists, err := cat.CheckNamespaceExists(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("create table %v: %w", ident, err)
 	}
 	if !exists {
-		if err := e.Catalog.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 			return nil, fmt.Errorf("create namespace %v: %w", ns, err)
 		}
 	}
@@ -148,7 +153,7 @@ func (e *Env) CreateTable(ctx context.Context, ident table.Identifier, sc *icebe
 	if spec != nil {
 		opts = append(opts, catalog.WithPartitionSpec(spec))
 	}
-	tbl, err := e.Catalog.CreateTable(ctx, ident, sc, opts...)
+	tbl, err := cat.CreateTable(ctx, ident, sc, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create table %v: %w", ident, err)
 	}
