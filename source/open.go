@@ -107,7 +107,11 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 	}
 	cat, err := catalog.Load(ctx, name, props)
 	if err != nil {
-		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, newStore(o).explainCatalog(o, err))
+		var se *storeError
+		if err = newStore(o).explainCatalog(o, err); errors.As(err, &se) {
+			return nil, fmt.Errorf("open catalog %q: %w", name, err) // it names the type
+		}
+		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, err)
 	}
 	return cat, nil
 }

@@ -205,12 +205,14 @@ type storeIO struct {
 
 var _ iceio.IO = (*storeIO)(nil)
 
-// Open keeps the *fs.PathError shape (callers and errors.Is(err,
-// fs.ErrNotExist) rely on it) with an explained cause.
+// Open returns an error that callers name the file of (as decodeError and
+// fileError do): an *ioError, so that it is told from a decoder's, that
+// says which store and why, and still matches errors.Is(err,
+// fs.ErrNotExist) for a missing object.
 func (o *storeIO) Open(name string) (iceio.File, error) {
 	f, err := o.inner.Open(name)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: o.s.missing(o.ctx, o.inner, name, err)}
+		return nil, &ioError{o.s.missing(o.ctx, o.inner, name, err)}
 	}
 	return storeFile{File: f, name: name, s: o.s}, nil
 }

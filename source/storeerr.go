@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog/rest"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -82,6 +83,11 @@ func (s *store) explainCatalog(o Options, err error) error {
 		return s.secrets.hideErr(err)
 	}
 	r, ok := reason(err, o.CatalogType)
+	if !ok && errors.Is(err, rest.ErrOAuthError) {
+		// iceberg-go's message is empty when the token endpoint's answer
+		// is not an OAuth error document.
+		r, ok = "the OAuth token request failed: check the credential (or token) property and oauth2-server-uri", true
+	}
 	if !ok {
 		return s.secrets.hideErr(err)
 	}
@@ -92,6 +98,9 @@ func (s *store) explainCatalog(o Options, err error) error {
 	case o.CatalogType == "glue" && s.props["glue.region"] != "":
 		where += " (region " + s.props["glue.region"] + ")"
 	case o.CatalogType == "rest" && ep != "":
+		if u, err := url.Parse(ep); err == nil {
+			ep = u.Redacted()
+		}
 		where += " at " + ep
 	}
 	return &storeError{store: where, reason: r, err: err, secrets: s.secrets}
@@ -203,6 +212,9 @@ func reason(err error, prefix string) (string, bool) {
 		return fmt.Sprintf("cannot resolve host %s%s", dns.Name, after), true
 	case errors.As(err, &op) && op.Op == "dial":
 		return fmt.Sprintf("cannot connect to %s: %v%s", op.Addr, op.Err, after), true
+	case dialFailed.MatchString(msg): // a client that wrapped the error as text
+		m := dialFailed.FindStringSubmatch(msg)
+		return fmt.Sprintf("cannot connect to %s: %s%s", m[1], m[2], after), true
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), strings.Contains(msg, "connection reset"), strings.Contains(msg, "server closed"):
 		return "the connection was dropped" + after, true
@@ -275,6 +287,9 @@ func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
 }
+
+// dialFailed is net's message for a connection that could not be made.
+var dialFailed = regexp.MustCompile(`dial tcp (\S+): (connect: [^,;]+)`)
 
 // loadFailed is iceberg-go's prefix to errors of making a file IO, which
 // repeats the location the caller names.

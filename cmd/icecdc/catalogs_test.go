@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -162,5 +165,34 @@ func TestHadoopCatalog(t *testing.T) {
 	}
 	if got, want := summaries(t, out), strings.Join(bookshopEvents, "\n"); got != want {
 		t.Fatalf("changes:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestRESTCatalogErrorsHideSecrets: a REST catalog that cannot be reached,
+// or refuses the client, gives one line naming the catalog, without the
+// credential or the URI's password.
+func TestRESTCatalogErrorsHideSecrets(t *testing.T) {
+	const secret, password = "client-secret-Xr7Tq", "uri-password-Lp2Vm"
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error": {"message": "bad credentials", "type": "NotAuthorizedException", "code": 401}}`)
+	}))
+	defer refusing.Close()
+	for _, tc := range []struct{ uri, part string }{
+		{"http://icecdc:" + password + "@127.0.0.1:1",
+			"rest catalog at http://icecdc:xxxxx@127.0.0.1:1: cannot connect to 127.0.0.1:1: connect: connection refused"},
+		{strings.Replace(refusing.URL, "http://", "http://icecdc:"+password+"@", 1),
+			"@127.0.0.1:" + strings.Split(refusing.URL, ":")[2] + ": the OAuth token request failed: check the credential"},
+	} {
+		out, errOut, code := runCmd("changes", "--catalog-type", "rest", "--catalog-uri", tc.uri, "--table", "shop.orders",
+			"--catalog-prop", "credential=client-id:"+secret)
+		t.Logf("exit %d: %s", code, strings.TrimSpace(errOut))
+		if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.part) {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want one line with %q", code, out, errOut, tc.part)
+		}
+		if strings.Contains(errOut, secret) || strings.Contains(errOut, password) {
+			t.Fatalf("stderr shows a secret: %s", errOut)
+		}
 	}
 }

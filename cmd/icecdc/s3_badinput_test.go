@@ -111,9 +111,9 @@ func testS3BadInput(t *testing.T, fx *s3Fixture) {
 	t.Run("throttled once per object is retried", func(t *testing.T) {
 		var n atomic.Int32
 		proxy.Set(func(r *http.Request, seen int) moto.Fault {
-			// The first request of the first three objects (the backoff
+			// The first request of the first two objects (the backoff
 			// between attempts is up to 2s each).
-			if seen == 0 && n.Add(1) <= 3 {
+			if seen == 0 && n.Add(1) <= 2 {
 				return moto.Unavailable
 			}
 			return moto.Pass
@@ -161,9 +161,9 @@ func testS3BadInput(t *testing.T, fx *s3Fixture) {
 			return moto.Pass
 		})
 		defer proxy.Set(nil)
-		check(t, append(viaProxy, "--catalog-prop", "s3.request-timeout=1s"), true,
+		check(t, append(viaProxy, "--catalog-prop", "s3.request-timeout=500ms"), true,
 			"data file s3://lake/wh/bookshop.db/orders/data/",
-			"s3 bucket lake at "+proxy.URL+": no answer within 1s (s3.request-timeout) (after 2 attempts)")
+			"s3 bucket lake at "+proxy.URL+": no answer within 500ms (s3.request-timeout) (after 2 attempts)")
 	})
 	t.Run("missing object", func(t *testing.T) {
 		// The data file the fourth snapshot (insert order 6) added: the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -101,6 +102,7 @@ func TestS3(t *testing.T) {
 	fx := &s3Fixture{srv: srv, catArgs: catArgs, tbl: tbl}
 	t.Run("changes", func(t *testing.T) { testS3Changes(t, fx) })
 	t.Run("rest vended credentials", func(t *testing.T) { testS3RESTVended(t, fx) })
+	t.Run("daemon", func(t *testing.T) { testS3Daemon(t, fx) })
 	t.Run("bad input", func(t *testing.T) { testS3BadInput(t, fx) })
 }
 
@@ -218,4 +220,89 @@ func readObject(t *testing.T, props map[string]string, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// testS3Daemon runs `icecdc run` on the table on S3 behind a proxy that
+// refuses the data files, then lets them through: while they are refused
+// the failure shows in the log, /readyz, /status and `icecdc status`, and
+// none of them shows a credential; once they pass, every event of the
+// story is delivered, none skipped or invented.
+func testS3Daemon(t *testing.T, fx *s3Fixture) {
+	t.Setenv("AWS_MAX_ATTEMPTS", "2")
+	proxy := moto.NewProxy(t, fx.srv.Endpoint)
+	var denied atomic.Bool
+	denied.Store(true)
+	proxy.Set(func(r *http.Request, _ int) moto.Fault {
+		if denied.Load() && strings.HasSuffix(r.URL.Path, ".parquet") {
+			return moto.Denied
+		}
+		return moto.Pass
+	})
+	var uri string
+	for i, a := range fx.catArgs {
+		if a == "--catalog-uri" {
+			uri = fx.catArgs[i+1]
+		}
+	}
+	props := moto.S3Props(proxy.URL)
+	var ps []string
+	for _, k := range sortedKeys(props) {
+		ps = append(ps, fmt.Sprintf("%s: '%s'", k, props[k]))
+	}
+	dir := t.TempDir()
+	listen := freeAddr(t)
+	events := dir + "/events.jsonl"
+	cfg := dir + "/icecdc.yaml"
+	body := fmt.Sprintf(`name: s3-cdc
+catalog: {type: sql, uri: '%s', warehouse: 's3://lake/wh', properties: {%s}}
+tables: [{name: bookshop.orders, start: earliest}]
+poll: {interval: 50ms}
+sink: {type: file, file: {path: '%s'}}
+state: {path: '%s'}
+http: {listen: '%s'}
+`, uri, strings.Join(ps, ", "), events, dir+"/state.db", listen)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "-c", cfg)
+	get := func(path string) string {
+		resp, err := http.Get("http://" + listen + path)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	d.waitFor(t, "/readyz to show the denied bucket", func() bool { return strings.Contains(get("/readyz"), "access denied (AccessDenied)") })
+	shown := map[string]string{"/status": get("/status"), "/readyz": get("/readyz")}
+	statusOut, statusErr, code := runCmd("status", "-c", cfg)
+	if code != 0 {
+		t.Fatalf("icecdc status: exit %d: %s", code, statusErr)
+	}
+	shown["icecdc status"] = statusOut + statusErr
+	if !strings.Contains(shown["/status"], "s3 bucket lake at "+proxy.URL+": access denied") {
+		t.Fatalf("/status does not show the failure: %s", shown["/status"])
+	}
+	denied.Store(false)
+	d.waitFor(t, "every event", func() bool {
+		b, _ := os.ReadFile(events)
+		return len(parseLines(t, string(b))) >= len(bookshopEvents)
+	})
+	d.stop(t)
+	b, _ := os.ReadFile(events)
+	if got, want := summaries(t, string(b)), strings.Join(bookshopEvents, "\n"); got != want {
+		t.Fatalf("delivered:\n%s\nwant:\n%s", got, want)
+	}
+	shown["log"] = d.logs.String()
+	if len(d.logLines("icecdc started")) != 1 || !strings.Contains(shown["log"], "access denied (AccessDenied)") {
+		t.Fatalf("the log lacks the start or the failure:\n%s", shown["log"])
+	}
+	for where, text := range shown {
+		for _, secret := range []string{moto.SecretKey, moto.AccessKey} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows the credential %q:\n%s", where, secret, text)
+			}
+		}
+	}
 }
