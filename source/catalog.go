@@ -126,3 +126,24 @@ func sqliteFile(uri string) string {
 	}
 	return p
 }
+
+// ListTables returns the tables of namespace ns as NAMESPACE.NAME, through
+// a catalog opened for the call; errors name the namespace and show no
+// secret.
+func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
+	cat, err := OpenCatalog(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := cat.(catalog.Closer); ok {
+		defer c.Close()
+	}
+	var out []string
+	for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
+		if err != nil {
+			return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, err))
+		}
+		out = append(out, strings.Join(ident, "."))
+	}
+	return out, nil
+}
