@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -63,14 +64,17 @@ func keyNames(key string) []string {
 var (
 	// full: row lineage, where sizes matter.
 	numsFull = []string{"-1", "0", "2^40", "2^50", "2^63-1"}
-	// sequence numbers and snapshot ids, where 0 means something.
+	// sequence numbers, where 0 means something and sizes matter.
 	numsSeq = []string{"-1", "0", "2^40", "2^63-1"}
+	// snapshot ids, where 0 means something.
+	numsSnapID = []string{"-1", "0", "2^63-1"}
 	// other ids: schemas, fields, specs, versions.
 	numsID = []string{"-1", "2^63-1"}
 	// minor: timestamps and ids nothing is computed from.
 	numsMinor = []string{"2^63-1"}
-	// short: the fields of the snapshots sampled less.
-	numsShort = []string{"-1", "2^63-1"}
+	// short: the fields of the snapshots sampled less (their wrong types
+	// are those of the fully walked snapshots, so not tried again).
+	numsShort = []string{"-1", "2^63-1", "no-wrong-type"}
 )
 
 var numValue = map[string]string{"-1": "-1", "0": "0", "2^40": "1099511627776", "2^50": "1125899906842624", "2^63-1": "9223372036854775807"}
@@ -95,8 +99,10 @@ func walkPlan(root any, p Path) (nums []string, ok bool) {
 	switch key {
 	case "first-row-id", "next-row-id", "added-rows":
 		nums = numsFull
-	case "sequence-number", "last-sequence-number", "snapshot-id", "parent-snapshot-id", "current-snapshot-id":
+	case "sequence-number", "last-sequence-number":
 		nums = numsSeq
+	case "snapshot-id", "parent-snapshot-id", "current-snapshot-id":
+		nums = numsSnapID
 	case "timestamp-ms", "last-updated-ms", "order-id", "default-sort-order-id", "last-partition-id":
 		nums = numsMinor
 	default:
@@ -157,10 +163,13 @@ func leafMutations(v any, nums []string, key string) []mutation {
 	}
 	switch v := v.(type) {
 	case json.Number:
-		ms = append([]mutation{del, {"string " + strconv.Quote(v.String()), false, v.String()}}, ms...)
+		ms = append([]mutation{del}, ms...)
+		if !slices.Contains(nums, "no-wrong-type") {
+			ms = append(ms, mutation{"string " + strconv.Quote(v.String()), false, v.String()})
+		}
 		for _, n := range nums {
-			if numValue[n] != v.String() {
-				ms = append(ms, mutation{n, false, json.Number(numValue[n])})
+			if x, ok := numValue[n]; ok && x != v.String() {
+				ms = append(ms, mutation{n, false, json.Number(x)})
 			}
 		}
 		return ms

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/source"
 )
@@ -53,10 +55,6 @@ func fuzzTableFor(f *testing.F) *fuzzTable {
 		shared := filepath.Join(os.TempDir(), fmt.Sprintf("icecdc-fuzz-table-%d", owner))
 		var err error
 		ft := &fuzzTable{}
-		if ft.dir, err = os.MkdirTemp("", "icecdc-fuzz-case-"); err != nil {
-			fuzzSetup = err
-			return
-		}
 		if owner == os.Getpid() {
 			os.RemoveAll(shared)
 			ft.base, err = BuildBase(context.Background(), shared)
@@ -65,6 +63,13 @@ func fuzzTableFor(f *testing.F) *fuzzTable {
 			ft.base, err = LoadBase(filepath.Join(shared, "warehouse"))
 		}
 		if err != nil {
+			fuzzSetup = err
+			return
+		}
+		// Under the owner's directory, which it removes: a worker is
+		// stopped without running its cleanups.
+		ft.dir = filepath.Join(shared, fmt.Sprintf("case-%d", os.Getpid()))
+		if err := os.MkdirAll(ft.dir, 0o755); err != nil {
 			fuzzSetup = err
 			return
 		}
@@ -94,7 +99,6 @@ func fuzzTableFor(f *testing.F) *fuzzTable {
 		f.Fatal(fuzzSetup)
 	}
 	f.Cleanup(func() {
-		os.RemoveAll(fuzzBase.dir)
 		if fuzzBase.owned != "" {
 			os.RemoveAll(fuzzBase.owned)
 		}
@@ -266,7 +270,12 @@ func FuzzTableMetadata(f *testing.F) {
 	}); err == nil {
 		f.Add(rn, []byte{}) // a renamed column
 	}
-	f.Fuzz(func(t *testing.T, meta, list []byte) {
+	f.Fuzz(fuzzBody(ft))
+}
+
+// fuzzBody runs one fuzzed input against ft and checks the invariants.
+func fuzzBody(ft *fuzzTable) func(t *testing.T, meta, list []byte) {
+	return func(t *testing.T, meta, list []byte) {
 		// The table is shared with other fuzzing processes: a replaced
 		// manifest list is this process's copy, and the metadata points
 		// at it where it named the head's list.
@@ -290,10 +299,11 @@ func FuzzTableMetadata(f *testing.F) {
 		case res.alloc > fuzzBudget:
 			t.Fatalf("allocated %d MiB, budget %d MiB", res.alloc>>20, fuzzBudget>>20)
 		}
-		cols, graph, uuid := ft.cols(meta)
+		cols, graph, tableUUID := ft.cols(meta)
 		out := res.out
-		if uuid != "" && uuid != ft.uuid {
-			out = bytes.ReplaceAll(out, []byte(uuid), []byte(ft.uuid))
+		if _, err := uuid.Parse(tableUUID); err == nil && len(tableUUID) == 36 && tableUUID != ft.uuid {
+			// another valid uuid is the table's: events carry it
+			out = bytes.ReplaceAll(out, []byte(`"`+tableUUID), []byte(`"`+ft.uuid))
 		}
 		got, err := ParseEvents(out, cols)
 		if err != nil {
@@ -315,7 +325,7 @@ func FuzzTableMetadata(f *testing.F) {
 				t.Fatalf("the snapshot graph is unchanged, yet: %s", d)
 			}
 		}
-	})
+	}
 }
 
 // cols reads what a mutated metadata.json says about the events: its

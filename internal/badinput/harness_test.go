@@ -34,7 +34,7 @@ const (
 	caseTimeout = 10 * time.Second
 	// daemonStop is how long `icecdc run` may keep running on a corrupt
 	// state file before it is stopped and counted as having accepted it.
-	daemonStop = 4 * time.Second
+	daemonStop = 3 * time.Second
 	// maxOutput bounds what a case may print: the untouched table yields
 	// a few kilobytes.
 	maxOutput = 32 << 20
