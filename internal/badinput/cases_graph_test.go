@@ -208,6 +208,9 @@ func graphCases(s *slot) []tcase {
 		})
 	}
 	add("location moved elsewhere (paths are absolute)", func(w *work) error {
+		// The files now lie outside the table's location: the refusal
+		// names the location.
+		w.name("file:///nonexistent/elsewhere")
 		return set(w, Path{"location"}, "file:///nonexistent/elsewhere")
 	})
 	return cases
