@@ -164,6 +164,10 @@ build_icecdc() {
   must build-icecdc go build -o "$BIN" "$ROOT/cmd/icecdc"
 }
 
+# Sourced (interop/generate_testdata.sh): the helpers and install functions
+# above are all it takes; nothing below runs.
+[ "${BASH_SOURCE[0]}" != "$0" ] && return 0
+
 # ---------------------------------------------------------------- REST catalog
 
 REST_URI=

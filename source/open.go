@@ -160,6 +160,9 @@ func New(o Options) (*Table, error) {
 		st := newStore(o)
 		load := func(ctx context.Context) (*table.Table, error) {
 			fsF := st.fs(loc, iceio.LoadFSFunc(st.props, loc))
+			if err := checkMetadataSize(ctx, fsF, loc); err != nil {
+				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
+			}
 			tbl, err := table.NewFromLocation(ctx, nil, loc, fsF, nil)
 			if err != nil {
 				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
@@ -248,4 +251,30 @@ func (t *Table) maxHeldRows() int {
 		return t.opts.MaxHeldRows
 	}
 	return defaultMaxHeldRows
+}
+
+// maxMetadataBytes bounds the metadata file icecdc reads: it is decoded
+// whole, at a few times its size in memory. Real metadata files, even of
+// tables with thousands of snapshots, are a few MiB.
+const maxMetadataBytes = 64 << 20
+
+// checkMetadataSize refuses a metadata file too large to decode safely.
+func checkMetadataSize(ctx context.Context, fsF func(context.Context) (iceio.IO, error), loc string) error {
+	fs, err := fsF(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := fs.Open(loc)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() > maxMetadataBytes {
+		return fmt.Errorf("the file is %d bytes, more than the %d MiB icecdc reads: it is not table metadata, or it is damaged", st.Size(), maxMetadataBytes>>20)
+	}
+	return nil
 }

@@ -22,7 +22,10 @@ type Table struct {
 	dels  *deleteIndex
 	eq    eqCache
 
-	v2Known, v2Deletes bool // see mayHaveV2Deletes
+	v2Known, v2Deletes bool            // see mayHaveV2Deletes
+	chain              map[int64]int64 // see ancestry
+	chainCut           bool
+	chainMin           int64
 }
 
 var _ cdc.Source = (*Table)(nil)
@@ -45,7 +48,10 @@ func (t *Table) Refresh(ctx context.Context) error {
 		return fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
 	t.tbl = tbl
-	t.v2Known = false
+	t.v2Known, t.chain = false, nil
+	if err := t.checkSchemas(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -164,6 +170,11 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 		seen[s.SnapshotID] = true
 		if s.SequenceNumber < 0 {
 			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has a negative sequence-number %d", name, s.SnapshotID, s.SequenceNumber)}
+		}
+		if s.SequenceNumber == 0 && s.FirstRowID != nil {
+			// Sequence number 0 is what format v1 snapshots read as; a
+			// snapshot with row lineage was written under v3.
+			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has first-row-id but sequence-number 0 (missing?)", name, s.SnapshotID)}
 		}
 		if s.SequenceNumber <= afterSeq {
 			return true, nil

@@ -115,7 +115,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		sink.Close(context.Background())
 		return err // nil: stopped by a signal while waiting
 	}
-	if err := markUnexpectedStarts(store, cfg.Name, p.Tables); err != nil {
+	if err := markUnexpectedStarts(store, cfg.Name, p.Tables, adopt); err != nil {
 		sink.Close(context.Background())
 		return err
 	}
@@ -153,7 +153,11 @@ func logOpened(log *slog.Logger, cfg *Config, o state.Opened, adopt bool) {
 // pipeline's other tables: right for a table just added to the
 // configuration (or reset), but also what a table that lost its
 // checkpoint (a renamed table, a damaged key) looks like.
-func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.TableSpec) error {
+//
+// When the file also holds checkpoints of tables the configuration does
+// not list, a configured table without one may be that table renamed (or
+// its key damaged): the run is refused unless adopt says to go on.
+func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.TableSpec, adopt bool) error {
 	stored, err := store.Tables(pipeline)
 	if err != nil || len(stored) == 0 {
 		return err
@@ -162,6 +166,25 @@ func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.Tabl
 	has := map[string]bool{}
 	for i, st := range stored {
 		names[i], has[st.Table] = st.Table, true
+	}
+	configured := map[string]bool{}
+	var missing, orphans []string
+	for _, t := range tables {
+		configured[t.Name] = true
+		if !has[t.Name] {
+			missing = append(missing, t.Name)
+		}
+	}
+	for _, st := range stored {
+		if !configured[st.Table] {
+			orphans = append(orphans, fmt.Sprintf("%q", st.Table))
+		}
+	}
+	if len(missing) > 0 && len(orphans) > 0 && !adopt {
+		return fmt.Errorf("state %s holds checkpoints of %s, which the configuration does not list, and none of %s, which it does: "+
+			"was a table renamed, or a key of the file damaged? Restore the name to resume it; 'icecdc reset --table NAME' forgets a table that was removed; "+
+			"'icecdc run --adopt-state' starts %s from the configured start",
+			store.Path(), strings.Join(orphans, ", "), strings.Join(missing, ", "), strings.Join(missing, ", "))
 	}
 	if len(names) > 5 {
 		names = append(names[:5], fmt.Sprintf("and %d more", len(stored)-5))
