@@ -88,6 +88,12 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
+	if err := waitForPatterns(ctx, cfg, log); err != nil { // tables: ns.* that matches no table yet
+		if ctx.Err() != nil {
+			return nil // stopped while waiting
+		}
+		return err
+	}
 	sink, err := buildSink(cfg, out, log, metrics)
 	if err != nil {
 		return err
