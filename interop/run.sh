@@ -174,8 +174,17 @@ install_kcat() {
   kcat -V | grep -i "^version" || kcat -V | head -n 1
 }
 
+# The Go build runs in the background while the other installs run
+# (launch_build); build_icecdc waits for it.
+BUILD_PID=
+launch_build() {
+  must build-icecdc go build -o "$BIN" "$ROOT/cmd/icecdc" &
+  BUILD_PID=$!
+}
+
 build_icecdc() {
-  must build-icecdc go build -o "$BIN" "$ROOT/cmd/icecdc"
+  [ -n "$BUILD_PID" ] || launch_build
+  wait "$BUILD_PID"
 }
 
 # ---------------------------------------------------------------- REST catalog
@@ -451,6 +460,7 @@ s3_run() {
 
 # ---------------------------------------------------------------- main
 
+launch_build
 part install-python install_python
 PY_OK=$?
 part install-jars install_jars
