@@ -127,7 +127,10 @@ func TestExampleConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := parseConfig(raw, env(map[string]string{"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})); err != nil {
+		if _, err := parseConfig(raw, env(map[string]string{
+			"ICECDC_CATALOG_URI": "http://rest:8181", "ICECDC_S3_ENDPOINT": "http://s3:5000",
+			"ICECDC_S3_REGION": "us-east-1", "ICECDC_KAFKA_BROKERS": "kafka:9092",
+		})); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
