@@ -416,7 +416,7 @@ compose_start() {
   COMPOSE_PID=$!
   PIDS+=("$COMPOSE_PID")
   for ((i = 0; i < 150; i++)); do
-    if grep -q '"msg":"no table matches yet' "$dir/icecdc.log"; then
+    if grep -q '"msg":"no table to follow yet' "$dir/icecdc.log"; then
       echo "compose: icecdc run -c examples/icecdc.compose.yaml (pid $COMPOSE_PID) is waiting for a table to match shop.*"
       return 0
     fi
