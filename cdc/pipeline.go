@@ -130,6 +130,8 @@ type follower struct {
 	spec TableSpec
 	log  *slog.Logger
 	cp   Checkpoint
+	// cpFrom names where cp was read, for errors that doubt it.
+	cpFrom string
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
@@ -213,7 +215,7 @@ func (f *follower) load(ctx context.Context) error {
 			return fmt.Errorf("restore checkpoint from sink: %w", err)
 		}
 		if found {
-			f.cp = cp
+			f.cp, f.cpFrom = cp, "the sink's checkpoint record"
 			return nil
 		}
 	}
@@ -243,7 +245,10 @@ func (f *follower) load(ctx context.Context) error {
 			f.log.Info("no checkpoint: starting", "position", cp.String())
 		}
 	}
-	f.cp = cp
+	f.cp, f.cpFrom = cp, "the state store"
+	if p, ok := f.p.Store.(interface{ Path() string }); ok {
+		f.cpFrom = "state file " + p.Path()
+	}
 	return nil
 }
 
@@ -264,8 +269,8 @@ func (f *follower) catchUp(ctx context.Context) error {
 	f.synced = false
 	info := src.Info()
 	if f.cp.TableUUID != "" && f.cp.TableUUID != info.UUID {
-		return fmt.Errorf("%w: table uuid changed from %s to %s: the table was dropped and re-created; "+
-			"to follow the new table, run 'icecdc reset --table %s' (or change its start) and restart", ErrHistory, f.cp.TableUUID, info.UUID, f.spec.Name)
+		return fmt.Errorf("%w: table uuid changed from %s (checkpoint in %s) to %s: the table was dropped and re-created; "+
+			"to follow the new table, run 'icecdc reset --table %s' (or change its start) and restart", ErrHistory, f.cp.TableUUID, f.cpFrom, info.UUID, f.spec.Name)
 	}
 	if f.cp.Initial && !f.cp.Done {
 		if err := f.initialRead(ctx); err != nil {
@@ -278,14 +283,14 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	snaps, err := src.Snapshots(ctx, after, 0)
 	if errors.Is(err, ErrHistory) {
-		return fmt.Errorf("%w; the checkpoint is snapshot %d (sequence number %d): to resync, run 'icecdc reset --table %s' and restart with start: latest or initial",
-			err, f.cp.SnapshotID, f.cp.Seq, f.spec.Name)
+		return fmt.Errorf("%w; the checkpoint is snapshot %d (sequence number %d, in %s): to resync, run 'icecdc reset --table %s' and restart with start: latest or initial",
+			err, f.cp.SnapshotID, f.cp.Seq, f.cpFrom, f.spec.Name)
 	}
 	if err != nil {
 		return err
 	}
 	if err := f.checkContinuity(snaps); err != nil {
-		return err
+		return fmt.Errorf("%w (the checkpoint was read from %s)", err, f.cpFrom)
 	}
 	f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 	f.lag(snaps)

@@ -20,11 +20,16 @@ CONTENT = {0: "data", 1: "posdel", 2: "eqdel"}
 _io = PyArrowFileIO()
 
 
-def local(path):
-    for p in ("file://", "file:"):
-        if path.startswith(p):
-            return path[len(p):]
-    return path
+def configure(props):
+    """Read through a FileIO with these properties (s3.endpoint, keys, ...):
+    the tables may live on the S3 server as well as in local files."""
+    global _io
+    _io = PyArrowFileIO(props)
+
+
+def read_json(path):
+    with _io.new_input(path).open() as fh:
+        return json.loads(fh.read())
 
 
 def read_avro(path):
@@ -45,30 +50,33 @@ def _to_dict(rec, struct_type):
 
 def puffin_blobs(path):
     """The blob list of a Puffin file's footer."""
-    with open(local(path), "rb") as fh:
-        fh.seek(-12, 2)
+    inp = _io.new_input(path)
+    length = len(inp)
+    with inp.open() as fh:
+        fh.seek(length - 12)
         size, flags = struct.unpack("<ii", fh.read(8))
         if fh.read(4) != b"PFA1":
             return None
         if flags & 1:
             return "compressed footer"
-        fh.seek(-12 - size, 2)
+        fh.seek(length - 12 - size)
         return json.loads(fh.read(size))["blobs"]
 
 
 def lineage_columns(path):
     """How an added Parquet file stores _row_id and lusn: 'absent' or non-null/total."""
-    pf = pq.ParquetFile(local(path))
-    names = pf.schema_arrow.names
-    out = {}
-    for col, short in (("_row_id", "_row_id"), ("_last_updated_sequence_number", "lusn")):
-        if col not in names:
-            out[short] = "absent"
-            continue
-        arr = pf.read(columns=[col]).column(0)
-        vals = [v for v in arr.to_pylist() if v is not None]
-        rng = f" [{min(vals)}..{max(vals)}]" if vals else ""
-        out[short] = f"{len(vals)}/{len(arr)} set{rng}"
+    with _io.new_input(path).open() as fh:
+        pf = pq.ParquetFile(fh)
+        names = pf.schema_arrow.names
+        out = {}
+        for col, short in (("_row_id", "_row_id"), ("_last_updated_sequence_number", "lusn")):
+            if col not in names:
+                out[short] = "absent"
+                continue
+            arr = pf.read(columns=[col]).column(0)
+            vals = [v for v in arr.to_pylist() if v is not None]
+            rng = f" [{min(vals)}..{max(vals)}]" if vals else ""
+            out[short] = f"{len(vals)}/{len(arr)} set{rng}"
     return out
 
 
@@ -152,8 +160,7 @@ def snapshot_facts(snap, alias):
 
 def table_facts(metadata_path, ancestry):
     """Facts for the snapshots in ancestry (ids, oldest first): {id: [lines]}."""
-    with open(local(metadata_path)) as fh:
-        meta = json.load(fh)
+    meta = read_json(metadata_path)
     snaps = {s["snapshot-id"]: s for s in meta.get("snapshots", [])}
     alias = Aliases()
     out = {}

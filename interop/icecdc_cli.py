@@ -12,11 +12,11 @@ def catalog_args(catalog, ident, catalog_db=None, warehouse=None, rest_uri=None)
             "--warehouse", f"file://{warehouse}", "--table", ident]
 
 
-def changes(binary, args, timeout=300):
+def changes(binary, args, timeout=300, env=None):
     """Returns (OrderedDict snapshot_id -> [event], error or None, stderr)."""
     cmd = [binary, "changes"] + args
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return OrderedDict(), f"timed out after {timeout}s: {' '.join(cmd)}", ""
     by_snap = OrderedDict()

@@ -19,7 +19,15 @@
 #      produces and consumes through it;
 #   3. kafka e2e: `icecdc run` streams the tables to the broker with
 #      exactly-once delivery, is SIGKILLed and restarted, and a read_committed
-#      kcat consumer must see every event exactly once, in order.
+#      kcat consumer must see every event exactly once, in order;
+#   4. object storage (issue 8): a moto server on loopback serves S3 and Glue;
+#      Spark writes a subset of the scenarios through S3FileIO into the JDBC
+#      catalog, the REST catalog and Glue, all with warehouses on S3, and
+#      icecdc must read them as exactly as local files; `icecdc run` with
+#      examples/icecdc.compose.yaml (docker-compose's config) follows the
+#      REST one into Kafka, and a file-sink `icecdc run` reads the JDBC ones.
+# The servers start together, before Spark (the compose daemon waits for
+# its table while Spark writes it).
 # Exit status: 0 only when every part passed.
 set -uo pipefail
 
@@ -143,11 +151,17 @@ install_jars() {
     must install-jars apt-get update || return 1
     must install-jars apt-get install -y maven || return 1
   fi
-  local what
+  local what stamp
   for what in kafka rest; do
-    rm -rf "$CACHE/jars/$what"
-    must install-jars mvn -B -q -f "$HERE/maven/$what/pom.xml" dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$CACHE/jars/$what" || return 1
+    # The poms pin every version: the same pom gives the same jars, so a
+    # cache made from it is kept (its copy is 150 MB and some seconds).
+    stamp=$(sha256sum "$HERE/maven/$what/pom.xml" | cut -d' ' -f1)
+    if [ "$(cat "$CACHE/jars/$what/.pom.sha256" 2>/dev/null)" != "$stamp" ]; then
+      rm -rf "$CACHE/jars/$what"
+      must install-jars mvn -B -q -f "$HERE/maven/$what/pom.xml" dependency:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory="$CACHE/jars/$what" || return 1
+      echo "$stamp" >"$CACHE/jars/$what/.pom.sha256"
+    fi
     echo "$what: $(ls "$CACHE/jars/$what" | wc -l) jars, $(du -sh "$CACHE/jars/$what" | cut -f1)"
   done
 }
@@ -160,32 +174,61 @@ install_kcat() {
   kcat -V | grep -i "^version" || kcat -V | head -n 1
 }
 
-build_icecdc() {
-  must build-icecdc go build -o "$BIN" "$ROOT/cmd/icecdc"
+# The Go build runs in the background while the other installs run
+# (launch_build); build_icecdc waits for it.
+BUILD_PID=
+launch_build() {
+  must build-icecdc go build -o "$BIN" "$ROOT/cmd/icecdc" &
+  BUILD_PID=$!
 }
+
+build_icecdc() {
+  [ -n "$BUILD_PID" ] || launch_build
+  wait "$BUILD_PID"
+}
+
+# Sourced (interop/generate_testdata.sh): the helpers and install functions
+# above are all it takes; nothing below runs.
+[ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
 
-REST_URI=
-start_rest() {
-  local port pid
+# launch_rest_server NAME ENV...: starts the REST catalog server (the
+# catalog in $WORK/NAME) in the background and returns at once;
+# await_rest_server NAME waits for it and prints its URI.
+declare -A SERVER_PORT SERVER_PID
+launch_rest_server() {
+  local name=$1 port
+  shift
   port=$(free_port)
-  mkdir -p "$WORK/rest/wh"
+  mkdir -p "$WORK/$name/wh"
   (
-    cd "$WORK/rest" || exit 1
-    exec env CATALOG_URI="jdbc:sqlite:$WORK/rest/catalog.db" CATALOG_WAREHOUSE="file:$WORK/rest/wh" \
-      CATALOG_REST_PORT="$port" CATALOG_JDBC_SCHEMA__VERSION=V1 \
+    cd "$WORK/$name" || exit 1
+    exec env CATALOG_URI="jdbc:sqlite:$WORK/$name/catalog.db" CATALOG_WAREHOUSE="file:$WORK/$name/wh" \
+      CATALOG_REST_PORT="$port" CATALOG_JDBC_SCHEMA__VERSION=V1 "$@" \
       java -Xmx512m -cp "$CACHE/jars/rest/*" org.apache.iceberg.rest.RESTCatalogServer
-  ) >"$LOGS/rest-server.log" 2>&1 &
-  pid=$!
-  PIDS+=("$pid")
+  ) >"$LOGS/$name-server.log" 2>&1 &
+  SERVER_PORT[$name]=$port
+  SERVER_PID[$name]=$!
+  PIDS+=("$!")
+}
+
+await_rest_server() {
+  local name=$1 port=${SERVER_PORT[$1]:-} pid=${SERVER_PID[$1]:-}
+  [ -n "$port" ] || { echo "interop: the $name catalog server was not started"; return 1; }
   if ! wait_port "$port" 60 "$pid"; then
-    echo "interop: command failed: java -cp '$CACHE/jars/rest/*' org.apache.iceberg.rest.RESTCatalogServer"
-    tail -n 25 "$LOGS/rest-server.log" | sed 's/^/    /'
+    echo "interop: command failed: java -cp '$CACHE/jars/rest/*' org.apache.iceberg.rest.RESTCatalogServer (log $LOGS/$name-server.log)"
+    tail -n 25 "$LOGS/$name-server.log" | sed 's/^/    /'
     return 1
   fi
-  REST_URI=http://127.0.0.1:$port
-  echo "Iceberg REST catalog server at $REST_URI (pid $pid)"
+  echo "http://127.0.0.1:$port"
+}
+
+REST_URI=
+start_rest() {
+  [ -n "${SERVER_PORT[rest]:-}" ] || launch_rest_server rest
+  REST_URI=$(await_rest_server rest) || { echo "$REST_URI"; REST_URI=; return 1; }
+  echo "Iceberg REST catalog server at $REST_URI (pid ${SERVER_PID[rest]})"
 }
 
 # ---------------------------------------------------------------- Spark scenarios
@@ -193,6 +236,8 @@ start_rest() {
 spark_scenarios() {
   local args=(--work "$WORK/spark" --ivy "$CACHE/ivy" --icecdc "$BIN" --facts "$WORK/facts.txt")
   [ -n "$REST_URI" ] && args+=(--rest-uri "$REST_URI")
+  [ -n "$S3_ENDPOINT" ] && args+=(--s3-endpoint "$S3_ENDPOINT")
+  [ -n "$REST_S3_URI" ] && args+=(--rest-s3-uri "$REST_S3_URI")
   # shellcheck disable=SC2206
   [ -n "${ICECDC_INTEROP_ONLY:-}" ] && args+=(--only ${ICECDC_INTEROP_ONLY})
   (cd "$HERE" && "$PY" run_scenarios.py "${args[@]}") 2>"$LOGS/spark.stderr" | tee "$LOGS/scenarios.out"
@@ -304,8 +349,122 @@ kafka_e2e() {
   return $rc
 }
 
+# ---------------------------------------------------------------- S3 and Glue (issue 8)
+# One moto server on loopback serves S3 and the Glue API; interop/stores.py
+# says which catalog keeps its warehouse where (bucket s3://warehouse). A
+# second REST catalog server ("rest-s3") keeps its warehouse on S3 and vends
+# its S3 keys with each table. The Spark scenarios with -s3/-glue in their
+# names are written there (interop/scenarios.py).
+S3_ENDPOINT= S3_PORT= S3_PID= REST_S3_URI=
+launch_s3() {
+  S3_PORT=$(free_port)
+  "$PY" -m moto.server -H 127.0.0.1 -p "$S3_PORT" >"$LOGS/moto-server.log" 2>&1 &
+  S3_PID=$!
+  PIDS+=("$S3_PID")
+}
+
+start_s3() {
+  [ -n "$S3_PID" ] || launch_s3
+  if ! wait_port "$S3_PORT" 60 "$S3_PID"; then
+    echo "interop: command failed: $PY -m moto.server -H 127.0.0.1 -p $S3_PORT"
+    tail -n 25 "$LOGS/moto-server.log" | sed 's/^/    /'
+    return 1
+  fi
+  must s3-server "$PY" "$HERE/stores.py" create-bucket "http://127.0.0.1:$S3_PORT" || return 1
+  S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+  echo "moto $("$PY" -c 'import moto; print(moto.__version__)') (S3 and Glue) at $S3_ENDPOINT (pid $S3_PID), bucket s3://warehouse"
+}
+
+launch_rest_s3() {
+  local envs
+  mapfile -t envs < <("$PY" "$HERE/stores.py" rest-server-env "http://127.0.0.1:$S3_PORT")
+  launch_rest_server rest-s3 "${envs[@]}"
+}
+
+start_rest_s3() {
+  REST_S3_URI=$(await_rest_server rest-s3) || { echo "$REST_S3_URI"; REST_S3_URI=; return 1; }
+  echo "Iceberg REST catalog server with its warehouse on S3 at $REST_S3_URI (pid ${SERVER_PID[rest-s3]})"
+}
+
+# only_has NAME: whether ICECDC_INTEROP_ONLY (when set) keeps scenario NAME.
+only_has() {
+  [ -z "${ICECDC_INTEROP_ONLY:-}" ] || [[ " $ICECDC_INTEROP_ONLY " == *" $1 "* ]]
+}
+
+# The docker-compose config, tested: `icecdc run -c examples/icecdc.compose.yaml`
+# starts before Spark has created any table, with the environment pointing
+# it at the loopback servers (the compose file points it at its services)
+# and no AWS variable: its `tables: shop.*` must wait, saying so, and then
+# follow shop.orders (the bookshop-rest-s3 scenario) into Kafka while Spark
+# writes it; compose_check compares what kcat reads with `icecdc changes`.
+COMPOSE_PID= COMPOSE_HTTP=
+compose_start() {
+  if ! only_has bookshop-rest-s3; then
+    echo "compose: skipped (ICECDC_INTEROP_ONLY leaves out bookshop-rest-s3, the table it follows)"
+    return 3
+  fi
+  local dir=$WORK/compose v i
+  local unset=()
+  mkdir -p "$dir"
+  for v in $(compgen -e); do [[ $v == AWS_* ]] && unset+=(-u "$v"); done
+  COMPOSE_HTTP=127.0.0.1:$(free_port)
+  env "${unset[@]}" AWS_EC2_METADATA_DISABLED=true \
+    ICECDC_CATALOG_URI="$REST_S3_URI" ICECDC_S3_ENDPOINT="$S3_ENDPOINT" ICECDC_S3_REGION=us-east-1 \
+    ICECDC_KAFKA_BROKERS="$KAFKA" \
+    "$BIN" run -c "$ROOT/examples/icecdc.compose.yaml" -state "$dir/state.db" -listen "$COMPOSE_HTTP" \
+    >"$dir/icecdc.log" 2>&1 &
+  COMPOSE_PID=$!
+  PIDS+=("$COMPOSE_PID")
+  for ((i = 0; i < 150; i++)); do
+    if grep -q '"msg":"no table to follow yet' "$dir/icecdc.log"; then
+      echo "compose: icecdc run -c examples/icecdc.compose.yaml (pid $COMPOSE_PID) is waiting for a table to match shop.*"
+      return 0
+    fi
+    kill -0 "$COMPOSE_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "interop: command failed: $BIN run -c $ROOT/examples/icecdc.compose.yaml (no 'waiting' message; log $dir/icecdc.log)"
+  tail -n 25 "$dir/icecdc.log" | sed 's/^/    /'
+  return 1
+}
+
+compose_check() {
+  [ -n "$COMPOSE_PID" ] || { echo "compose: the daemon did not start"; return 1; }
+  (cd "$HERE" && "$PY" daemons_s3.py compose --icecdc "$BIN" --s3-endpoint "$S3_ENDPOINT" \
+    --rest-s3-uri "$REST_S3_URI" --brokers "$KAFKA" --http "$COMPOSE_HTTP" --log "$WORK/compose/icecdc.log") \
+    2>"$LOGS/compose-check.stderr"
+  local rc=$? code
+  stop_pid "$COMPOSE_PID"
+  wait "$COMPOSE_PID"
+  code=$?
+  COMPOSE_PID=
+  if [ $code -ne 0 ]; then
+    echo "compose: icecdc run ended with exit $code on SIGTERM (log $WORK/compose/icecdc.log)"
+    tail -n 10 "$WORK/compose/icecdc.log" | sed 's/^/    /'
+    rc=1
+  else
+    echo "compose: SIGTERM: exit 0"
+  fi
+  [ $rc -ne 0 ] && [ -s "$LOGS/compose-check.stderr" ] && tail -n 20 "$LOGS/compose-check.stderr" | sed 's/^/    /'
+  return $rc
+}
+
+# A file-sink `icecdc run` over every table of the JDBC catalog on S3.
+s3_run() {
+  if [ ! -f "$WORK/spark/s3catalog.db" ] && [ -n "${ICECDC_INTEROP_ONLY:-}" ]; then
+    echo "s3 run: skipped (ICECDC_INTEROP_ONLY leaves out the S3 scenarios)"
+    return 3
+  fi
+  (cd "$HERE" && "$PY" daemons_s3.py s3-run --icecdc "$BIN" --s3-endpoint "$S3_ENDPOINT" \
+    --s3-catalog-db "$WORK/spark/s3catalog.db" --work "$WORK/s3-run") 2>"$LOGS/s3-run.stderr"
+  local rc=$?
+  [ $rc -ne 0 ] && tail -n 20 "$LOGS/s3-run.stderr" | sed 's/^/    /'
+  return $rc
+}
+
 # ---------------------------------------------------------------- main
 
+launch_build
 part install-python install_python
 PY_OK=$?
 part install-jars install_jars
@@ -315,11 +474,39 @@ KCAT_OK=$?
 part build-icecdc build_icecdc
 GO_OK=$?
 
+# The servers start together: moto and the REST catalog servers boot in the
+# background while the broker starts; the parts after it wait for each.
+[ $PY_OK -eq 0 ] && launch_s3
+if [ $JARS_OK -eq 0 ]; then
+  launch_rest_server rest
+  [ $PY_OK -eq 0 ] && launch_rest_s3
+fi
+KAFKA_PARTS=0
+if [ $JARS_OK -eq 0 ] && [ $KCAT_OK -eq 0 ]; then
+  KAFKA_PARTS=1
+  part kafka-start kafka_start
+else
+  echo "interop: kafka parts not run: the broker's jars or kcat are missing (see above)"
+  FAILED+=(kafka)
+fi
 if [ $JARS_OK -eq 0 ]; then
   part rest-catalog start_rest
 else
   echo "interop: rest-catalog not started: its jars did not install"
   FAILED+=(rest-catalog)
+fi
+if [ $PY_OK -eq 0 ]; then
+  part s3-server start_s3
+  [ $JARS_OK -eq 0 ] && part rest-s3-catalog start_rest_s3
+else
+  echo "interop: s3-server not started: the Python packages (moto) did not install"
+  FAILED+=(s3-server)
+fi
+if [ -n "$KAFKA" ] && [ -n "$REST_S3_URI" ] && [ $GO_OK -eq 0 ]; then
+  part compose-start compose_start
+else
+  echo "interop: compose not run: it needs the broker, the REST catalog on S3 and the icecdc build (see above)"
+  FAILED+=(compose)
 fi
 
 if [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ]; then
@@ -329,14 +516,15 @@ else
   FAILED+=(spark-scenarios)
 fi
 
-if [ $JARS_OK -eq 0 ] && [ $KCAT_OK -eq 0 ]; then
-  part kafka-start kafka_start
+[ -n "$COMPOSE_PID" ] && part compose-check compose_check
+if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
+  part s3-run s3_run
+fi
+
+if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-smoke kafka_smoke
   part kafka-e2e kafka_e2e
   kafka_stop
-else
-  echo "interop: kafka parts not run: the broker's jars or kcat are missing (see above)"
-  FAILED+=(kafka)
 fi
 
 if [ -s "$WORK/facts.txt" ]; then

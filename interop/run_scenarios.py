@@ -7,12 +7,12 @@ scenario is not exact or PyIceberg disagrees on a row count.
 """
 
 import argparse
-import json
 import os
 import re
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 import facts
 import icecdc_cli
@@ -20,6 +20,7 @@ import oracle
 import pyiceberg_check
 import scenarios
 import spark_session
+import stores
 
 
 def sql(spark, stmt):
@@ -96,7 +97,8 @@ def live(spark, sc, sid):
         return oracle.Live(rows, why=str(err).strip().splitlines()[0][:200])
 
 
-def run_scenario(spark, sc, args, out):
+def spark_part(spark, sc, out):
+    """What needs Spark: build the table, and its live rows at every snapshot."""
     t = {}
     t0 = time.monotonic()
     steps = build(spark, sc)
@@ -110,23 +112,34 @@ def run_scenario(spark, sc, args, out):
         if refused:
             out.append(f"  note: instead ran: {ran[-1]}")
     meta_path = metadata_location(spark, sc)
-    with open(facts.local(meta_path)) as fh:
-        meta = json.load(fh)
+    meta = facts.read_json(meta_path)
     snaps = ancestry(meta)
 
     t0 = time.monotonic()
     lives = {s["snapshot-id"]: live(spark, sc, s["snapshot-id"]) for s in snaps}
     t["oracle"] = time.monotonic() - t0
+    return t, labels, meta_path, meta, snaps, lives
 
+
+def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
+    """What needs no Spark (it runs while Spark builds the next table):
+    icecdc's events against the oracle's, PyIceberg's row counts, the facts."""
     t0 = time.monotonic()
-    cargs = icecdc_cli.catalog_args(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
-    got, err, stderr = icecdc_cli.changes(args.icecdc, cargs)
+    if sc.catalog in stores.S3_CATALOGS:
+        cargs = stores.icecdc_args(sc.catalog, sc.ident, args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri)
+    else:
+        cargs = icecdc_cli.catalog_args(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
+    got, err, stderr = icecdc_cli.changes(args.icecdc, cargs, env=stores.clean_env())
     t["icecdc"] = time.monotonic() - t0
     warnings = [ln for ln in stderr.splitlines() if ln.strip()]
 
     t0 = time.monotonic()
     try:
-        ptable = pyiceberg_check.load_table(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
+        if sc.catalog in stores.S3_CATALOGS:
+            pcat = stores.pyiceberg_catalog(sc.catalog, args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri)
+            ptable = pcat.load_table(sc.ident)
+        else:
+            ptable = pyiceberg_check.load_table(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
         pcounts = pyiceberg_check.row_counts(ptable, [s["snapshot-id"] for s in snaps])
     except Exception as perr:
         pcounts = {s["snapshot-id"]: f"load failed: {type(perr).__name__}: {perr}" for s in snaps}
@@ -177,34 +190,37 @@ def main():
     ap.add_argument("--ivy", required=True)
     ap.add_argument("--icecdc", required=True)
     ap.add_argument("--rest-uri")
+    ap.add_argument("--s3-endpoint", help="the S3 (and Glue) server: adds the S3 and Glue scenarios")
+    ap.add_argument("--rest-s3-uri", help="the REST catalog server whose warehouse is on S3")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--facts", help="write every snapshot's facts here")
     ap.add_argument("--verbose", action="store_true", help="print every snapshot, not only failing ones")
     args = ap.parse_args()
     args.catalog_db = os.path.join(args.work, "catalog.db")
     args.warehouse = os.path.join(args.work, "wh")
+    args.s3_catalog_db = os.path.join(args.work, "s3catalog.db")
     os.makedirs(args.warehouse, exist_ok=True)
+    if args.s3_endpoint:
+        facts.configure(stores.s3_props(args.s3_endpoint))
 
-    known = [sc.name for sc in scenarios.all_scenarios(with_rest=bool(args.rest_uri))]
+    def all_scenarios():
+        return scenarios.all_scenarios(with_rest=bool(args.rest_uri), with_s3=bool(args.s3_endpoint),
+                                       with_rest_s3=bool(args.rest_s3_uri))
+
+    known = [sc.name for sc in all_scenarios()]
     unknown = sorted(set(args.only or []) - set(known))
     if unknown:
         print(f"scenarios: unknown {unknown}; known: {' '.join(known)}")
         return 2
-    spark, secs = spark_session.start(args.catalog_db, args.warehouse, args.ivy, args.rest_uri)
+    spark, secs = spark_session.start(args.catalog_db, args.warehouse, args.ivy, args.rest_uri,
+                                      args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri)
     print(f"timing: spark session start {secs:.1f}s (spark {spark.version})", flush=True)
     failed, passed = [], 0
     report, warned = [], set()
-    for sc in scenarios.all_scenarios(with_rest=bool(args.rest_uri)):
-        if args.only and sc.name not in args.only:
-            continue
-        t0 = time.monotonic()
-        try:
-            notes = []
-            ok, line, header, detail, warnings, t = run_scenario(spark, sc, args, notes)
-        except Exception as err:
-            traceback.print_exc()
-            ok, line, header, detail, warnings, t = False, f"scenario {sc.name}: FAILED to build or read: {err}", "", [], [], {}
-        total = time.monotonic() - t0
+
+    def checked(sc, notes, result):
+        nonlocal passed
+        ok, line, header, detail, warnings, t = result
         print(line, flush=True)
         for n in notes:
             print(n)
@@ -216,13 +232,43 @@ def main():
         for good, block in detail:
             if not good or args.verbose:
                 print("\n".join(block))
-        print("  timing: " + " ".join(f"{k} {v:.1f}s" for k, v in t.items()) + f" total {total:.1f}s", flush=True)
+        print("  timing: " + " ".join(f"{k} {v:.1f}s" for k, v in t.items()) + f" total {sum(t.values()):.1f}s", flush=True)
         report.append(f"== {sc.name} ({sc.table}) {header}")
-        report += [ln for _, block in detail for ln in block]
+        report.extend(ln for _, block in detail for ln in block)
         if ok:
             passed += 1
         else:
             failed.append(sc.name)
+
+    def check(sc, *parts):
+        try:
+            return check_part(sc, args, *parts)
+        except Exception as err:
+            traceback.print_exc()
+            return False, f"scenario {sc.name}: FAILED to read: {err}", "", [], [], parts[0]
+
+    # Scenario N's checks run in a thread while Spark builds scenario N+1;
+    # the results are printed in scenario order.
+    pending = None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for sc in all_scenarios():
+            if args.only and sc.name not in args.only:
+                continue
+            notes = []
+            try:
+                parts = spark_part(spark, sc, notes)
+            except Exception as err:
+                traceback.print_exc()
+                parts, failure = None, (False, f"scenario {sc.name}: FAILED to build or read: {err}", "", [], [], {})
+            if pending:
+                checked(pending[0], pending[1], pending[2].result())
+                pending = None
+            if parts is None:
+                checked(sc, notes, failure)
+            else:
+                pending = (sc, notes, pool.submit(check, sc, *parts))
+        if pending:
+            checked(pending[0], pending[1], pending[2].result())
     if args.facts:
         with open(args.facts, "w") as fh:
             fh.write("\n".join(report) + "\n")

@@ -1,9 +1,12 @@
 """The Spark session the scenarios write with: Spark 4.1 + Iceberg 1.11.
 
-Two Iceberg catalogs:
+Iceberg catalogs:
   local  JDBC catalog on a SQLite file (what icecdc's sql catalog reads:
          iceberg-go's catalog/sql, table iceberg_tables, catalog_name 'local')
   rest   the Iceberg REST catalog server started by run.sh (when it runs)
+  s3, rests3, glue
+         tables on the S3 server run.sh starts (moto), written through
+         iceberg-aws's S3FileIO (see stores.py; when it runs)
 """
 
 import os
@@ -11,6 +14,7 @@ import time
 
 ICEBERG_RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0"
+AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.11.0"  # the AWS SDK S3FileIO and GlueCatalog use
 
 # Every v3 scenario table is merge-on-read unless it says otherwise.
 MOR_V3 = {
@@ -21,15 +25,16 @@ MOR_V3 = {
 }
 
 
-def start(catalog_db, warehouse, ivy_dir, rest_uri=None):
+def start(catalog_db, warehouse, ivy_dir, rest_uri=None, s3_endpoint=None, s3_catalog_db=None, rest_s3_uri=None):
     """Start a local Spark session; returns (spark, seconds it took)."""
     from pyspark.sql import SparkSession
 
     t0 = time.monotonic()
+    packages = [ICEBERG_RUNTIME, SQLITE_JDBC] + ([AWS_BUNDLE] if s3_endpoint else [])
     b = (
         SparkSession.builder.master("local[2]")
         .appName("icecdc-interop")
-        .config("spark.jars.packages", f"{ICEBERG_RUNTIME},{SQLITE_JDBC}")
+        .config("spark.jars.packages", ",".join(packages))
         .config("spark.jars.ivy", ivy_dir)
         .config("spark.driver.memory", "2g")
         .config("spark.ui.enabled", "false")
@@ -49,6 +54,11 @@ def start(catalog_db, warehouse, ivy_dir, rest_uri=None):
             .config("spark.sql.catalog.rest.type", "rest")
             .config("spark.sql.catalog.rest.uri", rest_uri)
         )
+    if s3_endpoint:
+        import stores
+        for k, v in stores.spark_conf(s3_endpoint, s3_catalog_db, rest_s3_uri).items():
+            b = b.config(k, v)
+        b = b.config("spark.driver.extraJavaOptions", stores.java_options())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,6 +10,28 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 )
+
+// CatalogTypes are the catalogs icecdc reads, each tested against a real
+// server or directory: rest, sql (SQLite, PostgreSQL, MySQL through
+// iceberg-go's sql catalog), glue (moto's Glue API) and hadoop (a
+// warehouse directory or bucket).
+var CatalogTypes = []string{"sql", "rest", "glue", "hadoop"}
+
+// ErrHiveUnsupported says why the hive catalog is refused.
+var ErrHiveUnsupported = errors.New(`"hive" is not supported yet: iceberg-go's Hive metastore catalog is not ` +
+	"linked, since it has not been tested against a real metastore; use rest, sql, glue or hadoop, " +
+	"or follow the table's metadata file")
+
+// CheckCatalogType refuses a catalog type icecdc does not read.
+func CheckCatalogType(typ string) error {
+	switch typ {
+	case "sql", "rest", "glue", "hadoop":
+		return nil
+	case "hive":
+		return ErrHiveUnsupported
+	}
+	return fmt.Errorf("%q: want %s", typ, strings.Join(CatalogTypes, ", "))
+}
 
 // catalogHandle is a table's catalog, opened on first use. A SQLite
 // catalog is a file that tools often rewrite by renaming a new copy over
@@ -102,4 +125,25 @@ func sqliteFile(uri string) string {
 		return ""
 	}
 	return p
+}
+
+// ListTables returns the tables of namespace ns as NAMESPACE.NAME, through
+// a catalog opened for the call; errors name the namespace and show no
+// secret.
+func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
+	cat, err := OpenCatalog(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := cat.(catalog.Closer); ok {
+		defer c.Close()
+	}
+	var out []string
+	for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
+		if err != nil {
+			return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, err))
+		}
+		out = append(out, strings.Join(ident, "."))
+	}
+	return out, nil
 }

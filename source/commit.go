@@ -55,6 +55,9 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	if snap == nil {
 		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata (expired?)", t.name(t.tbl), si.ID)
 	}
+	if err := t.checkSnapshotFields(snap); err != nil {
+		return nil, err
+	}
 	fs, err := t.reader.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
@@ -67,6 +70,12 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	d, err := t.readDelta(ctx, fs, snap, t.nextRowID())
 	if err != nil {
 		return nil, err
+	}
+	if err := t.checkDelta(snap, d); err != nil {
+		return nil, err
+	}
+	for _, e := range d.removedData {
+		t.files.forget(e.DataFile().FilePath()) // not live from here on
 	}
 	for _, e := range d.addedData {
 		t.files.remember(metaOf(e))

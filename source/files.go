@@ -41,6 +41,10 @@ func (fi *fileIndex) remember(m dataFileMeta) {
 	}
 }
 
+// forget drops a data file that a snapshot removed: a later deletion
+// vector that names it must not find it.
+func (fi *fileIndex) forget(path string) { fi.cache.Remove(path) }
+
 // locate returns the metadata of the data files at paths as seen through
 // the manifest list list. Files not live there are missing from the result.
 // nextRowID bounds the row ids of the entries read (see checkEntry).

@@ -129,7 +129,12 @@ func TestHostileRecordCount(t *testing.T) {
 	t.Run("checked against the footer", func(t *testing.T) {
 		f := appended(t)
 		data := f.rewrite(iceberg.EntryContentData, func(ff *scenario.FileFields) { ff.RecordCount = 1 << 40 })
-		meta := f.hostileMetadata(func(m map[string]any) { m["next-row-id"] = json.Number(fmt.Sprint(int64(1) << 62)) })
+		meta := f.hostileMetadata(func(m map[string]any) {
+			m["next-row-id"] = json.Number(fmt.Sprint(int64(1) << 62))
+			for _, s := range m["snapshots"].([]any) {
+				s.(map[string]any)["added-rows"] = json.Number(fmt.Sprint(int64(1) << 62))
+			}
+		})
 		for _, initial := range []bool{false, true} {
 			alloc, err := run(t, f.openMetadata(meta, nil), initial)
 			wantRefused(t, err, alloc, "data file "+data+": manifest record_count 1099511627776 disagrees with the file's 5 rows")

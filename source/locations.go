@@ -245,12 +245,14 @@ func asIOError(err error) error {
 	return &ioError{err}
 }
 
-// confine returns tbl reading through a confinedIO; cat is the catalog it
-// commits through (nil for a table loaded from a metadata file).
-func confine(o Options, tbl *table.Table, cat table.CatalogIO) *table.Table {
+// confine returns tbl reading through a confinedIO over the store st; cat
+// is the catalog it commits through (nil for a table loaded from a
+// metadata file).
+func confine(o Options, st *store, tbl *table.Table, cat table.CatalogIO) *table.Table {
 	locs := tableLocations(o, tbl.Metadata(), tbl.MetadataLocation())
+	tableFS := st.fs(tbl.Metadata().Location(), tbl.FS)
 	fsF := func(ctx context.Context) (iceio.IO, error) {
-		fs, err := tbl.FS(ctx)
+		fs, err := tableFS(ctx)
 		if err != nil {
 			return nil, err
 		}

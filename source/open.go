@@ -11,10 +11,13 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	_ "github.com/apache/iceberg-go/catalog/rest" // registers the rest catalog
-	_ "github.com/apache/iceberg-go/catalog/sql"  // registers the sql catalog
+	_ "github.com/apache/iceberg-go/catalog/glue"   // registers the glue catalog
+	_ "github.com/apache/iceberg-go/catalog/hadoop" // registers the hadoop catalog
+	_ "github.com/apache/iceberg-go/catalog/rest"   // registers the rest catalog
+	_ "github.com/apache/iceberg-go/catalog/sql"    // registers the sql catalog
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/uptrace/bun/driver/sqliteshim"
 )
 
@@ -25,7 +28,7 @@ type Options struct {
 	MetadataPath string
 
 	CatalogName string // the catalog's own name (sql: catalog_name column)
-	CatalogType string // sql | rest | glue | hive | hadoop
+	CatalogType string // sql | rest | glue | hadoop (CatalogTypes)
 	CatalogURI  string
 	Warehouse   string
 	Props       map[string]string // passed through to iceberg-go
@@ -57,13 +60,13 @@ var ErrNotV3 = errors.New("table has no row lineage (format version < 3)")
 
 // OpenCatalog builds the catalog the options describe.
 func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
-	props := iceberg.Properties{}
-	for k, v := range o.Props {
-		props[k] = v
-	}
+	props := iceberg.Properties(storeProps(o))
 	typ := o.CatalogType
 	if typ == "" {
 		typ = "sql"
+	}
+	if err := CheckCatalogType(typ); err != nil {
+		return nil, fmt.Errorf("catalog type %w", err)
 	}
 	props["type"] = typ
 	if o.CatalogURI != "" {
@@ -86,12 +89,31 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		}
 		props["uri"] = withBusyTimeout(props["uri"])
 	}
+	if typ == "hadoop" {
+		// iceberg-go refuses a hadoop catalog on an object store unless
+		// told its commits may race (they are not atomic there). icecdc
+		// never commits, so reading is safe.
+		if _, ok := props["allow-unsafe-commits"]; !ok {
+			props["allow-unsafe-commits"] = "true"
+		}
+	}
 	name := o.CatalogName
 	if name == "" {
 		name = "local"
 	}
+	if typ == "glue" && props["glue.region"] == "" {
+		// Without a region the AWS SDK sends requests anyway when an
+		// endpoint is set, and the answers do not say what is missing.
+		if cfg, err := awsconfig.LoadDefaultConfig(ctx); err == nil && cfg.Region == "" {
+			return nil, fmt.Errorf("open glue catalog %q: no region: set glue.region (catalog property), AWS_REGION, or a region in the AWS profile", name)
+		}
+	}
 	cat, err := catalog.Load(ctx, name, props)
 	if err != nil {
+		var se *storeError
+		if err = newStore(o).explainCatalog(o, err); errors.As(err, &se) {
+			return nil, fmt.Errorf("open catalog %q: %w", name, err) // it names the type
+		}
 		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, err)
 	}
 	return cat, nil
@@ -139,14 +161,19 @@ func New(o Options) (*Table, error) {
 			}
 			loc = abs
 		}
+		st := newStore(o)
 		load := func(ctx context.Context) (*table.Table, error) {
-			fsF := iceio.LoadFSFunc(o.Props, loc)
-			tbl, err := table.NewFromLocation(ctx, nil, loc, fsF, nil)
+			fsF := st.fs(loc, iceio.LoadFSFunc(st.props, loc))
+			opened, err := openMetadata(ctx, fsF, loc)
+			if err != nil {
+				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
+			}
+			tbl, err := table.NewFromLocation(ctx, nil, loc, opened, nil)
 			if err != nil {
 				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
 			}
 			ident := metadataIdent(o.Table, tbl.Metadata().Location())
-			return confine(o, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
+			return confine(o, st, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
 		}
 		return newTable(o, load, nil), nil
 	}
@@ -158,16 +185,23 @@ func New(o Options) (*Table, error) {
 		return nil, fmt.Errorf("table %q: want namespace.name", o.Table)
 	}
 	h := newCatalogHandle(o)
+	st := newStore(o)
 	load := func(ctx context.Context) (*table.Table, error) {
 		cat, err := h.get(ctx)
 		if err != nil {
 			return nil, err
 		}
-		tbl, err := cat.LoadTable(ctx, ident)
+		// The catalog reads the metadata file itself: with the store's S3
+		// configuration when the warehouse says the tables are on S3.
+		lctx, err := st.context(ctx, o.Warehouse)
 		if err != nil {
-			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
+			return nil, err
 		}
-		return confine(o, tbl, cat), nil
+		tbl, err := cat.LoadTable(lctx, ident)
+		if err != nil {
+			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
+		}
+		return confine(o, st, tbl, cat), nil
 	}
 	return newTable(o, load, h.close), nil
 }
@@ -222,4 +256,51 @@ func (t *Table) maxHeldRows() int {
 		return t.opts.MaxHeldRows
 	}
 	return defaultMaxHeldRows
+}
+
+// maxMetadataBytes bounds the metadata file icecdc reads: it is decoded
+// whole, at a few times its size in memory. Real metadata files, even of
+// tables with thousands of snapshots, are a few MiB.
+const maxMetadataBytes = 64 << 20
+
+// openMetadata opens the metadata file at loc and refuses it when it is
+// too large to decode safely. The IO it returns serves that open file to
+// iceberg-go's read of it, so that loading the metadata costs one request:
+// all an idle poll of a metadata file costs.
+func openMetadata(ctx context.Context, fsF func(context.Context) (iceio.IO, error), loc string) (table.FSysF, error) {
+	fs, err := fsF(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fs.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Size() > maxMetadataBytes {
+		f.Close()
+		return nil, fmt.Errorf("the file is %d bytes, more than the %d MiB icecdc reads: it is not table metadata, or it is damaged", st.Size(), maxMetadataBytes>>20)
+	}
+	o := &openedIO{IO: fs, name: loc, f: f}
+	return func(context.Context) (iceio.IO, error) { return o, nil }, nil
+}
+
+// openedIO is an IO whose first Open of name returns the file already
+// open. It is no ReadFileIO, so that iceberg-go reads the file it opens.
+type openedIO struct {
+	iceio.IO
+	name string
+	f    iceio.File
+}
+
+func (o *openedIO) Open(name string) (iceio.File, error) {
+	if f := o.f; f != nil && name == o.name {
+		o.f = nil
+		return f, nil
+	}
+	return o.IO.Open(name)
 }

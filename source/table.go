@@ -37,7 +37,13 @@ type Table struct {
 	dels    *deleteIndex
 	eq      *eqCache
 
-	v2Known, v2Deletes bool // see mayHaveV2Deletes
+	v2Known, v2Deletes bool            // see mayHaveV2Deletes
+	chain              map[int64]int64 // see ancestry
+	chainCut           bool
+	chainMin           int64
+	// invalid is what checking the loaded metadata found wrong: an
+	// unchanged metadata is as wrong at the next Refresh.
+	invalid error
 }
 
 var _ cdc.Source = (*Table)(nil)
@@ -65,7 +71,7 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 		return false, fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
 	if t.tbl != nil && t.tbl.MetadataLocation() == tbl.MetadataLocation() && t.tbl.Metadata().Equals(tbl.Metadata()) {
-		return false, nil
+		return false, t.invalid
 	}
 	// One IO per loaded metadata (a REST catalog may vend new credentials
 	// with it), opened on first use and shared by every read of it.
@@ -73,11 +79,12 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	t.io = &tableIO{open: tbl.FS, footers: t.footers}
 	t.tbl = tbl
 	t.reader = table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), t.io.get, nil)
-	t.v2Known = false
+	t.v2Known, t.chain = false, nil
 	if err := old.close(); err != nil {
 		t.log().Warn("close the file IO of the table's previous metadata", "table", t.name(tbl), "err", err)
 	}
-	return true, nil
+	t.invalid = t.checkSchemas()
+	return true, t.invalid
 }
 
 // Close releases the table's catalog and IO. The Table must not be used
@@ -252,6 +259,11 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 		seen[s.SnapshotID] = true
 		if s.SequenceNumber < 0 {
 			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has a negative sequence-number %d", name, s.SnapshotID, s.SequenceNumber)}
+		}
+		if s.SequenceNumber == 0 && s.FirstRowID != nil {
+			// Sequence number 0 is what format v1 snapshots read as; a
+			// snapshot with row lineage was written under v3.
+			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has first-row-id but sequence-number 0 (missing?)", name, s.SnapshotID)}
 		}
 		if s.SequenceNumber <= afterSeq {
 			return true, nil

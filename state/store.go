@@ -247,7 +247,7 @@ func (s *Store) Load(ctx context.Context, pipeline, table string) (cp cdc.Checkp
 		return nil
 	})
 	if err != nil {
-		return cdc.Checkpoint{}, false, fmt.Errorf("load checkpoint %s/%s: %w", pipeline, table, err)
+		return cdc.Checkpoint{}, false, fmt.Errorf("state %s: load checkpoint %s/%s: %w", s.db.Path(), pipeline, table, err)
 	}
 	return cp, ok, nil
 }
@@ -400,7 +400,7 @@ func (s *Store) Tables(pipeline string) ([]TableState, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list tables %s: %w", pipeline, err)
+		return nil, fmt.Errorf("state %s: list tables of pipeline %s: %w", s.db.Path(), pipeline, err)
 	}
 	return out, nil
 }

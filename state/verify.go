@@ -79,6 +79,10 @@ func probe(path string, lockTimeout time.Duration) error {
 		if reach := tx.Size(); reach > fi.Size() {
 			return refuse(ErrDamaged, "the file is truncated (%d bytes, its pages reach to byte %d): %s", fi.Size(), reach, adviceRestore)
 		}
+		// bbolt grows its file in whole pages: a partial page is a cut.
+		if ps := int64(db.Info().PageSize); ps > 0 && fi.Size()%ps != 0 {
+			return refuse(ErrDamaged, "the file is truncated (%d bytes, not a whole number of %d-byte pages): %s", fi.Size(), ps, adviceRestore)
+		}
 		return nil
 	})
 }

@@ -20,7 +20,7 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	var o source.Options
 	props := propsFlag{}
 	fl.StringVar(&o.MetadataPath, "metadata", "", "load the table from this metadata.json file")
-	fl.StringVar(&o.CatalogType, "catalog-type", "sql", "catalog type: sql | rest | glue | hive | hadoop")
+	fl.StringVar(&o.CatalogType, "catalog-type", "sql", "catalog type: "+strings.Join(source.CatalogTypes, " | "))
 	fl.StringVar(&o.CatalogName, "catalog-name", "local", "the catalog's own name")
 	fl.StringVar(&o.CatalogURI, "catalog-uri", "", "catalog URI (sql: file:PATH of the SQLite file)")
 	fl.StringVar(&o.Warehouse, "warehouse", "", "warehouse location")
@@ -45,6 +45,14 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", *from, *to)
 	}
 	o.Props = props
+	if o.MetadataPath == "" {
+		if err := source.CheckCatalogType(o.CatalogType); err != nil {
+			return fmt.Errorf("changes: --catalog-type %w", err)
+		}
+	}
+	if err := source.CheckProps(props); err != nil {
+		return fmt.Errorf("changes: --catalog-prop %w", err)
+	}
 	src, err := source.Open(ctx, o)
 	if err != nil {
 		return err

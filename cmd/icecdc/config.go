@@ -13,6 +13,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
+	"github.com/icecdc/icecdc/source"
 )
 
 // Config is icecdc.yaml (DESIGN §6).
@@ -160,10 +161,11 @@ func (c *Config) validate() error {
 	if c.Name == "" {
 		bad("name", "required (the pipeline name)")
 	}
-	switch c.Catalog.Type {
-	case "sql", "rest", "glue", "hive", "hadoop":
-	default:
-		bad("catalog.type", "%q: want sql, rest, glue, hive or hadoop", c.Catalog.Type)
+	if err := source.CheckCatalogType(c.Catalog.Type); err != nil {
+		bad("catalog.type", "%v", err)
+	}
+	if err := source.CheckProps(c.Catalog.Properties); err != nil {
+		bad("catalog.properties", "%v", err)
 	}
 	if len(c.Tables) == 0 {
 		bad("tables", "at least one table is required")

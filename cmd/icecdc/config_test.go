@@ -127,7 +127,10 @@ func TestExampleConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := parseConfig(raw, env(map[string]string{"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"})); err != nil {
+		if _, err := parseConfig(raw, env(map[string]string{
+			"ICECDC_CATALOG_URI": "http://rest:8181", "ICECDC_S3_ENDPOINT": "http://s3:5000",
+			"ICECDC_S3_REGION": "us-east-1", "ICECDC_KAFKA_BROKERS": "kafka:9092",
+		})); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
@@ -155,6 +158,43 @@ func TestConfigSinkRequired(t *testing.T) {
 	if _, _, err := parseRunFlags("status", []string{"-c", path, "--sink", "pigeon"}, nil); err == nil || !strings.Contains(err.Error(), `sink.type: "pigeon"`) {
 		t.Fatalf("--sink pigeon: %v", err)
 	}
+}
+
+// TestConfigCatalogs accepts every linked and tested catalog and refuses
+// hive, which is not, at load time with the reason; object-store
+// properties icecdc would misread are refused naming them.
+func TestConfigCatalogs(t *testing.T) {
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	for _, typ := range []string{"sql", "rest", "glue", "hadoop"} {
+		if _, err := parseConfig([]byte(strings.Replace(goodConfig, "type: sql", "type: "+typ, 1)), secret); err != nil {
+			t.Errorf("catalog.type %s: %v", typ, err)
+		}
+	}
+	tests := []struct{ edit, want string }{
+		{"type: hive", `config: catalog.type: "hive" is not supported yet: iceberg-go's Hive metastore catalog is not linked, since it has not been tested against a real metastore`},
+		{"properties: {s3.path-style-access: yes please}", `config: catalog.properties: s3.path-style-access: "yes please": want true or false`},
+		{"properties: {s3.request-timeout: soon}", `config: catalog.properties: s3.request-timeout: "soon": want seconds (60) or a duration (1m)`},
+	}
+	for _, tc := range tests {
+		old := "type: sql"
+		if strings.HasPrefix(tc.edit, "properties") {
+			old = "properties: {}"
+		}
+		_, err := parseConfig([]byte(strings.Replace(goodConfig, old, tc.edit, 1)), secret)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.edit, err, tc.want)
+		}
+	}
+	good := strings.Replace(goodConfig, "properties: {}", "properties: {s3.path-style-access: 'false', s3.request-timeout: '30', s3.connect-timeout: 5s}", 1)
+	if _, err := parseConfig([]byte(good), secret); err != nil {
+		t.Errorf("valid s3 properties: %v", err)
+	}
+}
+
+// TestChangesRefusesHive refuses --catalog-type hive before opening anything.
+func TestChangesRefusesHive(t *testing.T) {
+	failsWith(t, []string{"--catalog-type", "hive", "--catalog-uri", "thrift://localhost:9083", "--table", "shop.orders"},
+		`changes: --catalog-type "hive" is not supported yet`, "use rest, sql, glue or hadoop")
 }
 
 func TestConfigIOConcurrency(t *testing.T) {

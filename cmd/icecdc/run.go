@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -92,17 +91,8 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	if err != nil {
 		return err
 	}
-	tables, err := buildTables(ctx, cfg, log)
-	if err != nil {
-		sink.Close(context.Background())
-		return err
-	}
-	if err := markUnexpectedStarts(store, cfg.Name, tables); err != nil {
-		sink.Close(context.Background())
-		return err
-	}
 	p := &cdc.Pipeline{
-		Name: cfg.Name, Tables: tables, Sink: sink, Store: store,
+		Name: cfg.Name, Sink: sink, Store: store,
 		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
 		Poll:      cfg.Poll.Interval,
 		ChunkSize: cfg.Chunk,
@@ -111,6 +101,8 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
 		Ready:     make(chan struct{}),
 	}
+	// Served while the tables are still being looked for: /healthz
+	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
 		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, store, cfg.Name)
 		if err != nil {
@@ -119,7 +111,15 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		}
 		defer srv.Close()
 	}
-	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(tables), "sink", cfg.Sink.Type, "state", cfg.State.Path, "version", version)
+	if p.Tables, err = waitForTables(ctx, cfg, log); err != nil || p.Tables == nil {
+		sink.Close(context.Background())
+		return err // nil: stopped by a signal while waiting
+	}
+	if err := markUnexpectedStarts(store, cfg.Name, p.Tables, adopt); err != nil {
+		sink.Close(context.Background())
+		return err
+	}
+	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "state", cfg.State.Path, "version", version)
 	runErr := p.Run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -153,7 +153,11 @@ func logOpened(log *slog.Logger, cfg *Config, o state.Opened, adopt bool) {
 // pipeline's other tables: right for a table just added to the
 // configuration (or reset), but also what a table that lost its
 // checkpoint (a renamed table, a damaged key) looks like.
-func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.TableSpec) error {
+//
+// When the file also holds checkpoints of tables the configuration does
+// not list, a configured table without one may be that table renamed (or
+// its key damaged): the run is refused unless adopt says to go on.
+func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.TableSpec, adopt bool) error {
 	stored, err := store.Tables(pipeline)
 	if err != nil || len(stored) == 0 {
 		return err
@@ -162,6 +166,25 @@ func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.Tabl
 	has := map[string]bool{}
 	for i, st := range stored {
 		names[i], has[st.Table] = st.Table, true
+	}
+	configured := map[string]bool{}
+	var missing, orphans []string
+	for _, t := range tables {
+		configured[t.Name] = true
+		if !has[t.Name] {
+			missing = append(missing, t.Name)
+		}
+	}
+	for _, st := range stored {
+		if !configured[st.Table] {
+			orphans = append(orphans, fmt.Sprintf("%q", st.Table))
+		}
+	}
+	if len(missing) > 0 && len(orphans) > 0 && !adopt {
+		return fmt.Errorf("state %s holds checkpoints of %s, which the configuration does not list, and none of %s, which it does: "+
+			"was a table renamed, or a key of the file damaged? Restore the name to resume it; 'icecdc reset --table NAME' forgets a table that was removed; "+
+			"'icecdc run --adopt-state' starts %s from the configured start",
+			store.Path(), strings.Join(orphans, ", "), strings.Join(missing, ", "), strings.Join(missing, ", "))
 	}
 	if len(names) > 5 {
 		names = append(names[:5], fmt.Sprintf("and %d more", len(stored)-5))
@@ -239,24 +262,72 @@ func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.Tabl
 }
 
 func listTables(ctx context.Context, o source.Options, ns string) ([]string, error) {
-	cat, err := source.OpenCatalog(ctx, o)
+	names, err := source.ListTables(ctx, o, ns)
+	if err == nil && len(names) == 0 {
+		err = fmt.Errorf("namespace %s has no tables", ns)
+	}
 	if err != nil {
-		return nil, err
+		return nil, &unlistedError{pattern: ns + ".*", err: err}
 	}
-	if c, ok := cat.(catalog.Closer); ok {
-		defer c.Close()
-	}
-	var out []string
-	for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
-		if err != nil {
-			return nil, fmt.Errorf("list tables of namespace %s: %w", ns, err)
+	return names, nil
+}
+
+// unlistedError is a namespace pattern whose tables could not be listed,
+// or that matches none yet: the daemon waits for them.
+type unlistedError struct {
+	pattern string
+	err     error
+}
+
+func (e *unlistedError) Error() string { return e.err.Error() }
+func (e *unlistedError) Unwrap() error { return e.err }
+
+// waitForTables is buildTables for the daemon: a namespace pattern that
+// matches no table yet, or whose catalog cannot list it yet (the namespace
+// is created later, the catalog starts later), is listed again every poll
+// interval until it does, with a warning at once and then at most every
+// waitLogInterval, instead of ending the daemon (which a supervisor would
+// restart in a loop). It returns nil tables when ctx ends first.
+func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+	var since, logged time.Time
+	for {
+		tables, err := buildTables(ctx, cfg, log)
+		var ue *unlistedError
+		if !errors.As(err, &ue) {
+			if err == nil && !since.IsZero() {
+				log.Info("tables found; following them", "pattern", cfgPatterns(cfg), "tables", len(tables),
+					"waited", time.Since(since).Round(time.Millisecond).String())
+			}
+			return tables, err
 		}
-		out = append(out, strings.Join(ident, "."))
+		switch now := time.Now(); {
+		case since.IsZero():
+			since, logged = now, now
+			log.Warn("no table to follow yet; listing again every poll interval", "pattern", ue.pattern, "err", err)
+		case now.Sub(logged) >= waitLogInterval:
+			logged = now
+			log.Warn("still no table to follow", "pattern", ue.pattern, "for", now.Sub(since).Round(time.Second).String(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(cfg.Poll.Interval):
+		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("namespace %s has no tables", ns)
+}
+
+// waitLogInterval spaces the warnings of waitForTables.
+var waitLogInterval = 30 * time.Second
+
+// cfgPatterns lists the configured namespace patterns.
+func cfgPatterns(cfg *Config) []string {
+	var out []string
+	for _, t := range cfg.Tables {
+		if strings.HasSuffix(t.Name, ".*") && t.Metadata == "" {
+			out = append(out, t.Name)
+		}
 	}
-	return out, nil
+	return out
 }
 
 // serveHTTP serves /metrics, /healthz, /readyz and /status on a local

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -26,8 +27,9 @@ func Check(ctx context.Context, src cdc.Source, tbl *table.Table) ([]Step, error
 		return nil, err
 	}
 	var (
-		steps []Step
-		state State
+		steps    []Step
+		state    State
+		schemaID int // the schema of the state's rows
 	)
 	for _, si := range snaps {
 		c, err := src.Commit(ctx, si)
@@ -60,7 +62,10 @@ func Check(ctx context.Context, src cdc.Source, tbl *table.Table) ([]Step, error
 			if si.ParentID != 0 {
 				state = baseline(live, evs)
 			}
+			schemaID = si.SchemaID
 		}
+		state.Project(schemaByID(tbl, schemaID), schemaByID(tbl, si.SchemaID))
+		schemaID = si.SchemaID
 		if err := state.Apply(evs); err != nil {
 			return steps, fmt.Errorf("snapshot %d (seq %d, %s): %w", si.ID, si.SequenceNumber, si.Operation, err)
 		}
@@ -94,4 +99,14 @@ func baseline(live State, evs []Event) State {
 		}
 	}
 	return s
+}
+
+// schemaByID returns the table's schema id, or nil.
+func schemaByID(tbl *table.Table, id int) *iceberg.Schema {
+	for _, sc := range tbl.Metadata().Schemas() {
+		if sc.ID == id {
+			return sc
+		}
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"sort"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -171,4 +172,61 @@ func sameRow(a, b map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// Project rewrites every row from schema from to schema to, matching
+// top-level columns by field id, as a consumer does when the images of the
+// next snapshot's events come in a new schema (DESIGN §1: images use the
+// event's snapshot schema): a renamed column takes its new name, a dropped
+// one goes, an added one takes its initial default (or null).
+func (s State) Project(from, to *iceberg.Schema) {
+	if from == nil || to == nil || from.ID == to.ID {
+		return
+	}
+	type col struct {
+		name string
+		def  any
+	}
+	var cols []col
+	var olds []string
+	for _, f := range to.Fields() {
+		old, ok := from.FindFieldByID(f.ID)
+		if !ok {
+			cols = append(cols, col{f.Name, jsonValue(f.InitialDefault)})
+			olds = append(olds, "")
+			continue
+		}
+		cols = append(cols, col{f.Name, nil})
+		olds = append(olds, old.Name)
+	}
+	for id, row := range s {
+		out := make(map[string]any, len(cols))
+		for i, c := range cols {
+			if olds[i] == "" {
+				out[c.name] = c.def
+			} else if v, ok := row[olds[i]]; ok {
+				out[c.name] = v
+			}
+		}
+		s[id] = out
+	}
+}
+
+// jsonValue is v as the JSON decoding of events gives it (numbers as
+// json.Number).
+func jsonValue(v any) any {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var out any
+	if err := d.Decode(&out); err != nil {
+		return v
+	}
+	return out
 }

@@ -1,0 +1,189 @@
+package badinput
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Limits guard the machine while a case runs.
+type Limits struct {
+	// Timeout kills the process (SIGKILL): the case hung.
+	Timeout time.Duration
+	// Stop, if set, sends SIGTERM after this long: a daemon that should
+	// have exited on its own is stopped the way an operator would.
+	Stop time.Duration
+	// StopWhen, if set, is polled with the RSS: true sends SIGTERM too.
+	StopWhen func() bool
+	// KillRSS kills the process once its resident set passes this many
+	// bytes (polled from /proc every PollEvery).
+	KillRSS   int64
+	PollEvery time.Duration
+	// AddressSpace, if set, caps the process's virtual memory
+	// (RLIMIT_AS, through the shell's ulimit): an allocation of gigabytes
+	// then fails at once, deterministically, even when its pages are never
+	// touched and so never show in the resident set.
+	AddressSpace int64
+	// MaxOutput kills the process once stdout, or the file WatchFile,
+	// holds more than this many bytes: an event flood.
+	MaxOutput int64
+	WatchFile string
+}
+
+// Result is how a process ended.
+type Result struct {
+	Exit           int    // exit code; -1 when ended by a signal
+	Signal         string // the signal that ended it, if any
+	Stdout, Stderr []byte
+	PeakRSS        int64 // bytes, from the kernel's rusage (ru_maxrss)
+	Hang           bool  // killed at Timeout
+	OverMemory     bool  // killed at KillRSS
+	Flood          bool  // killed at MaxOutput
+	Stopped        bool  // sent SIGTERM at Stop
+	Elapsed        time.Duration
+}
+
+// Run runs bin with args in dir under the limits and reports how it ended.
+func Run(bin string, args []string, dir string, lim Limits) (Result, error) {
+	if lim.PollEvery <= 0 {
+		lim.PollEvery = 20 * time.Millisecond
+	}
+	cmd := exec.Command(bin, args...)
+	if lim.AddressSpace > 0 {
+		// exec keeps the pid, so the polling and rusage see the binary.
+		cmd = exec.Command("/bin/sh", append([]string{"-c",
+			fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, lim.AddressSpace>>10), bin}, args...)...)
+	}
+	cmd.Dir = dir
+	stdout := &capWriter{max: lim.MaxOutput}
+	stderr := &capWriter{max: 1 << 20}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Result{}, err
+	}
+	done := make(chan struct{})
+	var res Result
+	var mu sync.Mutex
+	go func() {
+		tick := time.NewTicker(lim.PollEvery)
+		defer tick.Stop()
+		stopped := false
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			el := time.Since(start)
+			kill := func(set *bool) {
+				mu.Lock()
+				*set = true
+				mu.Unlock()
+				cmd.Process.Kill()
+			}
+			switch {
+			case el > lim.Timeout:
+				kill(&res.Hang)
+			case lim.KillRSS > 0 && vmRSS(cmd.Process.Pid) > lim.KillRSS:
+				kill(&res.OverMemory)
+			case lim.MaxOutput > 0 && (stdout.over() || fileSize(lim.WatchFile) > lim.MaxOutput):
+				kill(&res.Flood)
+			case !stopped && ((lim.Stop > 0 && el > lim.Stop) || (lim.StopWhen != nil && lim.StopWhen())):
+				stopped = true
+				mu.Lock()
+				res.Stopped = true
+				mu.Unlock()
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	mu.Lock()
+	defer mu.Unlock()
+	res.Elapsed = time.Since(start)
+	res.Stdout, res.Stderr = stdout.bytes(), stderr.bytes()
+	st := cmd.ProcessState
+	if st == nil {
+		return res, err
+	}
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		res.PeakRSS = ru.Maxrss * 1024 // KiB on Linux
+	}
+	res.Exit = st.ExitCode()
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.Signal = ws.Signal().String()
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return res, err
+	}
+	return res, nil
+}
+
+// vmRSS is the current resident set of pid in bytes, 0 if unknown.
+func vmRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func fileSize(p string) int64 {
+	if p == "" {
+		return 0
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// capWriter keeps the first max bytes written (all when max is 0) and
+// notes that more came.
+type capWriter struct {
+	mu   sync.Mutex
+	max  int64
+	buf  bytes.Buffer
+	more bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	if w.max > 0 && int64(w.buf.Len()+len(p)) > w.max {
+		w.more = true
+		p = p[:max(0, int(w.max)-w.buf.Len())]
+	}
+	w.buf.Write(p)
+	return n, nil
+}
+
+func (w *capWriter) over() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.more
+}
+
+func (w *capWriter) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Clone(w.buf.Bytes())
+}

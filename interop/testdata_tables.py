@@ -1,0 +1,290 @@
+"""The small tables stored under testdata/java/ (issue #13), one per quirk.
+
+Each is a scenarios.Scenario (columns, table properties, SQL steps, as the
+interop stage runs them) with a `quirk` line saying what it pins. The
+generator (generate_testdata.py) has Spark 4.1 + Iceberg 1.11 write them,
+computes the events Spark's own reads imply and stores both; testdata/java/
+README.md lists them. Keep them tiny: a few rows, a handful of commits.
+
+Steps that need a snapshot id (rollback, cherry-pick) are functions
+(spark, scenario) that do the step and return the SQL they ran.
+"""
+
+from scenarios import Scenario
+from spark_session import MOR_V3
+
+
+def _snapshot_where(spark, sc, cond):
+    rows = spark.sql(f"SELECT snapshot_id FROM {sc.table}.snapshots WHERE {cond} ORDER BY committed_at").collect()
+    if len(rows) != 1:
+        raise RuntimeError(f"{sc.name}: {len(rows)} snapshots where {cond}")
+    return rows[0][0]
+
+
+def _call(spark, stmt):
+    spark.sql(stmt).collect()
+    return stmt
+
+
+def compaction():
+    return Scenario(
+        name="compaction",
+        columns="id bigint, name string, v int",
+        steps=[
+            ("insert 1-3", ["INSERT INTO {t} VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30)"]),
+            ("insert 4-6", ["INSERT INTO {t} VALUES (4, 'd', 40), (5, 'e', 50), (6, 'f', 60)"]),
+            ("delete 2", ["DELETE FROM {t} WHERE id = 2"]),
+            ("update 5", ["UPDATE {t} SET v = v + 1 WHERE id = 5"]),
+            ("rewrite_data_files (compaction)",
+             ["CALL {cat}.system.rewrite_data_files(table => '{ident}', options => map('rewrite-all', 'true'))"]),
+            ("delete 4 inside the compacted file", ["DELETE FROM {t} WHERE id = 4"]),
+            ("update 5 again and 6 inside the compacted file", ["UPDATE {t} SET v = v + 1 WHERE id IN (5, 6)"]),
+        ],
+    )
+
+
+def mor_update():
+    return Scenario(
+        name="mor-update",
+        columns="id bigint, name string, v int",
+        steps=[
+            ("insert 1-4", ["INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'd', 4)"]),
+            ("update 1 and 2", ["UPDATE {t} SET v = v * 10 WHERE id IN (1, 2)"]),
+            ("update 2 again (a row the first update wrote)", ["UPDATE {t} SET name = 'B' WHERE id = 2"]),
+            ("delete 1 (stored _row_id) and 4", ["DELETE FROM {t} WHERE id IN (1, 4)"]),
+            ("insert 5", ["INSERT INTO {t} VALUES (5, 'e', 5)"]),
+        ],
+    )
+
+
+def existing_first_row_id():
+    """Manifests merged on every commit (min-count-to-merge 2) and filtered
+    by whole-file deletes: Java writes the entries it carries over as
+    EXISTING with an explicit first_row_id (ADDED ones inherit theirs)."""
+    props = dict(MOR_V3)
+    props["commit.manifest.min-count-to-merge"] = "2"
+    return Scenario(
+        name="existing-first-row-id",
+        columns="id bigint, name string, v int",
+        props=props,
+        steps=[
+            ("insert 1-2 (two files)", ["INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2)"]),
+            ("insert 3-4 (manifests merged)", ["INSERT INTO {t} VALUES (3, 'c', 3), (4, 'd', 4)"]),
+            ("insert 5-6 (manifests merged)", ["INSERT INTO {t} VALUES (5, 'e', 5), (6, 'f', 6)"]),
+            ("delete 1 (a whole file: the manifest is filtered)", ["DELETE FROM {t} WHERE id = 1"]),
+            ("update 5 (a vector on a file with an explicit first_row_id)", ["UPDATE {t} SET v = 50 WHERE id = 5"]),
+            ("delete 3 (a whole file)", ["DELETE FROM {t} WHERE id = 3"]),
+            ("insert 7", ["INSERT INTO {t} VALUES (7, 'g', 7)"]),
+        ],
+    )
+
+
+def rewrite_manifests():
+    """rewrite_manifests over entries with inherited and explicit first_row_id."""
+    return Scenario(
+        name="rewrite-manifests",
+        columns="id bigint, name string, v int",
+        steps=[
+            ("insert 1-2 (two files)", ["INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2)"]),
+            ("insert 3-4 (two files)", ["INSERT INTO {t} VALUES (3, 'c', 3), (4, 'd', 4)"]),
+            ("insert 5-6 (two files)", ["INSERT INTO {t} VALUES (5, 'e', 5), (6, 'f', 6)"]),
+            ("delete 1 (a whole file: 2's entry becomes EXISTING with an explicit first_row_id)",
+             ["DELETE FROM {t} WHERE id = 1"]),
+            ("rewrite_manifests", ["CALL {cat}.system.rewrite_manifests(table => '{ident}')"]),
+            ("delete 3 (a whole file)", ["DELETE FROM {t} WHERE id = 3"]),
+            ("update 5", ["UPDATE {t} SET v = 50 WHERE id = 5"]),
+        ],
+    )
+
+
+def upgrade():
+    v2 = dict(MOR_V3)
+    v2["format-version"] = "2"
+    return Scenario(
+        name="upgrade",
+        columns="id bigint, name string, v int",
+        props=v2,
+        steps=[
+            ("v2: insert 1-3", ["INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)"]),
+            ("v2: insert 4-6", ["INSERT INTO {t} VALUES (4, 'd', 4), (5, 'e', 5), (6, 'f', 6)"]),
+            ("v2: position deletes for 2 and 5", ["DELETE FROM {t} WHERE id IN (2, 5)"]),
+            ("upgrade to format-version 3", ["ALTER TABLE {t} SET TBLPROPERTIES ('format-version' = '3')"]),
+            ("v3: insert 7", ["INSERT INTO {t} VALUES (7, 'g', 7)"]),
+            ("v3: delete 3 (next to 2's v2 position delete)", ["DELETE FROM {t} WHERE id = 3"]),
+            ("v3: update 6 (next to 5's v2 position delete)", ["UPDATE {t} SET v = 60 WHERE id = 6"]),
+        ],
+    )
+
+
+def _one_file(rows):
+    """INSERT of rows written as one data file (local[2] would write two)."""
+    return ("INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES " + rows + " AS s(id, name, v)")
+
+
+def puffin_per_commit():
+    return Scenario(
+        name="puffin-per-commit",
+        columns="id bigint, name string, v int",
+        steps=[
+            ("insert 1-3 (one file)", [_one_file("(1, 'a', 1), (2, 'b', 2), (3, 'c', 3)")]),
+            ("insert 4-6 (one file)", [_one_file("(4, 'd', 4), (5, 'e', 5), (6, 'f', 6)")]),
+            ("insert 7-9 (one file)", [_one_file("(7, 'g', 7), (8, 'h', 8), (9, 'i', 9)")]),
+            ("delete 1, 4, 7 (three vectors, one Puffin file)", ["DELETE FROM {t} WHERE id IN (1, 4, 7)"]),
+            ("delete 2, 5 (two vectors replacing two, one Puffin file)", ["DELETE FROM {t} WHERE id IN (2, 5)"]),
+            ("update 9", ["UPDATE {t} SET v = 90 WHERE id = 9"]),
+        ],
+    )
+
+
+def merge_partitioned():
+    return Scenario(
+        name="merge-partitioned",
+        columns="id bigint, region string, v int",
+        partitioned_by="region",
+        steps=[
+            ("insert 1-3 in eu, 4-6 in us",
+             ["INSERT INTO {t} VALUES (1, 'eu', 1), (2, 'eu', 2), (3, 'eu', 3), (4, 'us', 4), (5, 'us', 5), (6, 'us', 6)"]),
+            ("MERGE: delete 1, update 4, move 2 from eu to us, insert 7 (eu) and 8 (us)",
+             ["MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'eu', 0, 'del'), (4, 'us', 40, 'upd'), (2, 'us', 2, 'upd'), "
+              "(7, 'eu', 7, 'ins'), (8, 'us', 8, 'ins') AS s(id, region, v, op)) s ON t.id = s.id "
+              "WHEN MATCHED AND s.op = 'del' THEN DELETE "
+              "WHEN MATCHED THEN UPDATE SET t.region = s.region, t.v = s.v "
+              "WHEN NOT MATCHED THEN INSERT (id, region, v) VALUES (s.id, s.region, s.v)"]),
+            ("MERGE: update 2 (moved) and 3, delete 8",
+             ["MERGE INTO {t} t USING (SELECT * FROM VALUES (2, 20), (3, 30), (8, -1) AS s(id, v)) s ON t.id = s.id "
+              "WHEN MATCHED AND s.v < 0 THEN DELETE WHEN MATCHED THEN UPDATE SET t.v = s.v"]),
+        ],
+    )
+
+
+def copy_on_write():
+    cow = {
+        "format-version": "3",
+        "write.delete.mode": "copy-on-write",
+        "write.update.mode": "copy-on-write",
+        "write.merge.mode": "copy-on-write",
+    }
+    return Scenario(
+        name="cow",
+        columns="id bigint, name string, v int",
+        props=cow,
+        steps=[
+            ("insert 1-4", ["INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'd', 4)"]),
+            ("copy-on-write update 2", ["UPDATE {t} SET v = 20 WHERE id = 2"]),
+            ("copy-on-write delete 3", ["DELETE FROM {t} WHERE id = 3"]),
+            ("copy-on-write MERGE: update 1, insert 5",
+             ["MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 'a2', 10), (5, 'e', 5) AS s(id, name, v)) s ON t.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET t.name = s.name, t.v = s.v WHEN NOT MATCHED THEN INSERT *"]),
+        ],
+    )
+
+
+def rename_drop():
+    return Scenario(
+        name="rename-drop",
+        columns="id bigint, name string, v int, note string",
+        steps=[
+            ("insert 1-3", ["INSERT INTO {t} VALUES (1, 'a', 1, 'x'), (2, 'b', 2, 'y'), (3, 'c', 3, 'z')"]),
+            ("rename name to label", ["ALTER TABLE {t} RENAME COLUMN name TO label"]),
+            ("update label of 1 (first commit under the new name)", ["UPDATE {t} SET label = 'A' WHERE id = 1"]),
+            ("drop column note", ["ALTER TABLE {t} DROP COLUMN note"]),
+            ("delete 2 (before image without note)", ["DELETE FROM {t} WHERE id = 2"]),
+            ("update v of 3", ["UPDATE {t} SET v = 30 WHERE id = 3"]),
+        ],
+    )
+
+
+def rollback_to_first(spark, sc):
+    first = _snapshot_where(spark, sc, "parent_id IS NULL")
+    return _call(spark, f"CALL {sc.catalog}.system.rollback_to_snapshot('{sc.ident}', {first})")
+
+
+def rollback():
+    return Scenario(
+        name="rollback",
+        columns="id bigint, name string, v int",
+        steps=[
+            ("insert 1-3", ["INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)"]),
+            ("update 2 (rolled back)", ["UPDATE {t} SET v = 20 WHERE id = 2"]),
+            ("delete 3 (rolled back)", ["DELETE FROM {t} WHERE id = 3"]),
+            ("rollback_to_snapshot (the first)", [rollback_to_first]),
+            ("insert 4", ["INSERT INTO {t} VALUES (4, 'd', 4)"]),
+            ("update 2 and delete 1 on the new main",
+             ["MERGE INTO {t} t USING (SELECT * FROM VALUES (1, -1), (2, 200) AS s(id, v)) s ON t.id = s.id "
+              "WHEN MATCHED AND s.v < 0 THEN DELETE WHEN MATCHED THEN UPDATE SET t.v = s.v"]),
+        ],
+    )
+
+
+def _wap(wap_id, stmt):
+    def step(spark, sc):
+        spark.conf.set("spark.wap.id", wap_id)
+        try:
+            spark.sql(stmt.format(t=sc.table)).collect()
+        finally:
+            spark.conf.unset("spark.wap.id")
+        return f"SET spark.wap.id = {wap_id}; {stmt.format(t=sc.table)}"
+    step.__name__ = f"wap_{wap_id}"
+    return step
+
+
+def _cherrypick(wap_id):
+    def step(spark, sc):
+        sid = _snapshot_where(spark, sc, f"summary['wap.id'] = '{wap_id}'")
+        return _call(spark, f"CALL {sc.catalog}.system.cherrypick_snapshot('{sc.ident}', {sid})")
+    step.__name__ = f"cherrypick_{wap_id}"
+    return step
+
+
+def wap_cherrypick():
+    props = dict(MOR_V3)
+    props["write.wap.enabled"] = "true"
+    return Scenario(
+        name="wap-cherrypick",
+        columns="id bigint, name string, v int",
+        props=props,
+        steps=[
+            ("insert 1-3", ["INSERT INTO {t} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)"]),
+            ("WAP w1: staged insert 4-5", [_wap("w1", "INSERT INTO {t} VALUES (4, 'd', 4), (5, 'e', 5)")]),
+            ("insert 6 on main", ["INSERT INTO {t} VALUES (6, 'f', 6)"]),
+            ("cherrypick_snapshot w1 (a new snapshot on main)", [_cherrypick("w1")]),
+            ("WAP w2: staged delete 2 on main's head", [_wap("w2", "DELETE FROM {t} WHERE id = 2")]),
+            ("cherrypick_snapshot w2 (fast-forward)", [_cherrypick("w2")]),
+            ("update 4 (a cherry-picked row)", ["UPDATE {t} SET v = 40 WHERE id = 4"]),
+        ],
+    )
+
+
+QUIRKS = {
+    "compaction": "rewrite_data_files: the compacted file's entry carries the starting snapshot's data "
+                  "sequence number (not the commit's) and stores _row_id and lusn; deletes and updates follow inside it",
+    "mor-update": "merge-on-read UPDATE: the new data file stores _row_id and an all-null "
+                  "_last_updated_sequence_number column (inherited from the entry's sequence number)",
+    "existing-first-row-id": "manifests rewritten (merged on append, filtered by whole-file deletes) with an explicit "
+                             "first_row_id on EXISTING entries; vectors and deletes then target those files",
+    "rewrite-manifests": "rewrite_manifests (Iceberg 1.11) writes every EXISTING entry with a null first_row_id into a "
+                         "manifest with a new first_row_id range: unchanged rows get new row ids at a replace snapshot "
+                         "(Spark and iceberg-go read them so; no event stream satisfies DESIGN §1 there)",
+    "upgrade": "a v2 table with position-delete files upgraded to v3: the first deletion vector of each "
+               "data file folds in its v2 position deletes, which the commit removes",
+    "puffin-per-commit": "one Puffin file per commit holding every vector of the commit (several blobs), "
+                         "later vectors replacing earlier ones in another Puffin file",
+    "merge-partitioned": "MERGE on a partitioned table: deletes, updates, a row moved to another partition "
+                         "(same _row_id in a new file), inserts in both partitions",
+    "cow": "copy-on-write UPDATE/DELETE/MERGE: rewritten files carry unchanged rows with stored _row_id "
+           "and older lusn (moves, no events)",
+    "rename-drop": "RENAME COLUMN then DROP COLUMN: events use each snapshot's schema (new names, "
+                   "dropped column absent from before images)",
+    "rollback": "rollback_to_snapshot: two snapshots leave main's ancestry and stay in the metadata; "
+                "icecdc follows main",
+    "wap-cherrypick": "write-audit-publish: a staged append cherry-picked as a new snapshot on main, "
+                      "a staged delete cherry-picked by fast-forward; staged snapshots off main are skipped",
+}
+
+
+def all_tables():
+    out = [compaction(), mor_update(), existing_first_row_id(), rewrite_manifests(), upgrade(), puffin_per_commit(),
+           merge_partitioned(), copy_on_write(), rename_drop(), rollback(), wap_cherrypick()]
+    for sc in out:
+        sc.quirk = QUIRKS[sc.name]
+    return out

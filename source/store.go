@@ -1,0 +1,273 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/azure" // registers abfs, abfss, wasb, wasbs
+	_ "github.com/apache/iceberg-go/io/gocloud/gcs"   // registers gs
+	s3io "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3, s3a, s3n
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+)
+
+// Object stores: iceberg-go reads s3://, gs:// and abfs:// files through
+// gocloud, registered by the imports above. Around it icecdc adds the
+// property names other Iceberg implementations use, the standard AWS
+// environment for the endpoint, bounded retries and a read timeout for
+// S3, and errors that say in one line which store failed and why, with no
+// secret in them.
+
+// Properties icecdc reads besides iceberg-go's own.
+const (
+	// PropS3PathStyle is Iceberg Java's and PyIceberg's name for path-style
+	// S3 requests; iceberg-go's is s3.force-virtual-addressing, inverted.
+	PropS3PathStyle = "s3.path-style-access"
+	// PropS3RequestTimeout is how long an S3 connection may stay silent
+	// while a response is awaited or read (seconds, or a Go duration; as
+	// PyIceberg names it). Default 60s.
+	PropS3RequestTimeout = "s3.request-timeout"
+)
+
+const (
+	// defaultS3Attempts is how many times one S3 request is tried: the AWS
+	// SDK's standard retryer retries 5xx answers, throttling, timeouts and
+	// dropped connections with exponential backoff and jitter. The
+	// environment's AWS_MAX_ATTEMPTS overrides it.
+	defaultS3Attempts    = 5
+	defaultS3ReadTimeout = 60 * time.Second
+)
+
+// CheckProps reports catalog properties icecdc would misread: each error
+// names the property.
+func CheckProps(props map[string]string) error {
+	var errs []error
+	if v, ok := props[PropS3PathStyle]; ok {
+		if _, err := strconv.ParseBool(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q: want true or false", PropS3PathStyle, v))
+		}
+	}
+	for _, k := range []string{PropS3RequestTimeout, iceio.S3ConnectTimeout} {
+		if v, ok := props[k]; ok {
+			if _, err := parseSeconds(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q: want seconds (60) or a duration (1m)", k, v))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func parseSeconds(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		s, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil {
+			return 0, err
+		}
+		d = time.Duration(s * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, errors.New("not positive")
+	}
+	return d, nil
+}
+
+// storeProps returns the catalog properties as the catalog and the file IO
+// are given them: s3.path-style-access becomes iceberg-go's
+// s3.force-virtual-addressing; the standard AWS_ENDPOINT_URL_S3 or
+// AWS_ENDPOINT_URL stands for an unset s3.endpoint (iceberg-go then makes
+// path-style requests, as for any configured endpoint); and a Glue
+// catalog's credentials and region are also S3's unless s3.* sets them,
+// as Iceberg Java's Glue catalog shares one AWS client configuration.
+func storeProps(o Options) map[string]string {
+	p := maps.Clone(o.Props)
+	if p == nil {
+		p = map[string]string{}
+	}
+	if v, ok := p[PropS3PathStyle]; ok {
+		if b, err := strconv.ParseBool(v); err == nil {
+			if _, set := p[iceio.S3ForceVirtualAddressing]; !set {
+				p[iceio.S3ForceVirtualAddressing] = strconv.FormatBool(!b)
+			}
+		}
+	}
+	if _, ok := p[iceio.S3EndpointURL]; !ok {
+		for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+			if v := os.Getenv(k); v != "" {
+				p[iceio.S3EndpointURL] = v
+				break
+			}
+		}
+	}
+	if o.CatalogType == "glue" {
+		if p[iceio.S3AccessKeyID] == "" && p["glue.access-key-id"] != "" {
+			p[iceio.S3AccessKeyID] = p["glue.access-key-id"]
+			p[iceio.S3SecretAccessKey] = p["glue.secret-access-key"]
+			p[iceio.S3SessionToken] = p["glue.session-token"]
+		}
+		if p[iceio.S3Region] == "" && p["glue.region"] != "" {
+			p[iceio.S3Region] = p["glue.region"]
+		}
+	}
+	return p
+}
+
+// store is how one table's files are reached: its properties, the AWS
+// configuration of its S3 client (made once), and the secrets its errors
+// must not show.
+type store struct {
+	props   map[string]string
+	secrets *secrets
+
+	mu    sync.Mutex
+	s3cfg *aws.Config
+}
+
+func newStore(o Options) *store {
+	return &store{props: storeProps(o), secrets: newSecrets(o)}
+}
+
+// context returns ctx carrying the AWS configuration iceberg-go's S3 IO
+// starts from (it still applies s3.region and s3.access-key-id, from the
+// catalog or vended by a REST catalog, over it): iceberg-go's own reading
+// of the properties and the environment, plus bounded retries and a read
+// timeout. Only S3 locations need it.
+func (s *store) context(ctx context.Context, location string) (context.Context, error) {
+	if !isS3(location) {
+		return ctx, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.s3cfg == nil {
+		cfg, err := s3io.ParseAWSConfig(ctx, s.props)
+		if err != nil {
+			return nil, s.explain(location, err)
+		}
+		if cfg.RetryMaxAttempts == 0 {
+			cfg.RetryMaxAttempts = defaultS3Attempts
+		}
+		timeout := defaultS3ReadTimeout
+		if v, ok := s.props[PropS3RequestTimeout]; ok {
+			if timeout, err = parseSeconds(v); err != nil {
+				return nil, fmt.Errorf("%s %q: %w", PropS3RequestTimeout, v, err)
+			}
+		}
+		hc, ok := cfg.HTTPClient.(*awshttp.BuildableClient)
+		if !ok || hc == nil {
+			hc = awshttp.NewBuildableClient()
+		}
+		// Many reads of one commit run at once: keep their connections.
+		cfg.HTTPClient = hc.WithReadTimeout(timeout).WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 256
+		})
+		s.s3cfg = cfg
+	}
+	return utils.WithAwsConfig(ctx, s.s3cfg), nil
+}
+
+// fs wraps a table's file IO function: S3 clients get the store's
+// configuration, and errors of object stores say which store and why.
+func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
+	return func(ctx context.Context) (iceio.IO, error) {
+		ctx, err := s.context(ctx, location)
+		if err != nil {
+			return nil, err
+		}
+		fsys, err := fsF(ctx)
+		if err != nil {
+			return nil, s.explain(location, err)
+		}
+		if _, done := fsys.(*storeIO); done || !isObjectStore(location) {
+			return fsys, nil
+		}
+		return &storeIO{inner: fsys, s: s, ctx: ctx}, nil
+	}
+}
+
+// storeIO is an object store's file IO whose errors explain themselves.
+type storeIO struct {
+	inner iceio.IO
+	s     *store
+	ctx   context.Context // the IO's own: the one it was made with
+}
+
+var _ iceio.IO = (*storeIO)(nil)
+
+// Open returns an error that callers name the file of (as decodeError and
+// fileError do): an *ioError, so that it is told from a decoder's, that
+// says which store and why, and still matches errors.Is(err,
+// fs.ErrNotExist) for a missing object.
+func (o *storeIO) Open(name string) (iceio.File, error) {
+	f, err := o.inner.Open(name)
+	if err != nil {
+		return nil, &ioError{o.s.missing(o.ctx, o.inner, name, err)}
+	}
+	return storeFile{File: f, name: name, s: o.s}, nil
+}
+
+func (o *storeIO) Remove(name string) error {
+	if err := o.inner.Remove(name); err != nil {
+		return &fs.PathError{Op: "remove", Path: name, Err: o.s.cause(name, err)}
+	}
+	return nil
+}
+
+// storeFile explains the errors of reads, which are requests of their own
+// (a ranged GET per ReadAt).
+type storeFile struct {
+	iceio.File
+	name string
+	s    *store
+}
+
+func (f storeFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	return n, f.explain(err)
+}
+
+func (f storeFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	return n, f.explain(err)
+}
+
+func (f storeFile) explain(err error) error {
+	if err == nil || isEOF(err) {
+		return err // io.EOF must stay itself: readers compare with ==
+	}
+	return &fs.PathError{Op: "read", Path: f.name, Err: f.s.cause(f.name, err)}
+}
+
+// isObjectStore reports whether location is read through gocloud.
+func isObjectStore(location string) bool {
+	scheme, _, ok := splitScheme(location)
+	return ok && scheme != "file"
+}
+
+func isS3(location string) bool {
+	scheme, _, ok := splitScheme(location)
+	return ok && (scheme == "s3" || scheme == "s3a" || scheme == "s3n")
+}
+
+// bucketOf returns the bucket (or container@account) of an object URI.
+func bucketOf(location string) string {
+	u, err := url.Parse(location)
+	if err != nil {
+		return ""
+	}
+	if u.User != nil { // abfs://container@account.dfs.core.windows.net/...
+		return u.User.Username() + "@" + u.Host
+	}
+	return u.Host
+}
