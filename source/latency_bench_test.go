@@ -218,11 +218,17 @@ func latencyTables(b *testing.B) *latencyFixture {
 // each, more than one tail read, so that their scans read column chunks as
 // those of real files do) and a commit updating one row in each of them.
 func buildMerge200(ctx context.Context, dir string) (*latencyTable, error) {
-	const files, rows = 200, 8000
 	env, err := scenario.NewEnv(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
+	return fillMerge200(ctx, env, source.Options{})
+}
+
+// fillMerge200 builds buildMerge200's table in env; o carries what a
+// source needs besides the metadata file (the store's properties).
+func fillMerge200(ctx context.Context, env *scenario.Env, o source.Options) (*latencyTable, error) {
+	const files, rows = 200, 8000
 	tbl, err := env.CreateTable(ctx, table.Identifier{"shop", "orders"}, ordersSchema(), nil, 3, nil)
 	if err != nil {
 		return nil, err
@@ -246,7 +252,8 @@ func buildMerge200(ctx context.Context, dir string) (*latencyTable, error) {
 		return nil, err
 	}
 	lt := &latencyTable{env: env, meta: tbl.MetadataLocation(), files: files, warmSrc: map[int]*source.Table{}}
-	src, err := source.Open(ctx, source.Options{MetadataPath: lt.meta})
+	o.MetadataPath = lt.meta
+	src, err := source.Open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
