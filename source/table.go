@@ -26,6 +26,9 @@ type Table struct {
 	// closeCatalog releases the catalog the table is loaded through (nil
 	// for a metadata file).
 	closeCatalog func()
+	// commit commits to the table through its catalog (nil for a
+	// metadata file); only the retention hold uses it.
+	commit commitFunc
 	tbl          *table.Table
 	// reader is tbl reading through io: the table the scans use.
 	reader *table.Table
