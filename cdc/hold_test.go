@@ -1,8 +1,8 @@
 package cdc_test
 
 import (
-	"bytes"
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -397,4 +397,79 @@ func TestPipelineHoldKeepsUndelivered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPipelineOnDemandSnapshot: a requested snapshot emits the rows of
+// the checkpoint's snapshot as 'r' events between two commits, never
+// inside one; it resumes by index after a stop inside the read; the
+// stream goes on after it; a request for a table the pipeline does not
+// follow fails naming it.
+func TestPipelineOnDemandSnapshot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 7))
+	h := newHarness(t)
+	var live []int64
+	h.randomCommits(rng, &live, 5)
+	if err := h.runWith(runOpts{start: "earliest", chunk: 2}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(h.consumed())
+	headID := h.tbl.CurrentSnapshot().SnapshotID
+	var got cdc.SnapshotInfo
+	// Stopped after the first batch of the read: the request was taken
+	// and checkpointed, so the next run resumes it.
+	err := h.runWith(runOpts{start: "earliest", chunk: 2, stopAfter: 1, until: func(*state.Store) bool { return false },
+		during: func(ctx context.Context, p *cdc.Pipeline) {
+			if _, err := p.RequestSnapshot(ctx, "shop.nope"); !errors.Is(err, cdc.ErrUnknownTable) || !strings.Contains(err.Error(), "shop.nope") {
+				t.Errorf("unknown table: %v", err)
+			}
+			var err error
+			if got, err = p.RequestSnapshot(ctx, "shop.orders"); err != nil {
+				t.Errorf("request: %v", err)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != headID {
+		t.Fatalf("the read is of snapshot %d, want the checkpoint's %d", got.ID, headID)
+	}
+	h.randomCommits(rng, &live, 3)
+	if err := h.runWith(runOpts{start: "earliest", chunk: 2}); err != nil {
+		t.Fatal(err)
+	}
+	evs := h.consumed()
+	var reads []consumed
+	for i, e := range evs[before:] {
+		if e.Op != "r" {
+			continue
+		}
+		reads = append(reads, e)
+		if e.Source.Seq != got.SequenceNumber || e.Source.Resync {
+			t.Fatalf("read row %d: %+v", i, e.Source)
+		}
+	}
+	want, err := replay.Live(h.ctx, h.tbl, headID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) <= 2 {
+		t.Fatalf("%d live rows: too few for the read to span batches", len(want))
+	}
+	if len(reads) != len(want) {
+		t.Fatalf("%d rows read (resumed after a stop), want exactly the %d live rows", len(reads), len(want))
+	}
+	// The read sits whole between the commit it reads and the next one.
+	first := before
+	for evs[first].Op != "r" {
+		first++
+	}
+	for k := first; k < first+len(reads); k++ {
+		if evs[k].Op != "r" {
+			t.Fatalf("event %d inside the read is a %s of sequence number %d", k, evs[k].Op, evs[k].Source.Seq)
+		}
+	}
+	if first != before || evs[first+len(reads)].Source.Seq != got.SequenceNumber+1 {
+		t.Fatalf("the read is not placed between commit %d and the next", got.SequenceNumber)
+	}
+	replayConsumer(t, evs, h.checkLive(t))
 }

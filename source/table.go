@@ -29,7 +29,7 @@ type Table struct {
 	// commit commits to the table through its catalog (nil for a
 	// metadata file); only the retention hold uses it.
 	commit commitFunc
-	tbl          *table.Table
+	tbl    *table.Table
 	// reader is tbl reading through io: the table the scans use.
 	reader *table.Table
 	io     *tableIO

@@ -41,7 +41,7 @@ type Config struct {
 	// HoldInterval is the least time between two moves of a table's
 	// retention hold (default 1m).
 	HoldInterval time.Duration `yaml:"hold_interval"`
-	Chunk int `yaml:"chunk"` // events per batch, default 500
+	Chunk        int           `yaml:"chunk"` // events per batch, default 500
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
