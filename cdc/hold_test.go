@@ -395,6 +395,24 @@ func TestPipelineHoldKeepsUndelivered(t *testing.T) {
 			if evs[len(evs)-1].Source.Seq != h.tbl.CurrentSnapshot().SequenceNumber {
 				t.Fatal("not every commit was delivered")
 			}
+			// Release (what reset runs) removes the branch.
+			src, err := source.Open(h.ctx, source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			if _, ok := src.HasRef(cdc.HoldRef("p")); !ok {
+				t.Fatal("no hold ref on the table")
+			}
+			if err := src.Release(h.ctx, cdc.HoldRef("p")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := src.Refresh(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if id, ok := src.HasRef(cdc.HoldRef("p")); ok {
+				t.Fatalf("the hold is still there after Release, at snapshot %d", id)
+			}
 		})
 	}
 }
