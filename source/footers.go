@@ -288,6 +288,7 @@ type footerFile struct {
 
 	mu    sync.Mutex
 	inner iceio.File
+	whole *footer // the file read whole (wholeFile)
 	err   error
 	pos   int64 // for Read and Seek
 }
@@ -307,11 +308,51 @@ func (f *footerFile) ReadAt(p []byte, off int64) (int, error) {
 	if f.f.has(off, len(p)) {
 		return f.f.readAt(p, off), nil
 	}
+	if w, err := f.wholeFile(); w != nil || err != nil {
+		if err != nil {
+			return 0, err
+		}
+		if off < 0 || off+int64(len(p)) > w.size {
+			return 0, fmt.Errorf("bytes %d..%d are outside the file's %d bytes", off, off+int64(len(p)), w.size)
+		}
+		return w.readAt(p, off), nil
+	}
 	in, err := f.open()
 	if err != nil {
 		return 0, err
 	}
 	return in.ReadAt(p, off)
+}
+
+// wholeFile returns the whole file when it is no larger than wholeRead
+// (nil otherwise): read from the stream its open began, in the one
+// request of the open, and kept until Close, instead of a ranged read per
+// column chunk.
+func (f *footerFile) wholeFile() (*footer, error) {
+	if f.f.size > wholeRead {
+		return nil, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.whole != nil || f.err != nil {
+		return f.whole, f.err
+	}
+	if f.inner != nil {
+		return nil, nil // opened before, not at its start
+	}
+	in, err := f.io.Open(f.name)
+	if err != nil {
+		f.err = err
+		return nil, err
+	}
+	defer in.Close()
+	buf := make([]byte, f.f.size)
+	if _, err := io.ReadFull(in, buf); err != nil {
+		f.err = err
+		return nil, err
+	}
+	f.whole = &footer{size: f.f.size, data: buf}
+	return f.whole, nil
 }
 
 func (f *footerFile) Read(p []byte) (int, error) {
