@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
@@ -226,6 +227,12 @@ func randomHistory(t *testing.T, seed uint64, commits int) (kinds []string) {
 	if err != nil {
 		t.Fatalf("%v\nhistory: %v", err, log)
 	}
+	// Net changes (DESIGN §3) against full replay, for every range.
+	ranges, err := replay.CheckNet(f.ctx, steps, f.tbl)
+	if err != nil {
+		t.Fatalf("%v\nhistory: %v", err, log)
+	}
+	t.Logf("net changes of %d ranges match full replay", ranges)
 	n := checkExpiredParents(t, f, steps)
 	t.Logf("%d of %d snapshots computed with their parent expired", n, len(steps))
 	if n < len(steps)/2 {
