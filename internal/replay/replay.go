@@ -24,8 +24,8 @@ type Event struct {
 	Op            string         `json:"op"`
 	ChangedFields []string       `json:"changed_fields"`
 	Before        map[string]any `json:"before"`
-	After  map[string]any `json:"after"`
-	Source struct {
+	After         map[string]any `json:"after"`
+	Source        struct {
 		SnapshotID  int64  `json:"snapshot_id"`
 		Seq         int64  `json:"sequence_number"`
 		RowID       int64  `json:"row_id"`
