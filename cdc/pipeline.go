@@ -18,6 +18,13 @@ type TableSpec struct {
 	// WarnStart, when set, says why starting the table from Start
 	// deserves a warning rather than the usual info line.
 	WarnStart string
+	// Columns, when set, subscribes to these columns (see Subscription):
+	// checked against the table's schema when the table is loaded.
+	Columns []string
+	// Net delivers the net changes of each backlog (see netfollow.go).
+	Net bool
+	// NetMaxRows bounds the rows a net range holds (default 100,000).
+	NetMaxRows int
 }
 
 // Encoder turns an event into a message key and value.
@@ -135,6 +142,7 @@ type follower struct {
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
+	sub    *Subscription // nil: every column
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -209,6 +217,13 @@ func (f *follower) load(ctx context.Context) error {
 	if _, err := src.Refresh(ctx); err != nil {
 		return err
 	}
+	if len(f.spec.Columns) > 0 {
+		sub, err := NewSubscription(f.spec.Name, src.Info().Schema, f.spec.Columns)
+		if err != nil {
+			return &stopError{kind: ErrPermanent, msg: err.Error()}
+		}
+		f.sub = sub
+	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
 		if err != nil {
@@ -274,6 +289,11 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	if f.cp.Initial && !f.cp.Done {
 		if err := f.initialRead(ctx); err != nil {
+			return err
+		}
+	}
+	if f.spec.Net || f.cp.Net && !f.cp.Done {
+		if done, err := f.catchUpNet(ctx); done || err != nil {
 			return err
 		}
 	}
@@ -453,10 +473,22 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
 		enc, last = &e, &l
 	}
+	if f.sub != nil {
+		var err error
+		if c, evs, err = f.sub.Apply(c, evs); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil // nothing subscribed in this chunk: only its checkpoint moves
+		}
+	}
 	now := time.Now().UnixMilli()
 	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, len(evs))}
 	for k := range evs {
 		e, i := &evs[k], lo+k
+		if f.sub != nil {
+			i = e.Index // the subscription skipped events; indexes stay those of the commit
+		}
 		enc := enc
 		if i == total-1 {
 			enc = last // the last row of an initial read says so
