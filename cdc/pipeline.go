@@ -61,6 +61,9 @@ type Pipeline struct {
 	Health *Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
+	// Progress, when set, shows the rows of initial reads as they are
+	// delivered (NewProgress: only to a terminal).
+	Progress *Progress
 }
 
 func (p *Pipeline) defaults() {
@@ -405,6 +408,9 @@ func (f *follower) initialRead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.p.Progress.Begin("initial read of "+f.spec.Name, 0, int64(c.Len()))
+	f.p.Progress.Add(0, int64(f.cp.Next))
+	defer f.p.Progress.Done()
 	return f.deliver(ctx, c, f.cp.Next, "true")
 }
 
@@ -429,6 +435,9 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		if len(chunk) > 0 {
 			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
 				return err
+			}
+			if initial {
+				f.p.Progress.Add(0, int64(len(chunk)))
 			}
 		}
 		// The batch is confirmed: its checkpoint is stored even when a
