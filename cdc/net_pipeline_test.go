@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -16,6 +17,8 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/sinks/file"
+	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -166,5 +169,37 @@ func TestPipelineNetBoundedRanges(t *testing.T) {
 	}
 	if want := []string{"c", "c", "c", "c", "c", "c", "c", "d"}; !slices.Equal(ops, want) {
 		t.Fatalf("delivered ops %v, want %v", ops, want)
+	}
+}
+
+// A subscription to a column the table does not have stops the table at
+// start with one line naming the table and the column.
+func TestPipelineUnknownSubscribedColumn(t *testing.T) {
+	h := newHarness(t)
+	h.append(1, 2)
+	src, err := source.New(source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(h.state, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	fs, err := file.Open(h.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close(h.ctx)
+	st, _ := cdc.ParseStart("earliest")
+	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Poll: 20 * time.Millisecond,
+		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Columns: []string{"status", "colour"}}}}
+	err = p.Run(h.ctx)
+	want := `table shop.orders: columns: unknown column "colour" (the table's columns: order_id, customer, status, amount)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	if _, found, _ := store.Load(h.ctx, "p", "shop.orders"); found {
+		t.Fatal("a checkpoint was stored for a table that never started")
 	}
 }

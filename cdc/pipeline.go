@@ -221,7 +221,7 @@ func (f *follower) load(ctx context.Context) error {
 		return err
 	}
 	if len(f.spec.Columns) > 0 {
-		sub, err := NewSubscription(f.spec.Name, src.Info().Schema, f.spec.Columns)
+		sub, err := NewSubscription("", src.Info().Schema, f.spec.Columns)
 		if err != nil {
 			return &stopError{kind: ErrPermanent, msg: err.Error()}
 		}

@@ -40,19 +40,19 @@ type subProjection struct {
 }
 
 // NewSubscription resolves columns against sc, the table's current schema.
-// table names the table in errors.
+// table names the table in errors (empty: the caller names it).
 func NewSubscription(table string, sc *iceberg.Schema, columns []string) (*Subscription, error) {
 	if len(columns) == 0 {
-		return nil, fmt.Errorf("table %s: columns: empty subscription", table)
+		return nil, fmt.Errorf("%scolumns: empty subscription", tablePrefix(table))
 	}
 	s := &Subscription{table: table, columns: columns}
 	for _, col := range columns {
 		f, ok := sc.FindFieldByName(col)
 		if !ok {
-			return nil, fmt.Errorf("table %s: columns: unknown column %q (the table's columns: %s)", table, col, topLevelNames(sc))
+			return nil, fmt.Errorf("%scolumns: unknown column %q (the table's columns: %s)", tablePrefix(table), col, topLevelNames(sc))
 		}
 		if fieldPath(sc, f.ID) == "" {
-			return nil, fmt.Errorf("table %s: columns: %q is inside a list or a map; subscribe to the column that holds it", table, col)
+			return nil, fmt.Errorf("%scolumns: %q is inside a list or a map; subscribe to the column that holds it", tablePrefix(table), col)
 		}
 		s.ids = append(s.ids, f.ID)
 	}
@@ -100,8 +100,8 @@ func (s *Subscription) projection(c *Commit) (*subProjection, error) {
 	for i, id := range s.ids {
 		path := fieldPath(sc, id)
 		if path == "" {
-			return nil, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("table %s: columns: the subscribed column %q (field id %d) is not in the schema of snapshot %d (schema %d): it was dropped; change tables[].columns and restart",
-				s.table, s.columns[i], id, c.Snapshot.ID, sc.ID)}
+			return nil, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("%scolumns: the subscribed column %q (field id %d) is not in the schema of snapshot %d (schema %d): it was dropped; change tables[].columns and restart",
+				tablePrefix(s.table), s.columns[i], id, c.Snapshot.ID, sc.ID)}
 		}
 		p.paths = append(p.paths, path)
 		want[topID(sc, id)] = true
@@ -199,4 +199,11 @@ func topLevelNames(sc *iceberg.Schema) string {
 		names = append(names, f.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+func tablePrefix(table string) string {
+	if table == "" {
+		return ""
+	}
+	return "table " + table + ": "
 }
