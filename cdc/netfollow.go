@@ -84,7 +84,20 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 	if limit <= 0 {
 		limit = defaultNetMaxRows
 	}
-	for len(snaps) > 0 {
+	if err := f.hold(ctx); err != nil {
+		return false, err
+	}
+	for first := true; len(snaps) > 0; first = false {
+		if !first {
+			// Between two ranges: where an on-demand snapshot's rows may
+			// go, and where the hold may move.
+			if err := f.serveSnapshots(ctx); err != nil {
+				return false, err
+			}
+			if err := f.hold(ctx); err != nil {
+				return false, err
+			}
+		}
 		t0 := time.Now()
 		n, used := NewNet(), 0
 		for used < len(snaps) {
@@ -170,9 +183,9 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 		f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(cp.Seq))
 		return nil
 	}
-	uuid := f.spec.Source.Info().UUID
+	uuid, epoch := f.spec.Source.Info().UUID, f.cp.Epoch
 	pos := func(next int) Checkpoint {
-		cp := Checkpoint{TableUUID: uuid, SnapshotID: end.ID, Seq: end.SequenceNumber, TimestampMs: end.TimestampMs, Next: next}
+		cp := Checkpoint{TableUUID: uuid, SnapshotID: end.ID, Seq: end.SequenceNumber, TimestampMs: end.TimestampMs, Next: next, Epoch: epoch}
 		if next >= total {
 			cp.Done = true
 		} else {

@@ -26,10 +26,22 @@ type Checkpoint struct {
 	// position that completes the range is a plain Done one.
 	Net     bool  `json:"net,omitempty"`
 	NetFrom int64 `json:"net_from_sequence_number,omitempty"`
+	// Resync marks an initial read that re-emits the head after the
+	// table's history from the checkpoint was lost (on_history_loss:
+	// resync): its events carry source.resync.
+	Resync bool `json:"resync,omitempty"`
+	// Epoch counts the deliberate restarts of the table's stream at a
+	// position that does not follow the previous one: a resync and an
+	// on-demand snapshot each begin a new epoch. Positions compare by
+	// epoch first.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // Before reports whether c is an earlier position than o.
 func (c Checkpoint) Before(o Checkpoint) bool {
+	if c.Epoch != o.Epoch {
+		return c.Epoch < o.Epoch
+	}
 	if c.Seq != o.Seq {
 		return c.Seq < o.Seq
 	}
