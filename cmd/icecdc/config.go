@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
@@ -46,6 +47,9 @@ type Config struct {
 	IO struct {
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"io"`
+	// Cluster spreads the tables over several processes (cluster mode);
+	// default type none: this process follows every table.
+	Cluster cluster.Config `yaml:"cluster"`
 }
 
 // CatalogConfig says where the tables are.
@@ -151,6 +155,11 @@ func (c *Config) defaults() {
 			c.Tables[i].Branch = "main"
 		}
 	}
+	var sinkKafka *kafka.Config
+	if c.Sink.Type == "kafka" {
+		sinkKafka = &c.Sink.Kafka
+	}
+	c.Cluster = c.Cluster.WithDefaults(sinkKafka)
 }
 
 func (c *Config) validate() error {
@@ -234,6 +243,9 @@ func (c *Config) validate() error {
 		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	}
+	if err := c.Cluster.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
