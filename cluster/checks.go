@@ -94,8 +94,8 @@ func checkPeers(ctx context.Context, adm *kadm.Client, group, version, fingerpri
 		return fmt.Errorf("cluster: describe group %s: %w", group, err)
 	}
 	g, ok := groups[group]
-	if !ok {
-		return nil
+	if !ok || errors.Is(g.Err, kerr.GroupIDNotFound) {
+		return nil // no member yet
 	}
 	if g.Err != nil {
 		return fmt.Errorf("cluster: describe group %s: %w", group, g.Err)
@@ -131,6 +131,9 @@ func Owners(ctx context.Context, adm *kadm.Client, c Config, tables []string) (m
 		return nil, fmt.Errorf("cluster: describe group %s: %w", c.Group, err)
 	}
 	g := groups[c.Group]
+	if errors.Is(g.Err, kerr.GroupIDNotFound) {
+		return map[string]string{}, nil
+	}
 	if g.Err != nil {
 		return nil, fmt.Errorf("cluster: describe group %s: %w", c.Group, g.Err)
 	}

@@ -193,7 +193,7 @@ func (m *Member) Run(ctx context.Context) error {
 	m.closing = true
 	m.mu.Unlock()
 	n := len(m.Owned())
-	m.stop(nil, "released")
+	m.stop(m.allTables(), "released")
 	leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelLeave()
 	if err := m.cl.LeaveGroupContext(leaveCtx); err != nil {
@@ -273,9 +273,19 @@ func (m *Member) lost(_ context.Context, _ *kgo.Client, parts map[string][]int32
 	}
 }
 
-// stop stops the followers of tables (nil: all) and waits for them: a
-// table is given up only once its in-flight batch is confirmed and
-// checkpointed, or has failed.
+// allTables returns the tables this member follows now.
+func (m *Member) allTables() []Table {
+	owned := m.Owned()
+	out := make([]Table, len(owned))
+	for i, name := range owned {
+		out[i] = Table{Name: name}
+	}
+	return out
+}
+
+// stop stops the followers of tables and waits for them: a table is
+// given up only once its in-flight batch is confirmed and checkpointed,
+// or has failed.
 func (m *Member) stop(tables []Table, direction string) {
 	m.mu.Lock()
 	var stopping []*runner
@@ -289,11 +299,6 @@ func (m *Member) stop(tables []Table, direction string) {
 		stopping = append(stopping, r)
 		m.o.Metrics.Owned.WithLabelValues(name).Set(0)
 		m.o.Metrics.Moves.WithLabelValues(direction).Inc()
-	}
-	if tables == nil {
-		for name := range m.running {
-			stopOne(name)
-		}
 	}
 	for _, t := range tables {
 		stopOne(t.Name)
