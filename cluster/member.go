@@ -22,6 +22,7 @@ import (
 type Table struct {
 	Name  string
 	Start cdc.Start
+	Hold  bool // keep a retention hold on the table (tables[].hold)
 	// Open returns a new source for the table; the pipeline that
 	// follows it closes it.
 	Open func() (cdc.Source, error)
@@ -369,7 +370,7 @@ func (m *Member) followOnce(ctx context.Context, t Table) error {
 	if m.o.ExactlyOnce {
 		sink = &eventSink{ExactlyOnceSink: txn, store: store}
 	}
-	p := m.o.NewPipeline(cdc.TableSpec{Name: t.Name, Source: src, Start: t.Start}, sink, store)
+	p := m.o.NewPipeline(cdc.TableSpec{Name: t.Name, Source: src, Start: t.Start, Hold: t.Hold}, sink, store)
 	return p.Run(ctx) // closes src
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -45,7 +46,9 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 				return clusterStatus{}, nil
 			}
 			return clusterStatus{Member: member.Name(), Generation: member.Generation(), Tables: member.Owned(), Health: health.Tables()}, nil
-		})
+		}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "on-demand snapshots are not available in cluster mode yet: the table's owner is not known to this member", http.StatusNotImplemented)
+		}))
 		if err != nil {
 			return err
 		}
@@ -58,21 +61,24 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	tables := make([]cluster.Table, len(ts))
 	for i, t := range ts {
 		o := t.opts
-		tables[i] = cluster.Table{Name: t.name, Start: t.start, Open: func() (cdc.Source, error) { return source.New(o) }}
+		tables[i] = cluster.Table{Name: t.name, Start: t.start, Hold: t.hold, Open: func() (cdc.Source, error) { return source.New(o) }}
 	}
 	member, err = cluster.New(cluster.Options{
 		Pipeline: cfg.Name, Version: version, Fingerprint: configFingerprint(cfg),
 		Config: cfg.Cluster, Kafka: kc, ExactlyOnce: eo, Sink: shared, Tables: tables,
 		NewPipeline: func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline {
-			return &cdc.Pipeline{
+			p := &cdc.Pipeline{
 				Name: cfg.Name, Tables: []cdc.TableSpec{spec}, Sink: sink, Store: store,
-				Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
-				Poll:      cfg.Poll.Interval,
-				ChunkSize: cfg.Chunk,
-				Log:       log,
-				Metrics:   metrics,
-				Health:    health,
+				Encoder:      &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
+				Poll:         cfg.Poll.Interval,
+				ChunkSize:    cfg.Chunk,
+				Log:          log,
+				Metrics:      metrics,
+				Health:       health,
+				HoldInterval: cfg.HoldInterval,
 			}
+			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
+			return p
 		},
 		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
 	})

@@ -108,11 +108,15 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Metrics:   metrics,
 		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
 		Ready:     make(chan struct{}),
+		// Checked by validate.
+		HoldInterval: cfg.HoldInterval,
 	}
+	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) })
+		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) },
+			snapshotHandler(cfg.HTTP.Token, p))
 		if err != nil {
 			sink.Close(context.Background())
 			return err
@@ -238,6 +242,7 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 type tableSource struct {
 	name  string
 	start cdc.Start
+	hold  bool
 	opts  source.Options
 }
 
@@ -265,7 +270,7 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 		for _, name := range names {
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
-			out = append(out, tableSource{name: name, start: start, opts: o})
+			out = append(out, tableSource{name: name, start: start, hold: t.Hold, opts: o})
 		}
 	}
 	return out, nil
@@ -294,7 +299,7 @@ func openTables(ts []tableSource) ([]cdc.TableSpec, error) {
 			}
 			return nil, err
 		}
-		specs = append(specs, cdc.TableSpec{Name: t.name, Source: src, Start: t.start})
+		specs = append(specs, cdc.TableSpec{Name: t.name, Source: src, Start: t.start, Hold: t.hold})
 	}
 	return specs, nil
 }
@@ -380,8 +385,9 @@ func cfgPatterns(cfg *Config) []string {
 // serveHTTP serves /metrics, /healthz, /readyz and /status on a local
 // address. /readyz answers 503 with the reasons while a table is failing or
 // stopped.
-func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, status func() (any, error)) (*http.Server, error) {
+func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, status func() (any, error), snapshot http.Handler) (*http.Server, error) {
 	mux := http.NewServeMux()
+	mux.Handle("/snapshot", snapshot)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -24,13 +24,15 @@ import (
 )
 
 // Shape of the cluster failover test: tables, the chunk, the session
-// timeout of the group and the membership changes of the loop
-// (ICECDC_CLUSTER_CHANGES overrides it).
+// timeout of the group and the membership changes of the loop. The
+// default run makes 8 changes per delivery mode (about a minute each);
+// ICECDC_CLUSTER_CHANGES=30 runs the full loop (about two to four
+// minutes each on 2 cores).
 const (
 	clusterTables  = 12
 	clusterChunk   = 20
 	clusterSession = 3 * time.Second
-	clusterChanges = 30
+	clusterChanges = 8
 )
 
 // member is one `icecdc run` process of a cluster.
