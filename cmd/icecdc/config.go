@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
@@ -58,6 +59,9 @@ type Config struct {
 	// NetMaxRows bounds the changed rows a net range holds (tables with
 	// net: true; default 100,000).
 	NetMaxRows int `yaml:"net_max_rows"`
+	// Cluster spreads the tables over several processes (cluster mode);
+	// default type none: this process follows every table.
+	Cluster cluster.Config `yaml:"cluster"`
 }
 
 // CatalogConfig says where the tables are.
@@ -174,6 +178,11 @@ func (c *Config) defaults() {
 			c.Tables[i].Branch = "main"
 		}
 	}
+	var sinkKafka *kafka.Config
+	if c.Sink.Type == "kafka" {
+		sinkKafka = &c.Sink.Kafka
+	}
+	c.Cluster = c.Cluster.WithDefaults(sinkKafka)
 }
 
 func (c *Config) validate() error {
@@ -279,6 +288,9 @@ func (c *Config) validate() error {
 		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	}
+	if err := c.Cluster.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -87,6 +87,11 @@ type Config struct {
 	// Logger receives the few lifecycle messages the sink logs. Default
 	// slog.Default().
 	Logger *slog.Logger `yaml:"-"`
+	// Owner, when set, names the writer of each checkpoint record: its
+	// member and group generation travel as the record's headers
+	// "owner" and "generation" (cluster mode), so that the checkpoint
+	// topic tells who held a table when. Default nil: no such headers.
+	Owner func() (member string, generation int32) `yaml:"-"`
 
 	// clientOpts are appended to the client options; tests use them to
 	// shorten timeouts against kfake.
