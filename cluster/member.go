@@ -23,6 +23,11 @@ type Table struct {
 	Name  string
 	Start cdc.Start
 	Hold  bool // keep a retention hold on the table (tables[].hold)
+	// Columns, Net and NetMaxRows are tables[].columns, tables[].net and
+	// net_max_rows, as cdc.TableSpec has them.
+	Columns    []string
+	Net        bool
+	NetMaxRows int
 	// Open returns a new source for the table; the pipeline that
 	// follows it closes it.
 	Open func() (cdc.Source, error)
@@ -370,7 +375,8 @@ func (m *Member) followOnce(ctx context.Context, t Table) error {
 	if m.o.ExactlyOnce {
 		sink = &eventSink{ExactlyOnceSink: txn, store: store}
 	}
-	p := m.o.NewPipeline(cdc.TableSpec{Name: t.Name, Source: src, Start: t.Start, Hold: t.Hold}, sink, store)
+	p := m.o.NewPipeline(cdc.TableSpec{Name: t.Name, Source: src, Start: t.Start, Hold: t.Hold,
+		Columns: t.Columns, Net: t.Net, NetMaxRows: t.NetMaxRows}, sink, store)
 	return p.Run(ctx) // closes src
 }
 
