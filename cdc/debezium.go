@@ -24,6 +24,14 @@ type Envelope struct {
 // per-call state and may be used from several goroutines.
 type DebeziumJSON struct{ Envelope }
 
+// WithSnapshotMarker returns a copy of f whose events carry marker as
+// source.snapshot.
+func (f *DebeziumJSON) WithSnapshotMarker(marker string) Encoder {
+	g := *f
+	g.SnapshotMarker = marker
+	return &g
+}
+
 // AppendValue appends the event's envelope JSON to dst, on one line without
 // a trailing newline; tsMs is the processing time. The row images are
 // encoded with c.Table.Schema. On error (a *ValueError for a row value that

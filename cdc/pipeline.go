@@ -26,6 +26,15 @@ type Encoder interface {
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
 }
 
+// SnapshotMarkerEncoder is an Encoder whose events say whether they come
+// from an initial read (Debezium's source.snapshot).
+type SnapshotMarkerEncoder interface {
+	Encoder
+	// WithSnapshotMarker returns the encoder for events marked "true"
+	// (an initial read) or "last" (its last event).
+	WithSnapshotMarker(marker string) Encoder
+}
+
 // ErrHistory marks a table whose history no longer continues from its
 // checkpoint: expired snapshots, a rollback, a re-created table.
 var ErrHistory = errors.New("history does not continue from the checkpoint")
@@ -448,10 +457,8 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 
 func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string) error {
 	enc, last := f.p.Encoder, f.p.Encoder
-	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
-		e, l := *d, *d
-		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
-		enc, last = &e, &l
+	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
+		enc, last = m.WithSnapshotMarker(marker), m.WithSnapshotMarker("last")
 	}
 	now := time.Now().UnixMilli()
 	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, len(evs))}

@@ -30,7 +30,12 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	fl.Var((*listFlag)(&o.AllowedLocations), "allowed-location", "read the table's files only from this location prefix (repeatable; default the table location and warehouse)")
 	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
 	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
-	format := fl.String("format", "debezium-json", "event format: debezium-json")
+	format := fl.String("format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect)
+	var dbz DebeziumConfig
+	fl.StringVar(&dbz.TopicPrefix, "topic-prefix", cdc.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
+	fl.StringVar(&dbz.TimePrecisionMode, "time-precision-mode", string(cdc.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
+	fl.StringVar(&dbz.DecimalHandlingMode, "decimal-handling-mode", string(cdc.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
+	withKey := fl.Bool("with-key", false, "print each event's key, a tab, then its value (kcat -K '\t' reads that)")
 	pipeline := fl.String("name", "icecdc", "pipeline name for source.name")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -38,8 +43,9 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	if fl.NArg() > 0 {
 		return fmt.Errorf("changes: unexpected argument %q", fl.Arg(0))
 	}
-	if *format != "debezium-json" {
-		return fmt.Errorf("changes: --format %q: only debezium-json is supported", *format)
+	enc, err := newEncoder(*format, dbz, *pipeline)
+	if err != nil {
+		return fmt.Errorf("changes: %w", err)
 	}
 	if *from < 0 || *to < 0 || (*to > 0 && *to <= *from) {
 		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", *from, *to)
@@ -75,15 +81,23 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 		}
 	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
-	enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: *pipeline, Version: version}}
 	var buf []byte
 	err = cdc.Changes(ctx, src, *from, *to, log, func(c *cdc.Commit) error {
 		now := time.Now().UnixMilli()
 		return c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
 			for i := range evs {
-				buf, err = enc.AppendValue(buf[:0], c, &evs[i], now)
+				buf = buf[:0]
+				if *withKey {
+					// Both formats write JSON on one line, so a tab
+					// can only be the separator.
+					if buf, err = enc.AppendKey(buf, c, &evs[i]); err != nil {
+						return err
+					}
+					buf = append(buf, '\t')
+				}
+				buf, err = enc.AppendValue(buf, c, &evs[i], now)
 				if err != nil {
-					return fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, evs[i].RowID, evs[i].Op), err)
+					return err
 				}
 				buf = append(buf, '\n')
 				if _, err := w.Write(buf); err != nil {

@@ -87,13 +87,17 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	sink, err := buildSink(cfg, out, log, metrics)
 	if err != nil {
 		return err
 	}
 	p := &cdc.Pipeline{
 		Name: cfg.Name, Sink: sink, Store: store,
-		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
+		Encoder:   enc,
 		Poll:      cfg.Poll.Interval,
 		ChunkSize: cfg.Chunk,
 		Log:       log,
