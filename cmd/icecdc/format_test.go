@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // connectRecord is a key or value in Kafka Connect's JSON form.
@@ -124,5 +131,92 @@ tables: [{name: shop.orders}]
 		if _, err := newEncoder(c.Format, c.Debezium, c.Name); err != nil {
 			t.Errorf("%q: %v", tc.yaml, err)
 		}
+	}
+}
+
+// TestRunKafkaConnectFormat runs the daemon into Kafka with the defaults
+// of a Kafka sink (debezium-connect-json, tombstones) and transaction
+// metadata: every record is in Connect's form, each delete is followed by
+// its tombstone, and each snapshot's BEGIN and END frame its events with
+// their count.
+func TestRunKafkaConnectFormat(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1}}\ndebezium: {provide.transaction.metadata: true, topic.prefix: shop}", brokers[0])
+	cfg := writeConfig(t, "shop-cdc", bookshopCatalog(t), sink, filepath.Join(t.TempDir(), "state.db"))
+	read := func(topic string) []*kgo.Record {
+		recs, err := readCommitted(ctx, brokers, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	const topic = "icecdc.bookshop.orders"
+	d := startDaemon(t, "-c", cfg)
+	d.waitFor(t, "every event and the last END", func() bool {
+		return len(read(topic)) == len(bookshopEvents)+2 && len(read("shop.transaction")) == 10
+	})
+	d.stop(t)
+
+	recs := read(topic)
+	perTx := map[string]int{}
+	var got []string
+	for i, r := range recs {
+		key := splitConnect(t, string(r.Key))
+		if !strings.Contains(string(key.Schema), `"name":"shop.bookshop.orders.Key"`) {
+			t.Fatalf("key schema %s", key.Schema)
+		}
+		if r.Value == nil {
+			if i == 0 || !strings.Contains(string(recs[i-1].Value), `"op":"d"`) || string(recs[i-1].Key) != string(r.Key) {
+				t.Fatalf("tombstone %d does not follow its delete", i)
+			}
+			continue
+		}
+		v := splitConnect(t, string(r.Value))
+		ls := parseLines(t, string(v.Payload))
+		got = append(got, ls[0].summary())
+		var tx struct {
+			Transaction struct{ ID string } `json:"transaction"`
+		}
+		json.Unmarshal(v.Payload, &tx)
+		perTx[tx.Transaction.ID]++
+	}
+	if strings.Join(got, "\n") != strings.Join(bookshopEvents, "\n") {
+		t.Fatalf("events:\n%s", strings.Join(got, "\n"))
+	}
+	open := ""
+	for _, r := range read("shop.transaction") {
+		k, v := splitConnect(t, string(r.Key)), splitConnect(t, string(r.Value))
+		var m struct {
+			Status, ID      string
+			EventCount      *int `json:"event_count"`
+			DataCollections []struct {
+				DataCollection string `json:"data_collection"`
+				EventCount     int    `json:"event_count"`
+			} `json:"data_collections"`
+		}
+		if err := json.Unmarshal(v.Payload, &m); err != nil || !strings.Contains(string(k.Payload), m.ID) {
+			t.Fatalf("transaction record %s / %s: %v", k.Payload, v.Payload, err)
+		}
+		switch {
+		case m.Status == "BEGIN" && open == "" && m.EventCount == nil:
+			open = m.ID
+		case m.Status == "END" && open == m.ID && m.EventCount != nil && *m.EventCount == perTx[m.ID] &&
+			len(m.DataCollections) == 1 && m.DataCollections[0].DataCollection == "bookshop.orders" &&
+			m.DataCollections[0].EventCount == perTx[m.ID]:
+			open = ""
+			delete(perTx, m.ID)
+		default:
+			t.Fatalf("transaction record out of place (open %q): %s", open, v.Payload)
+		}
+	}
+	if open != "" || len(perTx) != 0 {
+		t.Fatalf("transactions without END: open %q, unmatched %v", open, perTx)
 	}
 }
