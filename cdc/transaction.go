@@ -1,8 +1,25 @@
 package cdc
 
 import (
+	"bytes"
 	"strconv"
 )
+
+// KeyPayload returns the row key of an encoded key (the CloudEvents
+// subject): the key itself, or the payload of a key in Kafka Connect's
+// {"schema": …, "payload": …} form. The first `,"payload":` is the
+// envelope's: a schema holds field names only as "field" values, and
+// quotes inside strings are escaped.
+func KeyPayload(key []byte) []byte {
+	if !bytes.HasPrefix(key, []byte(`{"schema":`)) {
+		return key
+	}
+	i := bytes.Index(key, []byte(`,"payload":`))
+	if i < 0 || key[len(key)-1] != '}' {
+		return key
+	}
+	return key[i+len(`,"payload":`) : len(key)-1]
+}
 
 // TransactionMarker is a BEGIN or END record of one snapshot's events,
 // as Debezium writes them with provide.transaction.metadata: one Iceberg

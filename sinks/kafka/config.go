@@ -72,6 +72,13 @@ type Config struct {
 	// TransactionTopic is the topic of transaction records, created with
 	// one partition. Default DefaultTransactionTopic.
 	TransactionTopic string `yaml:"-"`
+	// CloudEvents adds the headers of the CloudEvents Kafka protocol
+	// binding's binary mode to every event record: ce_specversion (1.0),
+	// ce_id (the event id), ce_source (icecdc/<pipeline>/<namespace>.<table>),
+	// ce_type (io.icecdc.change.<op>), ce_time (the commit time, RFC 3339),
+	// ce_subject (the record key) and content-type (application/json); the
+	// record value is the event's data. Default false.
+	CloudEvents bool `yaml:"cloudevents"`
 	// TLS configures encryption to the brokers. Default: plaintext.
 	TLS TLS `yaml:"tls"`
 	// SASL configures authentication. Default: none.

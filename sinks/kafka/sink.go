@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -204,6 +206,15 @@ func (p *producer) transactionRecord(m *cdc.TransactionMarker) *kgo.Record {
 		Value: p.cfg.Transactions.AppendTransactionValue(nil, m)}
 }
 
+// CloudEvents binary-mode headers (the Kafka protocol binding).
+var (
+	ceHeaders     = []string{"ce_specversion", "ce_id", "ce_source", "ce_type", "ce_time", "ce_subject", "content-type"}
+	ceSpecVersion = []byte("1.0")
+	ceContentType = []byte("application/json")
+)
+
+const ceTypePrefix = "io.icecdc.change."
+
 // records turns b's messages into records for topic, each delete followed
 // by its tombstone when configured, between the batch's transaction
 // markers when configured, and appends extra.
@@ -225,7 +236,14 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 		recs = append(recs, r)
 	}
 	backing := make([]kgo.Record, n)
-	headers := make([]kgo.RecordHeader, 0, 4*len(b.Messages))
+	perEvent := 4
+	var ceSource, ceTime []byte
+	if p.cfg.CloudEvents {
+		perEvent += len(ceHeaders)
+		ceSource = []byte("icecdc/" + url.PathEscape(p.cfg.Pipeline) + "/" + url.PathEscape(b.Table.Namespace) + "." + url.PathEscape(b.Table.Name))
+		ceTime = []byte(time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano))
+	}
+	headers := make([]kgo.RecordHeader, 0, perEvent*len(b.Messages))
 	seq := []byte(strconv.FormatInt(b.Snapshot.SequenceNumber, 10))
 	snap := []byte(strconv.FormatInt(b.Snapshot.ID, 10))
 	next := 0
@@ -238,6 +256,17 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 			kgo.RecordHeader{Key: headerSequence, Value: seq},
 			kgo.RecordHeader{Key: headerSnapshot, Value: snap},
 		)
+		if p.cfg.CloudEvents {
+			headers = append(headers,
+				kgo.RecordHeader{Key: "ce_specversion", Value: ceSpecVersion},
+				kgo.RecordHeader{Key: "ce_id", Value: []byte(m.ID)},
+				kgo.RecordHeader{Key: "ce_source", Value: ceSource},
+				kgo.RecordHeader{Key: "ce_type", Value: []byte(ceTypePrefix + m.Op.String())},
+				kgo.RecordHeader{Key: "ce_time", Value: ceTime},
+				kgo.RecordHeader{Key: "ce_subject", Value: cdc.KeyPayload(m.Key)},
+				kgo.RecordHeader{Key: "content-type", Value: ceContentType},
+			)
+		}
 		r := &backing[next]
 		next++
 		r.Topic, r.Key, r.Value, r.Headers = topic, m.Key, m.Value, headers[h:len(headers):len(headers)]
