@@ -37,10 +37,11 @@ func NewDebeziumConnectJSON(env Envelope, opts ConnectOptions) (*DebeziumConnect
 func (f *DebeziumConnectJSON) Options() ConnectOptions { return f.opts }
 
 // WithSnapshotMarker returns a copy of f whose events carry marker as
-// source.snapshot; the copy shares f's schema cache.
-func (f *DebeziumConnectJSON) WithSnapshotMarker(marker string) Encoder {
+// source.snapshot, and source.resync when resync is set; the copy shares
+// f's schema cache.
+func (f *DebeziumConnectJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
 	g := *f
-	g.SnapshotMarker = marker
+	g.SnapshotMarker, g.Resync = marker, resync
 	return &g
 }
 
@@ -252,6 +253,11 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 		dst = append(dst, `"false"`...)
 	} else {
 		dst = appendJSONString(dst, f.SnapshotMarker)
+	}
+	if f.Resync {
+		dst = append(dst, `,"resync":true`...)
+	} else {
+		dst = append(dst, `,"resync":null`...)
 	}
 	dst = append(dst, `,"db":`...)
 	dst = appendJSONString(dst, c.Table.Catalog)

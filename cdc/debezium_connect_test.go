@@ -599,7 +599,7 @@ func TestConnectSnapshotMarker(t *testing.T) {
 	f := newConnect(t, ConnectOptions{})
 	c := goldenCommit(false)
 	for _, m := range []string{"true", "last"} {
-		enc := f.WithSnapshotMarker(m)
+		enc := f.WithSnapshotMarker(m, m == "last")
 		v, err := enc.AppendValue(nil, c, &Event{Op: OpSnapshot, RowID: 1, After: fullRow()}, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -607,6 +607,10 @@ func TestConnectSnapshotMarker(t *testing.T) {
 		if !strings.Contains(string(v), `"snapshot":"`+m+`"`) {
 			t.Fatalf("marker %s missing", m)
 		}
+		if strings.Contains(string(v), `"resync":true`) != (m == "last") {
+			t.Fatalf("resync with marker %s: %s", m, v)
+		}
+		decodeConnect(t, v)
 	}
 }
 
