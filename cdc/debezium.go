@@ -71,6 +71,18 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	}
 	dst = append(dst, `,"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
+	if e.Op == OpUpdate {
+		// Which fields the update changed, so that a consumer interested
+		// in a few columns need not compare the images itself.
+		dst = append(dst, `,"changed_fields":[`...)
+		for i, p := range ChangedFields(c.Table.Schema, e.Before, e.After) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, p)
+		}
+		dst = append(dst, ']')
+	}
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, tsMs, 10)
 

@@ -58,6 +58,9 @@ type Config struct {
 	IO struct {
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"io"`
+	// NetMaxRows bounds the changed rows a net range holds (tables with
+	// net: true; default 100,000).
+	NetMaxRows int `yaml:"net_max_rows"`
 }
 
 // CatalogConfig says where the tables are.
@@ -76,6 +79,11 @@ type TableConfig struct {
 	Branch   string   `yaml:"branch"`
 	Start    string   `yaml:"start"`
 	Key      []string `yaml:"key"`
+	// Columns subscribes to these columns: only updates that change one
+	// are emitted, images projected to them and the key.
+	Columns []string `yaml:"columns"`
+	// Net delivers each poll's backlog as its net changes.
+	Net bool `yaml:"net"`
 	// Hold keeps a retention branch icecdc-<name> on the table so that
 	// other engines' snapshot expiry keeps what is not delivered yet.
 	Hold bool `yaml:"hold"`
@@ -203,6 +211,11 @@ func (c *Config) validate() error {
 		if _, err := cdc.ParseStart(t.Start); err != nil {
 			bad(f+".start", "%v", err)
 		}
+		for j, col := range t.Columns {
+			if strings.TrimSpace(col) == "" {
+				bad(fmt.Sprintf("%s.columns[%d]", f, j), "empty column name")
+			}
+		}
 		if t.Hold {
 			if err := c.canHold(t); err != nil {
 				bad(f+".hold", "%v", err)
@@ -234,6 +247,9 @@ func (c *Config) validate() error {
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
+	}
+	if c.NetMaxRows < 0 {
+		bad("net_max_rows", "must not be negative")
 	}
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")

@@ -103,6 +103,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Log:       log,
 		Metrics:   metrics,
 		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
+		Progress:  cdc.NewProgress(terminal(logOut)),
 		Ready:     make(chan struct{}),
 		// Checked by validate.
 		HoldInterval: cfg.HoldInterval,
@@ -269,7 +270,8 @@ func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.Tabl
 			if err != nil {
 				return nil, err
 			}
-			specs = append(specs, cdc.TableSpec{Name: name, Source: src, Start: start, Hold: t.Hold})
+			specs = append(specs, cdc.TableSpec{Name: name, Source: src, Start: start, Hold: t.Hold,
+				Columns: t.Columns, Net: t.Net, NetMaxRows: cfg.NetMaxRows})
 		}
 	}
 	return specs, nil
