@@ -25,9 +25,12 @@ type Config struct {
 	Poll    struct {
 		Interval time.Duration `yaml:"interval"`
 	} `yaml:"poll"`
-	Format string     `yaml:"format"`
-	Sink   SinkConfig `yaml:"sink"`
-	State  struct {
+	// Format is the events' format: debezium-json, or
+	// debezium-connect-json (the default on Kafka).
+	Format   string         `yaml:"format"`
+	Debezium DebeziumConfig `yaml:"debezium"`
+	Sink     SinkConfig     `yaml:"sink"`
+	State    struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
 	HTTP struct {
@@ -162,7 +165,7 @@ func (c *Config) defaults() {
 		c.Poll.Interval = time.Second
 	}
 	if c.Format == "" {
-		c.Format = "debezium-json"
+		c.Format = defaultFormat(c.Sink.Type)
 	}
 	if c.State.Path == "" {
 		c.State.Path = "icecdc-state.db"
@@ -240,8 +243,16 @@ func (c *Config) validate() error {
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
 	}
-	if c.Format != "debezium-json" {
-		bad("format", "%q: only debezium-json is supported", c.Format)
+	switch c.Format {
+	case formatDebeziumJSON, formatDebeziumConnect:
+		if err := c.Debezium.connectOptions().Validate(); err != nil {
+			bad("debezium", "%v", err)
+		}
+	default:
+		bad("format", "%q: want %s or %s", c.Format, formatDebeziumJSON, formatDebeziumConnect)
+	}
+	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
+		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")

@@ -95,13 +95,17 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
-	sink, err := buildSink(cfg, out, log, metrics)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	sink, err := buildSink(cfg, out, log, metrics, enc)
 	if err != nil {
 		return err
 	}
 	p := &cdc.Pipeline{
 		Name: cfg.Name, Sink: sink, Store: store,
-		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
+		Encoder:   enc,
 		Poll:      cfg.Poll.Interval,
 		ChunkSize: cfg.Chunk,
 		Log:       log,
@@ -216,7 +220,7 @@ func exactlyOnce(cfg *Config) bool {
 	return cfg.Sink.Type == "kafka" && cfg.Sink.Kafka.Delivery == kafka.ExactlyOnce
 }
 
-func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cdc.Sink, error) {
+func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc cdc.Encoder) (cdc.Sink, error) {
 	switch cfg.Sink.Type {
 	case "stdout":
 		return stdout.New(out), nil
@@ -226,6 +230,13 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 		kc := cfg.Sink.Kafka
 		kc.Pipeline = cfg.Name
 		kc.Logger = log
+		if cfg.Debezium.ProvideTransactionMetadata {
+			te, ok := enc.(cdc.TransactionEncoder)
+			if !ok {
+				return nil, fmt.Errorf("config: debezium.provide.transaction.metadata: format %s has no transaction records", cfg.Format)
+			}
+			kc.Transactions, kc.TransactionTopic = te, cfg.Debezium.prefix()+".transaction"
+		}
 		return kafka.New(kc)
 	case "webhook":
 		w := cfg.Sink.Webhook

@@ -75,6 +75,9 @@ func (s *ExactlyOnceSink) Write(ctx context.Context, b *cdc.Batch) error {
 		if err := p.ensureTopic(ctx, topic, p.cfg.TopicPartitions, nil); err != nil {
 			return err
 		}
+		if err := p.ensureTransactionTopic(ctx); err != nil {
+			return err
+		}
 	}
 	ckpt, err := checkpointRecord(p.cfg, b)
 	if err != nil {
