@@ -22,10 +22,13 @@ import (
 func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) error {
 	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
 	eo := exactlyOnce(cfg)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	var shared cdc.Sink
 	if !eo {
-		var err error
-		if shared, err = buildSink(cfg, out, log, metrics); err != nil {
+		if shared, err = buildSink(cfg, out, log, metrics, enc); err != nil {
 			return err
 		}
 		defer func() {
@@ -37,6 +40,13 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	kc := cfg.Cluster.Kafka
 	if cfg.Sink.Type == "kafka" {
 		kc = cfg.Sink.Kafka
+		if cfg.Debezium.ProvideTransactionMetadata {
+			te, ok := enc.(cdc.TransactionEncoder)
+			if !ok {
+				return fmt.Errorf("config: debezium.provide.transaction.metadata: format %s has no transaction records", cfg.Format)
+			}
+			kc.Transactions, kc.TransactionTopic = te, cfg.Debezium.prefix()+".transaction"
+		}
 	}
 	ready := make(chan struct{})
 	var member *cluster.Member
@@ -70,7 +80,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		NewPipeline: func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline {
 			p := &cdc.Pipeline{
 				Name: cfg.Name, Tables: []cdc.TableSpec{spec}, Sink: sink, Store: store,
-				Encoder:      &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
+				Encoder:      enc,
 				Poll:         cfg.Poll.Interval,
 				ChunkSize:    cfg.Chunk,
 				Log:          log,
