@@ -461,10 +461,11 @@ type fileBounds struct {
 }
 
 // mayMatch reports whether data file m can hold a row the delete matches,
-// judged by m's lower and upper bounds of the equality fields: no key may
-// fall outside them on any field with bounds. With several fields and few
-// keys, each key tuple is checked on all fields at once. Fields without
-// bounds, or with keys it cannot order, prune nothing.
+// judged by m's lower and upper bounds of the equality fields: no, when on
+// some field the keys' range misses the file's bounds, or, with several
+// fields and few keys, when every key tuple lies outside the bounds on
+// some field. Fields without bounds, or with keys it cannot order, prune
+// nothing.
 func (e *eqDeletes) mayMatch(m dataFileMeta, sc *iceberg.Schema) bool {
 	if len(e.keys) == 0 {
 		return false // a delete file with no rows deletes nothing

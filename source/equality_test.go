@@ -96,3 +96,34 @@ func TestEqualityMayMatch(t *testing.T) {
 		t.Errorf("%d keys: %d tuples kept, want none past %d", len(many.keys), len(many.tuples), maxTupleKeys)
 	}
 }
+
+// BenchmarkEqualityMayMatch: the cost of judging one candidate data file
+// against a two-field delete, by key count (past maxTupleKeys only the
+// ranges are compared). The file misses every tuple but overlaps both
+// ranges, the worst case of the tuple check.
+func BenchmarkEqualityMayMatch(b *testing.B) {
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	)
+	lo, _ := iceberg.Int64Literal(5).MarshalBinary()
+	hi, _ := iceberg.Int64Literal(9).MarshalBinary()
+	nlo, _ := iceberg.StringLiteral("k0").MarshalBinary()
+	nhi, _ := iceberg.StringLiteral("k9").MarshalBinary()
+	m := dataFileMeta{file: boundsFile{lo: map[int][]byte{1: lo, 2: nlo}, hi: map[int][]byte{1: hi, 2: nhi}}}
+	for _, n := range []int{16, 1024, 1025} {
+		e := &eqDeletes{keys: map[string]struct{}{}, fieldIdx: []int{0, 1},
+			ranges: []keyRange{{fieldID: 1}, {fieldID: 2}}}
+		for i := 0; i < n; i++ {
+			row := cdc.Row{int64(i * 10), fmt.Sprint("k", i)}
+			e.keys[keyOf(row, e.fieldIdx)] = struct{}{}
+			e.widen(row)
+		}
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				e.mayMatch(m, sc)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/file")
+		})
+	}
+}
