@@ -58,8 +58,11 @@ STEPS = [
         "upsert_single": [(I, (4, "n4b", 40)), (U, (1, "n1b", 10)), (D, (7, "n7", 7)), (D, (8, "n8b", 80))],
         "upsert_multi": [(I, ("eu", 3, "eu3b", 30.0)), (U, ("us", 3, "us3b", 31.0)), (D, ("us", 7, "us7", 7.0))],
     }),
-    ("unpartitioned table only: upsert a key, insert a key and delete it in the same commit", {
-        "upsert_single": [(U, (6, "n6b", 60)), (I, (9, "n9", 9)), (D, (9, "n9", 9))],
+    ("upsert a key twice, insert a key and delete it, delete a key and insert it again, all in one commit", {
+        "upsert_single": [(U, (6, "n6b", 60)), (U, (6, "n6c", None)), (I, (9, "n9", 9)), (D, (9, "n9", 9)),
+                          (D, (3, "n3b", 30)), (I, (3, "n3c", 33))],
+        "upsert_multi": [(U, ("us", 2, "us2c", 22.0)), (U, ("us", 2, None, 23.0)), (I, ("eu", 9, "eu9", 9.0)),
+                         (D, ("eu", 9, "eu9", 9.0)), (D, ("eu", 1, "eu1", 1.0)), (I, ("eu", 1, "eu1b", 10.0))],
     }),
 ]
 
