@@ -231,7 +231,7 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
     line = f"scenario {sc.name}: {exact}/{len(snaps)} snapshots exact"
     if upserts:
         line = (f"flink {sc.ident}: {len(snaps)} snapshots, {events} events, "
-                + ("exact" if exact == len(snaps) else f"NOT exact ({exact}/{len(snaps)} snapshots exact)"))
+                + ("exact" if ok else f"NOT exact ({exact}/{len(snaps)} snapshots exact)"))
     if pcounts is None:
         line += "; PyIceberg not asked (it reads no equality deletes)"
     elif pagree != len(snaps):
