@@ -8,15 +8,14 @@ updates and deletes); one `icecdc run` follows both, db.held with
   1. the daemon, with a file sink, follows the tables while Spark commits
      three snapshots, delivers them, and is stopped (SIGTERM);
   2. Spark commits four more while the daemon runs with a sink that fails
-     (a webhook whose receiver is down): the daemon stalls on the first
-     new commit, which it has seen; it is stopped and started again, still
-     with the failing sink, so that it sees the head: the hold is a branch
-     `icecdc-<pipeline>` at that head with min-snapshots-to-keep reaching
-     back to the checkpoint. The hold keeps only what the daemon has seen:
-     a commit made after the daemon last loaded the table (here: while it
-     stalls on a delivery, or is down) is kept by nothing but the table's
-     own retention, which is why the daemon must see the head before the
-     expiry;
+     (a webhook whose receiver is down, retried inside the sink): the
+     daemon stalls on the first new commit, and while that write waits it
+     moves the hold to the head the catalog has, every hold_interval; the
+     hold is a branch `icecdc-<pipeline>` at the head with
+     min-snapshots-to-keep reaching back to the checkpoint. The daemon is
+     stopped once the branch is at the head: the hold keeps only what the
+     daemon has seen, so a commit made while no daemon runs is kept by
+     nothing but the table's own retention;
   3. the oracle's expected events of every snapshot are computed from
      Spark's reads (VERSION AS OF) before anything is expired; then
      `CALL system.expire_snapshots(older_than => now(), retain_last => 1)`
@@ -195,8 +194,13 @@ http: {{listen: "{self.listen}"}}
     # ------------------------------------------------------------ Spark
 
     def head(self, name):
-        rows = sql(self.spark, f"SELECT snapshot_id FROM {self.t(name)}.refs WHERE name = 'main'")
-        return rows[0][0] if rows else None
+        """main's snapshot, from the catalog's current metadata file (a
+        poll must not cost a Spark job)."""
+        return self.ref(name, "main")
+
+    def ref(self, name, ref):
+        r = self.metadata(name).get("refs", {}).get(ref)
+        return r and r["snapshot-id"]
 
     def refs(self, name):
         return {r["name"]: r for r in sql(self.spark, f"SELECT * FROM {self.t(name)}.refs")}
@@ -278,6 +282,12 @@ def run(spark, icecdc, work):
 
 def scenario(r, lines):
     spark = r.spark
+    phases, t0 = [], [time.monotonic()]
+
+    def phase(name):
+        now = time.monotonic()
+        phases.append(f"{name} {now - t0[0]:.1f}s")
+        t0[0] = now
     configure(spark, r.db, r.wh)
     sql(spark, f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{NS}")
     for name in TABLES:
@@ -291,26 +301,21 @@ def scenario(r, lines):
     r.commit(BEFORE)
     r.caught_up(TABLES)
     checkpoint = {n: r.lives[n][-1][0] for n in TABLES}
-    r.wait(f"{HOLD_REF} at the delivered head {checkpoint['held']}",
-           lambda: r.refs("held").get(HOLD_REF, {"snapshot_id": None})["snapshot_id"] == checkpoint["held"])
+    r.wait(f"{HOLD_REF} at the delivered head {checkpoint['held']}", lambda: r.ref("held", HOLD_REF) == checkpoint["held"])
     if (code := r.stop()) != 0:
         raise Failed(f"SIGTERM after the first commits: exit {code}")
     if HOLD_REF in r.refs("free"):
         raise Failed(f"db.free (hold: false) has a ref {HOLD_REF}")
 
+    phase("follow")
     # 2. the sink fails: the commits are seen, not delivered.
     r.failing_sink()
     r.start()
     r.commit(HELD)
     head = r.head("held")
-    r.stop()
-    r.start()  # sees the head at once, holds it, stalls on the first commit
 
-    def held_at_head():
-        ref = r.refs("held").get(HOLD_REF)
-        return ref is not None and ref["snapshot_id"] == head
-    r.wait(f"{HOLD_REF} at the head {head}", held_at_head)
-    ref = r.refs("held")[HOLD_REF]
+    r.wait(f"{HOLD_REF} at the head {head}", lambda: r.ref("held", HOLD_REF) == head)
+    ref = r.refs("held")[HOLD_REF]  # as Spark sees it
     r.stop()
     if ref["type"] != "BRANCH":
         raise Failed(f"{HOLD_REF} is a {ref['type']}, want a BRANCH")
@@ -319,9 +324,10 @@ def scenario(r, lines):
         raise Failed(f"{HOLD_REF} keeps min_snapshots_to_keep {ref['min_snapshots_to_keep']}, want {undelivered} "
                      f"(the checkpoint {checkpoint['held']} to the head {head})")
 
+    phase("failing sink")
     # 3. expiry, after the oracle read every snapshot.
     before = {n: r.main_rows(n) for n in TABLES}
-    heads = {n: r.head(n) for n in TABLES}
+    heads = {n: r.refs(n)["main"]["snapshot_id"] for n in TABLES}
     for name in TABLES:
         try:
             sql(spark, f"CALL {CATALOG}.system.expire_snapshots(table => '{NS}.{name}', older_than => now(), retain_last => 1)")
@@ -338,12 +344,13 @@ def scenario(r, lines):
         raise Failed(f"expire_snapshots left db.free with {len(kept['free'])} snapshots, want its head alone: "
                      "the case without hold would prove nothing")
     for name in TABLES:
-        if r.main_rows(name) != before[name] or r.head(name) != heads[name]:
+        if r.main_rows(name) != before[name] or r.refs(name)["main"]["snapshot_id"] != heads[name]:
             raise Failed(f"Spark's read of {NS}.{name} (main) changed across the expiry")
     lines.append(f"retention: expire_snapshots(older_than => now(), retain_last => 1): db.held kept {len(kept['held'])} "
                  f"snapshots (its checkpoint's to the head, held by branch {HOLD_REF}), db.free kept {len(kept['free'])}; "
                  f"Spark's reads of main unchanged ({len(before['held'])} rows each)")
 
+    phase("expire")
     # 4. the sink is back: the held commits are delivered, the free table stops.
     r.file_sink()
     r.start()
@@ -378,6 +385,7 @@ def scenario(r, lines):
     if not clear:
         lines.append("    the stop does not say the history expired and what to run")
 
+    phase("restart")
     # 5. reset removes the hold.
     p = subprocess.run([r.icecdc, "reset", "-c", r.cfg, "--table", f"{NS}.held"], capture_output=True, text=True, timeout=120)
     names = sorted(r.refs("held"))
@@ -385,6 +393,8 @@ def scenario(r, lines):
     ok &= good
     lines.append(f"retention: icecdc reset --table {NS}.held: exit {p.returncode}, refs now {names}"
                  f"{'' if good else ' NOT AS WANTED: ' + (p.stdout + p.stderr).strip()[-300:]}")
+    phase("reset")
+    lines.append("  phases: " + ", ".join(phases))
     return ok
 
 
