@@ -19,6 +19,7 @@ import flink_upserts
 import icecdc_cli
 import oracle
 import pyiceberg_check
+import retention
 import scenarios
 import spark_session
 import stores
@@ -267,6 +268,29 @@ def flink_tables(spark, args, checked, check, failed):
             checked(sc, notes, (False, f"flink {sc.ident}: FAILED to read: {err}", "", [], [], {}))
 
 
+def start_retention(spark, args):
+    """The retention-hold part runs in a thread on the shared session: most
+    of its time is spent waiting for `icecdc run`, which the scenarios'
+    Spark work overlaps. Its result goes to a file run.sh reports as a
+    part of its own: first line "ok" or "failed", then its lines."""
+    import threading
+
+    def body():
+        t0 = time.monotonic()
+        try:
+            ok, lines = retention.run(spark, args.icecdc, args.retention)
+        except BaseException as err:  # the file must say the part failed
+            ok, lines = False, [f"retention: FAILED: {type(err).__name__}: {err}"]
+        lines.append(f"timing: retention-hold {time.monotonic() - t0:.1f}s (on the scenarios' Spark session, alongside them)")
+        with open(os.path.join(args.retention, "result.txt"), "w") as fh:
+            fh.write(("ok" if ok else "failed") + "\n" + "\n".join(lines) + "\n")
+
+    os.makedirs(args.retention, exist_ok=True)
+    th = threading.Thread(target=body, name="retention-hold", daemon=True)
+    th.start()
+    return th
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
@@ -281,6 +305,9 @@ def main():
     ap.add_argument("--flink-timeout", type=float, default=900, help="seconds to wait for the Flink writer")
     ap.add_argument("--facts", help="write every snapshot's facts here")
     ap.add_argument("--verbose", action="store_true", help="print every snapshot, not only failing ones")
+    ap.add_argument("--retention", metavar="DIR",
+                    help="also run the retention-hold part (interop/retention.py) in DIR, on this Spark session, "
+                         "alongside the scenarios; its lines and outcome go to DIR/result.txt")
     args = ap.parse_args()
     args.catalog_db = os.path.join(args.work, "catalog.db")
     args.warehouse = os.path.join(args.work, "wh")
@@ -298,9 +325,9 @@ def main():
                                        with_rest_s3=bool(args.rest_s3_uri))
 
     known = [sc.name for sc in all_scenarios()] + (["flink"] if args.flink_work else [])
-    unknown = sorted(set(args.only or []) - set(known))
+    unknown = sorted(set(args.only or []) - set(known) - {"retention"})
     if unknown:
-        print(f"scenarios: unknown {unknown}; known: {' '.join(known)}")
+        print(f"scenarios: unknown {unknown}; known: {' '.join(known)} (and retention, the hold part)")
         return 2
     spark, secs = spark_session.start(args.catalog_db, args.warehouse, args.ivy, args.rest_uri,
                                       args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri,
@@ -308,6 +335,7 @@ def main():
     print(f"timing: spark session start {secs:.1f}s (spark {spark.version})", flush=True)
     failed, passed = [], 0
     report, warned = [], set()
+    hold_part = start_retention(spark, args) if args.retention else None
 
     def checked(sc, notes, result):
         nonlocal passed
@@ -362,6 +390,8 @@ def main():
             checked(pending[0], pending[1], pending[2].result())
         if args.flink_work and (not args.only or "flink" in args.only):
             flink_tables(spark, args, checked, check, failed)
+    if hold_part:
+        hold_part.join()
     if args.facts:
         with open(args.facts, "w") as fh:
             fh.write("\n".join(report) + "\n")
