@@ -37,6 +37,11 @@
 #      and delivers them exactly once restarted; without the hold the
 #      table stops with the history-loss error; `icecdc reset` removes the
 #      branch (interop/retention.py).
+#   7. GCS and Azure: fake-gcs-server (Go module proxy) and Azurite's blob
+#      service (npm) on loopback; iceberg-go writes the bookshop story there
+#      and `go test ./cmd/icecdc -run 'TestAzurite|TestFakeGCS'` reads it with
+#      `icecdc changes` and `icecdc run` and breaks the stores. It needs no
+#      Spark and runs in the background beside the other parts.
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -563,9 +568,73 @@ s3_run() {
   return $rc
 }
 
+# ---------------------------------------------------------------- GCS and Azure (issue 8)
+# fake-gcs-server and Azurite's blob service start on loopback and the Go
+# tests TestFakeGCS and TestAzurite run against them (they skip without
+# ICECDC_GCS_EMULATOR / ICECDC_AZURITE). Launched in the background at the
+# start; cloud_emulators waits for it and reports.
+FAKE_GCS_VERSION=v1.56.1
+AZURITE_VERSION=3.37.0
+CLOUD_PID= CLOUD_T0=
+cloud_run() {
+  local gcs=$CACHE/fake-gcs-server/$FAKE_GCS_VERSION/fake-gcs-server
+  local azurite=$CACHE/azurite/$AZURITE_VERSION/node_modules/.bin/azurite-blob
+  if [ ! -x "$gcs" ]; then
+    GOBIN=$(dirname "$gcs") must cloud go install "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION" || return 1
+  fi
+  if [ ! -x "$azurite" ]; then
+    command -v npm >/dev/null || { echo "cloud: npm is missing (Node.js installs it)"; return 1; }
+    must cloud npm install --no-audit --no-fund --prefix "$CACHE/azurite/$AZURITE_VERSION" "azurite@$AZURITE_VERSION" || return 1
+  fi
+  local gport aport pids=()
+  gport=$(free_port)
+  aport=$(free_port)
+  "$gcs" -scheme http -host 127.0.0.1 -port "$gport" -public-host "127.0.0.1:$gport" -backend memory \
+    >"$LOGS/fake-gcs-server.log" 2>&1 &
+  pids+=($!)
+  mkdir -p "$WORK/azurite"
+  node "$azurite" --blobHost 127.0.0.1 --blobPort "$aport" --location "$WORK/azurite" --skipApiVersionCheck --silent \
+    >"$LOGS/azurite.log" 2>&1 &
+  pids+=($!)
+  local rc=0
+  if ! wait_port "$gport" 60 "${pids[0]}"; then
+    tail -n 20 "$LOGS/fake-gcs-server.log" | sed 's/^/    /'
+    rc=1
+  elif ! wait_port "$aport" 60 "${pids[1]}"; then
+    tail -n 20 "$LOGS/azurite.log" | sed 's/^/    /'
+    rc=1
+  else
+    echo "fake-gcs-server $FAKE_GCS_VERSION at 127.0.0.1:$gport, azurite-blob $AZURITE_VERSION at 127.0.0.1:$aport"
+    (cd "$ROOT" && ICECDC_GCS_EMULATOR=127.0.0.1:$gport ICECDC_AZURITE=127.0.0.1:$aport \
+      go test ./cmd/icecdc -run 'TestAzurite|TestFakeGCS' -count=1 -v) >"$LOGS/cloud-test.log" 2>&1
+    rc=$?
+    grep -E '^(--- |    --- |ok|FAIL)' "$LOGS/cloud-test.log"
+    [ $rc -ne 0 ] && grep -B2 -A8 -- '--- FAIL' "$LOGS/cloud-test.log" | tail -n 40 | sed 's/^/    /'
+  fi
+  local pid
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  return $rc
+}
+
+launch_cloud() {
+  CLOUD_T0=$(now)
+  cloud_run >"$LOGS/cloud.out" 2>&1 &
+  CLOUD_PID=$!
+  PIDS+=("$CLOUD_PID")
+}
+
+cloud_emulators() {
+  wait "$CLOUD_PID"
+  local rc=$?
+  cat "$LOGS/cloud.out"
+  echo "cloud: emulators and tests took $(elapsed "$CLOUD_T0")s in the background"
+  return $rc
+}
+
 # ---------------------------------------------------------------- main
 
 launch_build
+launch_cloud
 part install-python install_python
 PY_OK=$?
 part install-jars install_jars
@@ -630,6 +699,8 @@ fi
 if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
   part s3-run s3_run
 fi
+
+part cloud-emulators cloud_emulators
 
 if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-smoke kafka_smoke
