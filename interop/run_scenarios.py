@@ -7,6 +7,9 @@ scenario is not exact or PyIceberg disagrees on a row count.
 """
 
 import argparse
+import base64
+import datetime
+import json
 import os
 import re
 import sys
@@ -97,7 +100,40 @@ def live(spark, sc, sid):
         return oracle.Live(rows, why=str(err).strip().splitlines()[0][:200])
 
 
-def spark_part(spark, sc, out):
+def head_rows(spark, sc, meta):
+    """Spark's rows at the head, typed for JSON (connect_sink.py reads them):
+    {"columns": [[name, iceberg type]], "rows": [{column: value, "_row_id": n}]}.
+    Values JSON has no type for are {"decimal"|"date"|"timestamp"|"timestamptz"|"binary": text};
+    a timestamptz is the UTC instant (PySpark hands it over in local time)."""
+    sid = meta.get("current-schema-id")
+    fields = next(s["fields"] for s in meta["schemas"] if s.get("schema-id") == sid)
+    cols = [[f["name"], f["type"] if isinstance(f["type"], str) else "nested"] for f in fields]
+    types = dict(cols)
+    out = []
+    for r in sql(spark, f"SELECT *, _row_id FROM {sc.table}"):
+        d = r.asDict()
+        row = {}
+        for k, v in d.items():
+            t = types.get(k, "long")
+            if v is None or isinstance(v, (bool, int, float, str)):
+                row[k] = v
+            elif t.startswith("decimal"):
+                row[k] = {"decimal": str(v)}
+            elif t == "timestamptz":
+                row[k] = {"timestamptz": v.astimezone(datetime.timezone.utc).isoformat()}
+            elif t == "timestamp":
+                row[k] = {"timestamp": v.isoformat()}
+            elif t == "date":
+                row[k] = {"date": v.isoformat()}
+            elif t == "binary":
+                row[k] = {"binary": base64.b64encode(bytes(v)).decode()}
+            else:
+                row[k] = {"unsupported": str(v)}
+        out.append(row)
+    return {"columns": cols, "rows": out}
+
+
+def spark_part(spark, sc, out, heads=None):
     """What needs Spark: build the table, and its live rows at every snapshot."""
     t = {}
     t0 = time.monotonic()
@@ -118,6 +154,8 @@ def spark_part(spark, sc, out):
     t0 = time.monotonic()
     lives = {s["snapshot-id"]: live(spark, sc, s["snapshot-id"]) for s in snaps}
     t["oracle"] = time.monotonic() - t0
+    if heads is not None and sc.catalog == "local":
+        heads[sc.ident.split(".", 1)[1]] = head_rows(spark, sc, meta)
     return t, labels, meta_path, meta, snaps, lives
 
 
@@ -194,6 +232,7 @@ def main():
     ap.add_argument("--rest-s3-uri", help="the REST catalog server whose warehouse is on S3")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--facts", help="write every snapshot's facts here")
+    ap.add_argument("--heads", help="write Spark's rows at every local table's head here (JSON)")
     ap.add_argument("--verbose", action="store_true", help="print every snapshot, not only failing ones")
     args = ap.parse_args()
     args.catalog_db = os.path.join(args.work, "catalog.db")
@@ -250,13 +289,14 @@ def main():
     # Scenario N's checks run in a thread while Spark builds scenario N+1;
     # the results are printed in scenario order.
     pending = None
+    heads = {} if args.heads else None
     with ThreadPoolExecutor(max_workers=1) as pool:
         for sc in all_scenarios():
             if args.only and sc.name not in args.only:
                 continue
             notes = []
             try:
-                parts = spark_part(spark, sc, notes)
+                parts = spark_part(spark, sc, notes, heads)
             except Exception as err:
                 traceback.print_exc()
                 parts, failure = None, (False, f"scenario {sc.name}: FAILED to build or read: {err}", "", [], [], {})
@@ -272,6 +312,9 @@ def main():
     if args.facts:
         with open(args.facts, "w") as fh:
             fh.write("\n".join(report) + "\n")
+    if args.heads:
+        with open(args.heads, "w") as fh:
+            json.dump(heads, fh)
     spark.stop()
     print(f"scenarios: {passed} exact, {len(failed)} not" + (f" ({', '.join(failed)})" if failed else ""))
     return 1 if failed else 0
