@@ -230,8 +230,12 @@ def decode(schema, v, where):
         return EPOCH + datetime.timedelta(milliseconds=v)
     if name == "io.debezium.time.NanoTimestamp":
         return EPOCH + datetime.timedelta(microseconds=v // 1000)
-    if name == "io.debezium.time.ZonedTimestamp":
+    if name in ("io.debezium.time.ZonedTimestamp", "io.debezium.time.IsoTimestamp"):
         return datetime.datetime.fromisoformat(v)
+    if name == "io.debezium.time.IsoDate":
+        return datetime.date.fromisoformat(v.removesuffix("Z"))
+    if name == "io.debezium.time.MicroTime":
+        return (EPOCH + datetime.timedelta(microseconds=v)).time()
     if t in ("int8", "int16", "int32", "int64"):
         if not isinstance(v, int) or isinstance(v, bool):
             raise SchemaError(f"{where}: {t} payload is {v!r}")
@@ -342,9 +346,8 @@ def run_native(a, tables, mode, log):
     for t in tables:
         lines.append(f'  - {{name: "{NS}.{t}", start: earliest'
                      + (f", key: [{', '.join(key_columns(t))}]" if mode == "ident" else "") + "}")
-    lines += ["poll: {interval: 100ms}", f"chunk: {a.chunk}", "sink:", "  type: kafka",
-              f'  kafka: {{brokers: ["{a.brokers}"], topic: "{mode}.{{namespace}}.{{table}}", '
-              f"format: debezium-connect-json, tombstones: true}}",
+    lines += ["poll: {interval: 100ms}", f"chunk: {a.chunk}", "format: debezium-connect-json", "sink:", "  type: kafka",
+              f'  kafka: {{brokers: ["{a.brokers}"], topic: "{mode}.{{namespace}}.{{table}}", tombstones: true}}',
               f'state: {{path: "{os.path.join(work, "state.db")}"}}']
     with open(cfg, "w") as fh:
         fh.write("\n".join(lines) + "\n")

@@ -21,6 +21,7 @@ import base64
 import datetime
 import decimal
 import json
+import struct
 from collections import Counter
 
 ROW_ID = "_row_id"
@@ -53,8 +54,37 @@ def canon(v):
     return str(v)
 
 
-def key(values):
-    return None if values is None else json.dumps(canon(values), sort_keys=True)
+def key(values, types=None):
+    if values is None:
+        return None
+    if types:
+        values = {k: typed(v, types.get(k)) for k, v in values.items()}
+    return json.dumps(canon(values), sort_keys=True)
+
+
+def typed(v, t):
+    """One form for both sides of a value whose JSON form depends on its
+    Iceberg type t: Spark hands over a float column's value widened to a
+    double (1.100000023841858) where icecdc writes the float's shortest form
+    (1.1); and a timestamp as a naive datetime (timestamptz: in local time)
+    where icecdc writes ISO-8601 with six fraction digits ("Z" for
+    timestamptz); and a decimal in Python's notation (1.00E-10) where icecdc
+    writes the scale's digits. Both become the float32 value, the UTC
+    date-time with six digits and the decimal with the scale's digits."""
+    if v is None or t is None:
+        return v
+    if t.startswith("decimal(") and isinstance(v, str):
+        # Python writes small decimals as 1.00E-10; icecdc with the scale's digits
+        scale = int(t[len("decimal("):-1].split(",")[1])
+        return format(decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-scale)), "f")
+    if t == "float" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return struct.unpack("f", struct.pack("f", float(v)))[0]
+    if t in ("timestamp", "timestamptz") and isinstance(v, str):
+        dt = datetime.datetime.fromisoformat(v)
+        if dt.tzinfo is not None or t == "timestamptz":
+            dt = dt.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return dt.isoformat(timespec="microseconds")
+    return v
 
 
 class Live:
@@ -88,10 +118,11 @@ def project(values, columns):
     return {k: values[k] if k in values else canon(d) for k, d in columns.items()}
 
 
-def expected_events(prev, cur, seq, columns=None):
+def expected_events(prev, cur, seq, columns=None, types=None):
     """Returns (events, notes): events as (op, row_id, before, after) keys.
 
-    columns: S's top-level columns {name: initial-default}, for before images.
+    columns: S's top-level columns {name: initial-default}, for before images;
+    types: their Iceberg types {name: type}, for typed().
     """
     events, notes = [], []
     projected = set()
@@ -101,7 +132,7 @@ def expected_events(prev, cur, seq, columns=None):
         pb = project(b, columns)
         if pb != b:
             projected.update(set(pb) ^ set(b))
-        return key(pb)
+        return key(pb, types)
 
     for rid in prev.by_id:
         if rid not in cur.by_id:
@@ -110,11 +141,11 @@ def expected_events(prev, cur, seq, columns=None):
     for rid, (lusn, after) in cur.by_id.items():
         if rid in prev.by_id:
             if lusn == seq:
-                events.append(("u", rid, before_of(rid), key(after)))
+                events.append(("u", rid, before_of(rid), key(after, types)))
             elif not _same(prev.by_id[rid][1], after):
                 notes.append(f"oracle anomaly: row_id {rid} changed values with lusn {lusn} != {seq}")
         elif lusn == seq:
-            events.append(("c", rid, None, key(after)))
+            events.append(("c", rid, None, key(after, types)))
         else:
             baseline += 1
     if baseline:
@@ -137,19 +168,19 @@ def _same(before, after):
     return all(before[k] == after[k] for k in common)
 
 
-def got_events(lines):
+def got_events(lines, types=None):
     """icecdc's events of one snapshot as keys, in emitted order."""
     out = []
     for ev in lines:
         src = ev.get("source", {})
-        out.append((ev.get("op"), src.get("row_id"), key(ev.get("before")), key(ev.get("after"))))
+        out.append((ev.get("op"), src.get("row_id"), key(ev.get("before"), types), key(ev.get("after"), types)))
     return out
 
 
-def compare(expected, got_lines, seq):
+def compare(expected, got_lines, seq, types=None):
     """Returns a list of problems (empty: exact)."""
     problems = []
-    got = got_events(got_lines)
+    got = got_events(got_lines, types)
     exp_c, got_c = Counter(expected), Counter(got)
     for e in sorted((exp_c - got_c).elements(), key=_order):
         problems.append("missing    " + _fmt(e))

@@ -91,6 +91,15 @@ def columns_of(meta, snap):
     return None
 
 
+def types_of(meta, snap):
+    """The snapshot's top-level primitive columns: {name: Iceberg type}."""
+    sid = snap.get("schema-id", meta.get("current-schema-id"))
+    for sch in meta.get("schemas", []):
+        if sch.get("schema-id") == sid:
+            return {f["name"]: f["type"] for f in sch["fields"] if isinstance(f["type"], str)}
+    return None
+
+
 def live(spark, sc, sid):
     try:
         rows = sql(spark, f"SELECT *, _row_id, _last_updated_sequence_number FROM {sc.table} VERSION AS OF {sid}")
@@ -191,13 +200,13 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
         sid, seq = s["snapshot-id"], s.get("sequence-number", 0)
         cur = lives[sid]
         if cur.by_id:
-            expected, notes = oracle.expected_events(prev, cur, seq, columns_of(meta, s))
+            expected, notes = oracle.expected_events(prev, cur, seq, columns_of(meta, s), types_of(meta, s))
         else:
             expected, notes = [], []
             if cur.no_lineage:
                 why = f" (Spark: {cur.why})" if cur.why else " (Spark returns null _row_id)"
                 notes.append(f"no lineage in this snapshot ({cur.no_lineage} rows{why}): no events")
-        problems = [err] if err else oracle.compare(expected, got.pop(sid, []), seq)
+        problems = [err] if err else oracle.compare(expected, got.pop(sid, []), seq, types_of(meta, s))
         pc = pcounts.get(sid)
         pok = pc == cur.count
         exact += not problems
