@@ -61,6 +61,7 @@ LEFT_OUT = {
 }
 MODES = ("rowid", "ident", "replay")
 EPOCH = datetime.datetime(1970, 1, 1)
+decimal.getcontext().prec = 80  # decimal(38, s) and its unscaled value exactly
 UTC = datetime.timezone.utc
 
 
@@ -261,11 +262,16 @@ def decode(schema, v, where):
 
 def consume_topic(brokers, topic):
     """[(key bytes, value bytes or None)] of a topic, from the beginning to its end."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     c = Consumer({"bootstrap.servers": brokers, "group.id": f"icecdc-interop-check-{os.getpid()}",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
-        lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        try:
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        except KafkaException as err:
+            if err.args and err.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+                return []  # not created yet, or not in this client's metadata yet
+            raise
         c.assign([TopicPartition(topic, 0, lo)])
         out = []
         deadline = time.monotonic() + 60

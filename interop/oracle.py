@@ -27,6 +27,7 @@ from collections import Counter
 ROW_ID = "_row_id"
 LUSN = "_last_updated_sequence_number"
 PHASE = {"d": 0, "u": 1, "c": 2}
+DECIMALS = decimal.Context(prec=80)  # decimal(38, s) exactly
 
 
 def canon(v):
@@ -76,7 +77,7 @@ def typed(v, t):
     if t.startswith("decimal(") and isinstance(v, str):
         # Python writes small decimals as 1.00E-10; icecdc with the scale's digits
         scale = int(t[len("decimal("):-1].split(",")[1])
-        return format(decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-scale)), "f")
+        return format(decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-scale), context=DECIMALS), "f")
     if t == "float" and isinstance(v, (int, float)) and not isinstance(v, bool):
         return struct.unpack("f", struct.pack("f", float(v)))[0]
     if t in ("timestamp", "timestamptz") and isinstance(v, str):
