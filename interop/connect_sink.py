@@ -437,6 +437,15 @@ def main():
     for mode in ("rowid", "ident"):
         for t in tables:
             while True:
+                ended = [d for d in daemons if d.poll() is not None]
+                if ended:
+                    log.flush()
+                    with open(log.name, encoding="utf-8", errors="replace") as fh:
+                        tail = fh.read()[-1500:]
+                    print(f"connect: FAILED: `{' '.join(ended[0].args)}` exited with {ended[0].returncode}:\n{tail}")
+                    for d in daemons:
+                        d.kill()
+                    return 1
                 records[mode, t] = consume_topic(a.brokers, f"{mode}.{NS}.{t}")
                 if len(records[mode, t]) >= want_records[t] or time.monotonic() > deadline:
                     break
