@@ -287,6 +287,32 @@ def consume_topic(brokers, topic):
         c.close()
 
 
+def wait_sunk(brokers, group, topic, stall=120):
+    """Waits until the sink connector's consumer group has committed the end
+    of the topic (the JDBC sink commits an offset once its records are
+    written); gives up when the committed offset has not moved for stall
+    seconds. Returns (committed offset, end offset)."""
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": brokers})
+    c = Consumer({"bootstrap.servers": brokers, "group.id": f"icecdc-interop-ends-{os.getpid()}"})
+    try:
+        _, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        last, moved = None, time.monotonic()
+        while True:
+            f = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])])
+            off = f[group].result().topic_partitions[0].offset
+            if off >= end:
+                return off, end
+            if off != last:
+                last, moved = off, time.monotonic()
+            elif time.monotonic() - moved > stall:
+                return off, end
+            time.sleep(0.5)
+    finally:
+        c.close()
+
+
 def second_consumer(records, topic):
     """Applies a topic's records by key as a schemas.enable consumer reads them.
     Returns ({key: row}, problems)."""
@@ -401,7 +427,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--producer", choices=("native", "translated"), required=True)
     ap.add_argument("--chunk", type=int, default=7)
-    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--timeout", type=float, default=300, help="seconds to wait for the topics to be complete")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     import psycopg
@@ -475,12 +501,14 @@ def main():
             want = [tuple(norm(from_heads_json(r.get(n)), ktypes[n]) for n in keyed) for r in h["rows"]]
             table = f"{mode}_{t}"
             n_recs = len(records[mode, t])
+            sunk, end = wait_sunk(a.brokers, f"connect-jdbc-{mode}", f"{mode}.{NS}.{t}")
+            settle = time.monotonic() + 5
             while True:
                 rows = pg_rows(conn, table, keyed)
                 got = None if rows is None else [tuple(norm(v, ktypes[n]) for n, v in zip(keyed, r)) for r in rows]
                 if got is not None and Counter(got) == Counter(want):
                     break
-                if time.monotonic() > deadline:
+                if time.monotonic() > settle:
                     break
                 time.sleep(0.5)
             # the second consumer, on the same records
@@ -494,6 +522,8 @@ def main():
             print(line, flush=True)
             if not exact:
                 ok = False
+                if sunk < end:
+                    print(f"  the sink's consumer group connect-jdbc-{mode} stopped at offset {sunk} of {end}")
                 if got is None:
                     print(f"  PostgreSQL has no table {table} (see the Connect log)")
                 else:
