@@ -17,6 +17,9 @@ type Envelope struct {
 	// for streamed changes, "true" while emitting an initial read, "last"
 	// on its last event.
 	SnapshotMarker string
+	// Resync adds source.resync: true, on the events of a read that
+	// re-emits the head after the table's history was lost.
+	Resync bool
 }
 
 // DebeziumJSON encodes events as Debezium envelopes (DESIGN §3), so that
@@ -60,6 +63,18 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	}
 	dst = append(dst, `,"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
+	if e.Op == OpUpdate {
+		// Which fields the update changed, so that a consumer interested
+		// in a few columns need not compare the images itself.
+		dst = append(dst, `,"changed_fields":[`...)
+		for i, p := range ChangedFields(c.Table.Schema, e.Before, e.After) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, p)
+		}
+		dst = append(dst, ']')
+	}
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, tsMs, 10)
 
@@ -74,6 +89,9 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 		dst = append(dst, `"false"`...)
 	} else {
 		dst = appendJSONString(dst, f.SnapshotMarker)
+	}
+	if f.Resync {
+		dst = append(dst, `,"resync":true`...)
 	}
 	dst = append(dst, `,"db":`...)
 	dst = appendJSONString(dst, c.Table.Catalog)

@@ -18,6 +18,16 @@ type TableSpec struct {
 	// WarnStart, when set, says why starting the table from Start
 	// deserves a warning rather than the usual info line.
 	WarnStart string
+	// Columns, when set, subscribes to these columns (see Subscription):
+	// checked against the table's schema when the table is loaded.
+	Columns []string
+	// Net delivers the net changes of each backlog (see netfollow.go).
+	Net bool
+	// NetMaxRows bounds the rows a net range holds (default 100,000).
+	NetMaxRows int
+	// Hold keeps a retention ref on the table (see hold.go); the source
+	// must implement Holder.
+	Hold bool
 }
 
 // Encoder turns an event into a message key and value.
@@ -54,6 +64,17 @@ type Pipeline struct {
 	Health *Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
+	// Progress, when set, shows the rows of initial reads as they are
+	// delivered (NewProgress: only to a terminal).
+	Progress *Progress
+	// OnHistoryLoss is what a table does when its history no longer
+	// continues from its checkpoint (see resync.go; default stop).
+	OnHistoryLoss HistoryLossPolicy
+	// HoldInterval is the least time between two moves of a table's
+	// retention hold (default 1m).
+	HoldInterval time.Duration
+
+	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
 
 func (p *Pipeline) defaults() {
@@ -84,6 +105,9 @@ func (p *Pipeline) defaults() {
 	if p.Encoder == nil {
 		p.Encoder = &DebeziumJSON{Envelope: Envelope{Pipeline: p.Name}}
 	}
+	if p.HoldInterval <= 0 {
+		p.HoldInterval = time.Minute
+	}
 }
 
 // Run follows every table until ctx is done (then it returns nil after the
@@ -98,12 +122,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		ready sync.WaitGroup
 	)
 	ready.Add(len(p.Tables))
+	p.requests.open(p.Tables)
 	for _, spec := range p.Tables {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
 			err := f.run(ctx, ready.Done)
+			p.requests.stopped(spec.Name, err)
 			if cerr := spec.Source.Close(); cerr != nil {
 				f.log.Warn("close the table's source", "err", cerr)
 			}
@@ -135,6 +161,8 @@ type follower struct {
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
+	sub    *Subscription // nil: every column
+	held   heldState     // the retention hold, see hold.go
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -154,6 +182,12 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		if err == nil {
 			readyOnce()
 			err = f.catchUp(ctx)
+			if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
+				err = f.resync(ctx, err)
+				if err == nil {
+					continue // the resync read starts at once
+				}
+			}
 		}
 		if err != nil {
 			loaded = false // after any error, the position comes from the store or sink again
@@ -209,6 +243,13 @@ func (f *follower) load(ctx context.Context) error {
 	if _, err := src.Refresh(ctx); err != nil {
 		return err
 	}
+	if len(f.spec.Columns) > 0 {
+		sub, err := NewSubscription("", src.Info().Schema, f.spec.Columns)
+		if err != nil {
+			return &stopError{kind: ErrPermanent, msg: err.Error()}
+		}
+		f.sub = sub
+	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
 		if err != nil {
@@ -262,7 +303,13 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.synced = false
 		return err
 	}
+	if err := f.serveSnapshots(ctx); err != nil {
+		return err
+	}
 	if !changed && f.synced {
+		if err := f.hold(ctx); err != nil { // a move the interval held back
+			return err
+		}
 		f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 		return nil
 	}
@@ -274,6 +321,11 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	if f.cp.Initial && !f.cp.Done {
 		if err := f.initialRead(ctx); err != nil {
+			return err
+		}
+	}
+	if f.spec.Net || f.cp.Net && !f.cp.Done {
+		if done, err := f.catchUpNet(ctx); done || err != nil {
 			return err
 		}
 	}
@@ -294,7 +346,20 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 	f.lag(snaps)
+	if err := f.hold(ctx); err != nil {
+		return err
+	}
 	for i, si := range snaps {
+		if i > 0 {
+			// Between two commits: the only place where an on-demand
+			// snapshot's rows may go, and where the hold may move.
+			if err := f.serveSnapshots(ctx); err != nil {
+				return err
+			}
+			if err := f.hold(ctx); err != nil {
+				return err
+			}
+		}
 		t0 := time.Now()
 		c, err := src.Commit(ctx, si)
 		if errors.Is(err, ErrHistory) {
@@ -317,8 +382,11 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		f.lag(snaps[i+1:])
 	}
+	if err := f.hold(ctx); err != nil {
+		return err
+	}
 	f.synced = true
-	return nil
+	return f.serveSnapshots(ctx)
 }
 
 // checkContinuity makes sure the listed snapshots continue the stream
@@ -363,6 +431,7 @@ func (f *follower) lag(pending []SnapshotInfo) {
 		behind = time.Since(time.UnixMilli(pending[0].TimestampMs)).Seconds()
 	}
 	m.SecondsBehind.WithLabelValues(f.spec.Name).Set(behind)
+	f.held.report(f)
 }
 
 // initialRead delivers the head's rows as 'r' events, resumable by index.
@@ -385,6 +454,9 @@ func (f *follower) initialRead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.p.Progress.Begin("initial read of "+f.spec.Name, 0, int64(c.Len()))
+	f.p.Progress.Add(0, int64(f.cp.Next))
+	defer f.p.Progress.Done()
 	return f.deliver(ctx, c, f.cp.Next, "true")
 }
 
@@ -395,6 +467,8 @@ func (f *follower) initialRead(ctx context.Context) error {
 // is held.
 func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
 	initial := marker == "true"
+	resync := initial && f.cp.Resync
+	epoch := f.cp.Epoch
 	n := c.Len()
 	next, done := from, false
 	chunk := make([]Event, 0, min(f.p.ChunkSize, max(n-from, 0)))
@@ -402,13 +476,18 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		lo := next
 		hi := lo + len(chunk)
 		cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
-			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial}
+			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial, Resync: resync, Epoch: epoch}
 		if initial && cp.Done {
-			cp.Initial, cp.Next = false, 0 // the stream resumes after the read snapshot
+			// The stream resumes after the read snapshot. Resync stays:
+			// the write below marks this last chunk's events with it.
+			cp.Initial, cp.Next = false, 0
 		}
 		if len(chunk) > 0 {
 			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
 				return err
+			}
+			if initial {
+				f.p.Progress.Add(0, int64(len(chunk)))
 			}
 		}
 		// The batch is confirmed: its checkpoint is stored even when a
@@ -451,12 +530,25 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
 		e, l := *d, *d
 		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
+		e.Resync, l.Resync = cp.Resync, cp.Resync
 		enc, last = &e, &l
+	}
+	if f.sub != nil {
+		var err error
+		if c, evs, err = f.sub.Apply(c, evs); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil // nothing subscribed in this chunk: only its checkpoint moves
+		}
 	}
 	now := time.Now().UnixMilli()
 	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, len(evs))}
 	for k := range evs {
 		e, i := &evs[k], lo+k
+		if f.sub != nil {
+			i = e.Index // the subscription skipped events; indexes stay those of the commit
+		}
 		enc := enc
 		if i == total-1 {
 			enc = last // the last row of an initial read says so

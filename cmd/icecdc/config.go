@@ -31,8 +31,17 @@ type Config struct {
 	} `yaml:"state"`
 	HTTP struct {
 		Listen string `yaml:"listen"`
+		// Token authenticates requests that change what the daemon does
+		// (POST /snapshot, icecdc snapshot) as a bearer token; without it
+		// they are refused.
+		Token string `yaml:"token"`
 	} `yaml:"http"`
-	Chunk int `yaml:"chunk"` // events per batch, default 500
+	// OnHistoryLoss is stop (default) or resync (DESIGN §4).
+	OnHistoryLoss string `yaml:"on_history_loss"`
+	// HoldInterval is the least time between two moves of a table's
+	// retention hold (default 1m).
+	HoldInterval time.Duration `yaml:"hold_interval"`
+	Chunk        int           `yaml:"chunk"` // events per batch, default 500
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
@@ -46,6 +55,9 @@ type Config struct {
 	IO struct {
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"io"`
+	// NetMaxRows bounds the changed rows a net range holds (tables with
+	// net: true; default 100,000).
+	NetMaxRows int `yaml:"net_max_rows"`
 }
 
 // CatalogConfig says where the tables are.
@@ -64,6 +76,14 @@ type TableConfig struct {
 	Branch   string   `yaml:"branch"`
 	Start    string   `yaml:"start"`
 	Key      []string `yaml:"key"`
+	// Columns subscribes to these columns: only updates that change one
+	// are emitted, images projected to them and the key.
+	Columns []string `yaml:"columns"`
+	// Net delivers each poll's backlog as its net changes.
+	Net bool `yaml:"net"`
+	// Hold keeps a retention branch icecdc-<name> on the table so that
+	// other engines' snapshot expiry keeps what is not delivered yet.
+	Hold bool `yaml:"hold"`
 }
 
 // SinkConfig chooses and configures the sink.
@@ -146,6 +166,9 @@ func (c *Config) defaults() {
 	if c.IO.Concurrency == 0 {
 		c.IO.Concurrency = 16
 	}
+	if c.HoldInterval == 0 {
+		c.HoldInterval = time.Minute
+	}
 	for i := range c.Tables {
 		if c.Tables[i].Branch == "" {
 			c.Tables[i].Branch = "main"
@@ -185,6 +208,25 @@ func (c *Config) validate() error {
 		if _, err := cdc.ParseStart(t.Start); err != nil {
 			bad(f+".start", "%v", err)
 		}
+		for j, col := range t.Columns {
+			if strings.TrimSpace(col) == "" {
+				bad(fmt.Sprintf("%s.columns[%d]", f, j), "empty column name")
+			}
+		}
+		if t.Hold {
+			if err := c.canHold(t); err != nil {
+				bad(f+".hold", "%v", err)
+			}
+		}
+	}
+	if _, err := cdc.ParseHistoryLossPolicy(c.OnHistoryLoss); err != nil {
+		bad("on_history_loss", "%v", err)
+	}
+	if c.HoldInterval < 0 {
+		bad("hold_interval", "must not be negative")
+	}
+	if c.HTTP.Token != "" && c.HTTP.Listen == "" {
+		bad("http.token", "set, but http.listen is not: there is no port to take requests on")
 	}
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
@@ -194,6 +236,9 @@ func (c *Config) validate() error {
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
+	}
+	if c.NetMaxRows < 0 {
+		bad("net_max_rows", "must not be negative")
 	}
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")
@@ -236,4 +281,18 @@ func (c *Config) validate() error {
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
 	}
 	return errors.Join(errs...)
+}
+
+// canHold refuses a retention hold where none can be kept: a table
+// followed from its metadata file has no catalog to commit a ref to, and
+// a hadoop catalog on an object store cannot commit atomically (icecdc
+// opens it for reading only).
+func (c *Config) canHold(t TableConfig) error {
+	if t.Metadata != "" {
+		return errors.New("a table followed from its metadata file cannot hold snapshots: there is no catalog to commit the ref to; follow it through its catalog, or set hold: false")
+	}
+	if c.Catalog.Type == "hadoop" && strings.Contains(c.Catalog.Warehouse, "://") && !strings.HasPrefix(c.Catalog.Warehouse, "file:") {
+		return fmt.Errorf("a hadoop catalog on an object store (%s) cannot commit the ref atomically; use a rest, sql or glue catalog, or set hold: false", c.Catalog.Warehouse)
+	}
+	return nil
 }

@@ -21,9 +21,12 @@ tables:
     branch: main
     start: earliest
     key: [order_id]
+    columns: [status, address.city]
+    net: true
   - name: audit.*
     start: latest
 poll: {interval: 2s}
+net_max_rows: 5000
 format: debezium-json
 sink:
   type: webhook
@@ -48,6 +51,9 @@ func TestParseConfig(t *testing.T) {
 	}
 	if len(c.Tables) != 2 || c.Tables[0].Key[0] != "order_id" || c.Tables[1].Branch != "main" {
 		t.Fatalf("tables %+v", c.Tables)
+	}
+	if !c.Tables[0].Net || c.Tables[1].Net || strings.Join(c.Tables[0].Columns, ",") != "status,address.city" || c.NetMaxRows != 5000 {
+		t.Fatalf("net and columns: %+v, net_max_rows %d", c.Tables, c.NetMaxRows)
 	}
 }
 
