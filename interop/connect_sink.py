@@ -440,6 +440,9 @@ def main():
     tables = sorted(t for t in present if t in heads and t not in LEFT_OUT)
     for t in sorted(present & set(LEFT_OUT)):
         print(f"connect {t}: not compared: {LEFT_OUT[t]}")
+    if not tables:
+        print("connect: skipped: no local Spark table to stream (ICECDC_INTEROP_ONLY leaves them out?)")
+        return 3
 
     t0 = time.monotonic()
     want_records = {}

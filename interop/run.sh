@@ -600,6 +600,7 @@ connect_sink() {
     --catalog-db "$WORK/spark/catalog.db" --warehouse "$WORK/spark/wh" --heads "$WORK/heads.json" \
     --work "$WORK/connect/check" --producer "$producer") 2>"$LOGS/connect-sink.stderr"
   local rc=$?
+  [ $rc -eq 3 ] && return 3
   if [ $rc -ne 0 ]; then
     tail -n 20 "$LOGS/connect-sink.stderr" | sed 's/^/    /'
     grep -m 5 ' ERROR ' "$LOGS/connect.log" | cut -c1-400 | sed 's/^/    connect.log: /'
