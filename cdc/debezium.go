@@ -27,6 +27,14 @@ type Envelope struct {
 // per-call state and may be used from several goroutines.
 type DebeziumJSON struct{ Envelope }
 
+// WithSnapshotMarker returns a copy of f whose events carry marker as
+// source.snapshot, and source.resync when resync is set.
+func (f *DebeziumJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
+	g := *f
+	g.SnapshotMarker, g.Resync = marker, resync
+	return &g
+}
+
 // AppendValue appends the event's envelope JSON to dst, on one line without
 // a trailing newline; tsMs is the processing time. The row images are
 // encoded with c.Table.Schema. On error (a *ValueError for a row value that

@@ -36,6 +36,16 @@ type Encoder interface {
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
 }
 
+// SnapshotMarkerEncoder is an Encoder whose events say whether they come
+// from an initial read (Debezium's source.snapshot).
+type SnapshotMarkerEncoder interface {
+	Encoder
+	// WithSnapshotMarker returns the encoder for events marked "true"
+	// (an initial read) or "last" (its last event); resync marks a read
+	// that re-emits the head after the table's history was lost.
+	WithSnapshotMarker(marker string, resync bool) Encoder
+}
+
 // ErrHistory marks a table whose history no longer continues from its
 // checkpoint: expired snapshots, a rollback, a re-created table.
 var ErrHistory = errors.New("history does not continue from the checkpoint")
@@ -527,11 +537,8 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 
 func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string) error {
 	enc, last := f.p.Encoder, f.p.Encoder
-	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
-		e, l := *d, *d
-		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
-		e.Resync, l.Resync = cp.Resync, cp.Resync
-		enc, last = &e, &l
+	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
+		enc, last = m.WithSnapshotMarker(marker, cp.Resync), m.WithSnapshotMarker("last", cp.Resync)
 	}
 	if f.sub != nil {
 		var err error

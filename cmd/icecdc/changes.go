@@ -33,7 +33,12 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	fl.Var((*listFlag)(&o.AllowedLocations), "allowed-location", "read the table's files only from this location prefix (repeatable; default the table location and warehouse)")
 	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
 	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
-	format := fl.String("format", "debezium-json", "event format: debezium-json, or table for a person to read")
+	format := fl.String("format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
+	var dbz DebeziumConfig
+	fl.StringVar(&dbz.TopicPrefix, "topic-prefix", cdc.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
+	fl.StringVar(&dbz.TimePrecisionMode, "time-precision-mode", string(cdc.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
+	fl.StringVar(&dbz.DecimalHandlingMode, "decimal-handling-mode", string(cdc.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
+	withKey := fl.Bool("with-key", false, "print each event's key, a tab, then its value (kcat -K '\t' reads that)")
 	pipeline := fl.String("name", "icecdc", "pipeline name for source.name")
 	net := fl.Bool("net", false, "one event per row for the whole range (its net changes)")
 	netMax := fl.Int("net-max-rows", 100_000, "with --net: the most changed rows a range may hold in memory")
@@ -46,8 +51,12 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	if fl.NArg() > 0 {
 		return fmt.Errorf("changes: unexpected argument %q", fl.Arg(0))
 	}
-	if *format != "debezium-json" && *format != "table" {
-		return fmt.Errorf("changes: --format %q: want debezium-json or table", *format)
+	var enc cdc.Encoder
+	if *format != "table" {
+		var err error
+		if enc, err = newEncoder(*format, dbz, *pipeline); err != nil {
+			return fmt.Errorf("changes: %w; or table", err)
+		}
 	}
 	if *netMax < 1 {
 		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", *netMax)
@@ -104,7 +113,6 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 		}
 	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
-	enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: *pipeline, Version: version}}
 	var tf *cdc.TableFormat
 	if *format == "table" {
 		tf = cdc.NewTableFormat(w)
@@ -132,9 +140,18 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 				return w.Flush() // a person is reading: show each commit as it comes
 			}
 			for i := range evs {
-				buf, err = enc.AppendValue(buf[:0], c, &evs[i], now)
+				buf = buf[:0]
+				if *withKey {
+					// Both formats write JSON on one line, so a tab
+					// can only be the separator.
+					if buf, err = enc.AppendKey(buf, c, &evs[i]); err != nil {
+						return err
+					}
+					buf = append(buf, '\t')
+				}
+				buf, err = enc.AppendValue(buf, c, &evs[i], now)
 				if err != nil {
-					return fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, evs[i].RowID, evs[i].Op), err)
+					return err
 				}
 				buf = append(buf, '\n')
 				if _, err := w.Write(buf); err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
@@ -24,9 +25,12 @@ type Config struct {
 	Poll    struct {
 		Interval time.Duration `yaml:"interval"`
 	} `yaml:"poll"`
-	Format string     `yaml:"format"`
-	Sink   SinkConfig `yaml:"sink"`
-	State  struct {
+	// Format is the events' format: debezium-json, or
+	// debezium-connect-json (the default on Kafka).
+	Format   string         `yaml:"format"`
+	Debezium DebeziumConfig `yaml:"debezium"`
+	Sink     SinkConfig     `yaml:"sink"`
+	State    struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
 	HTTP struct {
@@ -58,6 +62,9 @@ type Config struct {
 	// NetMaxRows bounds the changed rows a net range holds (tables with
 	// net: true; default 100,000).
 	NetMaxRows int `yaml:"net_max_rows"`
+	// Cluster spreads the tables over several processes (cluster mode);
+	// default type none: this process follows every table.
+	Cluster cluster.Config `yaml:"cluster"`
 }
 
 // CatalogConfig says where the tables are.
@@ -158,7 +165,7 @@ func (c *Config) defaults() {
 		c.Poll.Interval = time.Second
 	}
 	if c.Format == "" {
-		c.Format = "debezium-json"
+		c.Format = defaultFormat(c.Sink.Type)
 	}
 	if c.State.Path == "" {
 		c.State.Path = "icecdc-state.db"
@@ -174,6 +181,11 @@ func (c *Config) defaults() {
 			c.Tables[i].Branch = "main"
 		}
 	}
+	var sinkKafka *kafka.Config
+	if c.Sink.Type == "kafka" {
+		sinkKafka = &c.Sink.Kafka
+	}
+	c.Cluster = c.Cluster.WithDefaults(sinkKafka)
 }
 
 func (c *Config) validate() error {
@@ -231,8 +243,16 @@ func (c *Config) validate() error {
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
 	}
-	if c.Format != "debezium-json" {
-		bad("format", "%q: only debezium-json is supported", c.Format)
+	switch c.Format {
+	case formatDebeziumJSON, formatDebeziumConnect:
+		if err := c.Debezium.connectOptions().Validate(); err != nil {
+			bad("debezium", "%v", err)
+		}
+	default:
+		bad("format", "%q: want %s or %s", c.Format, formatDebeziumJSON, formatDebeziumConnect)
+	}
+	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
+		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
@@ -279,6 +299,9 @@ func (c *Config) validate() error {
 		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	}
+	if err := c.Cluster.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -219,3 +219,31 @@ func TestConfigIOConcurrency(t *testing.T) {
 		t.Fatalf("io.concurrency -1: error %v, want one naming the field", err)
 	}
 }
+
+func TestClusterConfig(t *testing.T) {
+	base := "name: p\ntables: [{name: shop.orders}]\n"
+	kafkaSink := "sink: {type: kafka, kafka: {brokers: [\"k:9092\"], checkpoint_topic: cps}}\n"
+	c, err := parseConfig([]byte(base+kafkaSink+"cluster: {type: kafka, group: g}\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Cluster.Enabled() || c.Cluster.Topic != "icecdc.cluster.g" || c.Cluster.Partitions != 64 ||
+		c.Cluster.Kafka.Brokers[0] != "k:9092" || c.Cluster.Kafka.CheckpointTopic != "cps" {
+		t.Fatalf("defaults: %+v", c.Cluster)
+	}
+	if c, err := parseConfig([]byte(base+kafkaSink), env(nil)); err != nil || c.Cluster.Enabled() {
+		t.Fatalf("no cluster section: enabled %v, %v", c != nil && c.Cluster.Enabled(), err)
+	}
+	for cfg, want := range map[string]string{
+		base + kafkaSink + "cluster: {type: kafka}\n":                                    "cluster.group: required",
+		base + kafkaSink + "cluster: {type: zookeeper, group: g}\n":                      `cluster.type: "zookeeper"`,
+		base + "sink: {type: file, file: {path: x}}\ncluster: {type: kafka, group: g}\n": "cluster.kafka.brokers: required",
+		base + kafkaSink + "cluster: {type: kafka, group: g, session_timeout: 10ms}\n":   "cluster.session_timeout",
+		base + kafkaSink + "cluster: {type: kafka, group: g, partitions: -1}\n":          "cluster.partitions",
+	} {
+		_, err := parseConfig([]byte(cfg), env(nil))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", cfg, err, want)
+		}
+	}
+}

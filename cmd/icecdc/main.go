@@ -21,7 +21,9 @@ const usage = `icecdc — change data capture for Apache Iceberg v3 tables
 
 Usage:
   icecdc changes --metadata PATH [--table NS.NAME] [--from-seq N] [--to-seq M] [--net] [--columns a,b]
-                 [--format debezium-json|table]
+                 [--format debezium-json|table] [--with-key]
+                 [--format debezium-connect-json [--time-precision-mode M] [--decimal-handling-mode M]
+                  [--topic-prefix P]]
   icecdc changes --catalog-type sql --catalog-uri file:catalog.db --warehouse file:///wh --table ns.t
   icecdc run -c icecdc.yaml [--adopt-state]
                                      the daemon (first SIGINT/SIGTERM drains and exits 0; a second exits at once);
