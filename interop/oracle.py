@@ -21,11 +21,13 @@ import base64
 import datetime
 import decimal
 import json
+import struct
 from collections import Counter
 
 ROW_ID = "_row_id"
 LUSN = "_last_updated_sequence_number"
 PHASE = {"d": 0, "u": 1, "c": 2}
+DECIMALS = decimal.Context(prec=80)  # decimal(38, s) exactly
 
 
 def canon(v):
@@ -53,8 +55,37 @@ def canon(v):
     return str(v)
 
 
-def key(values):
-    return None if values is None else json.dumps(canon(values), sort_keys=True)
+def key(values, types=None):
+    if values is None:
+        return None
+    if types:
+        values = {k: typed(v, types.get(k)) for k, v in values.items()}
+    return json.dumps(canon(values), sort_keys=True)
+
+
+def typed(v, t):
+    """One form for both sides of a value whose JSON form depends on its
+    Iceberg type t: Spark hands over a float column's value widened to a
+    double (1.100000023841858) where icecdc writes the float's shortest form
+    (1.1); and a timestamp as a naive datetime (timestamptz: in local time)
+    where icecdc writes ISO-8601 with six fraction digits ("Z" for
+    timestamptz); and a decimal in Python's notation (1.00E-10) where icecdc
+    writes the scale's digits. Both become the float32 value, the UTC
+    date-time with six digits and the decimal with the scale's digits."""
+    if v is None or t is None:
+        return v
+    if t.startswith("decimal(") and isinstance(v, str):
+        # Python writes small decimals as 1.00E-10; icecdc with the scale's digits
+        scale = int(t[len("decimal("):-1].split(",")[1])
+        return format(decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-scale), context=DECIMALS), "f")
+    if t == "float" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return struct.unpack("f", struct.pack("f", float(v)))[0]
+    if t in ("timestamp", "timestamptz") and isinstance(v, str):
+        dt = datetime.datetime.fromisoformat(v)
+        if dt.tzinfo is not None or t == "timestamptz":
+            dt = dt.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return dt.isoformat(timespec="microseconds")
+    return v
 
 
 class Live:
@@ -88,11 +119,12 @@ def project(values, columns):
     return {k: values[k] if k in values else canon(d) for k, d in columns.items()}
 
 
-def expected_events(prev, cur, seq, columns=None, upsert_key=None):
+def expected_events(prev, cur, seq, columns=None, upsert_key=None, types=None):
     """Returns (events, notes): events as (op, row_id, paired_row_id, before,
     after) keys.
 
-    columns: S's top-level columns {name: initial-default}, for before images.
+    columns: S's top-level columns {name: initial-default}, for before images;
+    types: their Iceberg types {name: type}, for typed().
     upsert_key: for a table written with equality deletes only (Flink's
     upsert mode), its identifier columns: a delete and an insert of one key
     in S are one update (see pair_upserts).
@@ -105,7 +137,7 @@ def expected_events(prev, cur, seq, columns=None, upsert_key=None):
         pb = project(b, columns)
         if pb != b:
             projected.update(set(pb) ^ set(b))
-        return key(pb)
+        return key(pb, types)
 
     for rid in prev.by_id:
         if rid not in cur.by_id:
@@ -114,11 +146,11 @@ def expected_events(prev, cur, seq, columns=None, upsert_key=None):
     for rid, (lusn, after) in cur.by_id.items():
         if rid in prev.by_id:
             if lusn == seq:
-                events.append(("u", rid, None, before_of(rid), key(after)))
+                events.append(("u", rid, None, before_of(rid), key(after, types)))
             elif not _same(prev.by_id[rid][1], after):
                 notes.append(f"oracle anomaly: row_id {rid} changed values with lusn {lusn} != {seq}")
         elif lusn == seq:
-            events.append(("c", rid, None, None, key(after)))
+            events.append(("c", rid, None, None, key(after, types)))
         else:
             baseline += 1
     if baseline:
@@ -170,21 +202,22 @@ def _same(before, after):
     return all(before[k] == after[k] for k in common)
 
 
-def got_events(lines):
+def got_events(lines, types=None):
     """icecdc's events of one snapshot as keys, in emitted order."""
     out = []
     for ev in lines:
         src = ev.get("source", {})
         paired = src.get("paired_row_id") if src.get("paired") else None
-        out.append((ev.get("op"), src.get("row_id"), paired, key(ev.get("before")), key(ev.get("after"))))
+        out.append((ev.get("op"), src.get("row_id"), paired, key(ev.get("before"), types), key(ev.get("after"), types)))
     return out
 
 
-def compare(expected, got_lines, seq, upserts=False):
+def compare(expected, got_lines, seq, upserts=False, types=None):
     """Returns a list of problems (empty: exact). upserts: the table is
-    written with equality deletes, whose updates icecdc pairs."""
+    written with equality deletes, whose updates icecdc pairs; types: as
+    expected_events'."""
     problems = []
-    got = got_events(got_lines)
+    got = got_events(got_lines, types)
     exp_c, got_c = Counter(expected), Counter(got)
     for e in sorted((exp_c - got_c).elements(), key=_order):
         problems.append("missing    " + _fmt(e))

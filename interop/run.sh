@@ -42,6 +42,12 @@
 #      and `go test ./cmd/icecdc -run 'TestAzurite|TestFakeGCS'` reads it with
 #      `icecdc changes` and `icecdc run` and breaks the stores. It needs no
 #      Spark and runs in the background beside the other parts.
+#   8. connect sink (issue 10): Kafka Connect 4 (standalone) runs Debezium's
+#      JDBC sink connector against the broker into PostgreSQL (Debian's, a
+#      private cluster on loopback); icecdc streams the local Spark tables
+#      in Connect JSON, keyed by _row_id and by identifier columns, and a
+#      replayed copy; every PostgreSQL table must equal Spark's rows at the
+#      head, and so must a second consumer (interop/connect_sink.py).
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -149,6 +155,7 @@ stop_pid() {
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+  declare -F pg_stop >/dev/null && pg_stop
 }
 trap cleanup EXIT
 
@@ -189,6 +196,28 @@ install_kcat() {
     must install-kcat apt-get install -y kcat || return 1
   fi
   kcat -V | grep -i "^version" || kcat -V | head -n 1
+}
+
+# Kafka Connect, Debezium's JDBC sink connector and the PostgreSQL driver
+# (interop/maven/connect), and PostgreSQL from Debian.
+PGBIN=
+install_connect() {
+  local stamp dir=$CACHE/jars/connect
+  stamp=$(sha256sum "$HERE/maven/connect/pom.xml" | cut -d' ' -f1)
+  if [ "$(cat "$dir/.pom.sha256" 2>/dev/null)" != "$stamp" ]; then
+    rm -rf "$dir"
+    must install-connect mvn -B -q -f "$HERE/maven/connect/pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$dir" || return 1
+    echo "$stamp" >"$dir/.pom.sha256"
+  fi
+  echo "connect: $(ls "$dir" | wc -l) jars, $(du -sh "$dir" | cut -f1):" \
+    "$(ls "$dir" | grep -E '^(connect-runtime|debezium-connector-jdbc|postgresql)-' | sed 's/\.jar$//' | tr '\n' ' ')"
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    must install-connect apt-get update || return 1
+    must install-connect apt-get install -y postgresql || return 1
+  fi
+  PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  echo "postgresql: $("$PGBIN/postgres" --version)"
 }
 
 # The Go build runs in the background while the other installs run
@@ -251,7 +280,7 @@ start_rest() {
 # ---------------------------------------------------------------- Spark scenarios
 
 spark_scenarios() {
-  local args=(--work "$WORK/spark" --ivy "$CACHE/ivy" --icecdc "$BIN" --facts "$WORK/facts.txt")
+  local args=(--work "$WORK/spark" --ivy "$CACHE/ivy" --icecdc "$BIN" --facts "$WORK/facts.txt" --heads "$WORK/heads.json")
   [ -n "$REST_URI" ] && args+=(--rest-uri "$REST_URI")
   [ -n "$S3_ENDPOINT" ] && args+=(--s3-endpoint "$S3_ENDPOINT")
   [ -n "$REST_S3_URI" ] && args+=(--rest-s3-uri "$REST_S3_URI")
@@ -631,6 +660,158 @@ cloud_emulators() {
   return $rc
 }
 
+# ---------------------------------------------------------------- connect sink (issue 10)
+# A private PostgreSQL cluster on loopback (as the postgres user when run as
+# root: PostgreSQL refuses root), and a Kafka Connect standalone worker with
+# three JDBC sink connectors: rowid.* -> rowid_<table>, ident.* ->
+# ident_<table>, replay.* -> replay_<table>. Both start while Spark writes;
+# interop/connect_sink.py produces and compares once the tables are there.
+PG_PORT= PG_CONNINFO= CONNECT_PID=
+PG_STOP=()
+pg_start() {
+  local dir=$WORK/pg as=()
+  PG_PORT=$(free_port)
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then
+    chmod 711 "$WORK"
+    chown postgres "$dir"
+    as=(runuser -u postgres --)
+  fi
+  must postgres "${as[@]}" "$PGBIN/initdb" -D "$dir/data" -U icecdc --auth=trust -E UTF8 --locale=C.UTF-8 || return 1
+  must postgres "${as[@]}" "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$dir -c fsync=off" start || return 1
+  PG_STOP=("${as[@]}" "$PGBIN/pg_ctl" -D "$dir/data" -m fast stop)
+  PG_CONNINFO="host=127.0.0.1 port=$PG_PORT user=icecdc dbname=postgres"
+  echo "PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') at 127.0.0.1:$PG_PORT (data $dir/data)"
+}
+
+pg_stop() {
+  [ ${#PG_STOP[@]} -gt 0 ] && "${PG_STOP[@]}" >>"$LOGS/postgres.log" 2>&1
+  PG_STOP=()
+}
+
+connect_start() {
+  local dir=$WORK/connect m
+  mkdir -p "$dir"
+  cat >"$dir/worker.properties" <<EOF
+bootstrap.servers=$KAFKA
+key.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+key.converter.schemas.enable=true
+value.converter.schemas.enable=true
+offset.storage.file.filename=$dir/offsets
+offset.flush.interval.ms=1000
+listeners=http://127.0.0.1:$(free_port)
+plugin.discovery=only_scan
+consumer.metadata.max.age.ms=1000
+EOF
+  for m in rowid ident replay; do
+    cat >"$dir/jdbc-$m.properties" <<EOF
+name=jdbc-$m
+connector.class=io.debezium.connector.jdbc.JdbcSinkConnector
+tasks.max=1
+topics.regex=$m\\..*
+connection.url=jdbc:postgresql://127.0.0.1:$PG_PORT/postgres
+connection.username=icecdc
+connection.password=
+insert.mode=upsert
+delete.enabled=true
+primary.key.mode=record_key
+schema.evolution=basic
+collection.name.format=${m}_\${source.table}
+EOF
+  done
+  cat >"$dir/log4j2.properties" <<EOF
+rootLogger.level=INFO
+rootLogger.appenderRef.file.ref=file
+appender.file.type=File
+appender.file.name=file
+appender.file.fileName=$LOGS/connect.log
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+EOF
+  java -Xmx512m -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$CACHE/jars/connect/*" \
+    org.apache.kafka.connect.cli.ConnectStandalone "$dir/worker.properties" \
+    "$dir/jdbc-rowid.properties" "$dir/jdbc-ident.properties" "$dir/jdbc-replay.properties" \
+    >"$LOGS/connect-stdout.log" 2>&1 &
+  CONNECT_PID=$!
+  PIDS+=("$CONNECT_PID")
+  echo "Kafka Connect standalone (pid $CONNECT_PID): Debezium JDBC sink connectors jdbc-rowid, jdbc-ident, jdbc-replay into PostgreSQL"
+}
+
+# has_connect_format: whether this icecdc knows format debezium-connect-json
+# (its config check names the format field when it does not).
+has_connect_format() {
+  local dir=$WORK/connect/probe
+  mkdir -p "$dir"
+  printf 'name: probe\ncatalog: {name: local, type: sql, uri: "file:%s/c.db", warehouse: "file://%s"}\ntables: [{name: a.b}]\nformat: debezium-connect-json\nsink: {type: stdout}\nstate: {path: "%s/state.db"}\n' \
+    "$dir" "$dir" "$dir" >"$dir/icecdc.yaml"
+  local out
+  out=$("$BIN" status -c "$dir/icecdc.yaml" 2>&1)
+  [[ $out != *"config: format"* ]]
+}
+
+connect_sink() {
+  [ -n "$CONNECT_PID" ] || { echo "connect sink: the Connect worker did not start"; return 1; }
+  [ -s "$WORK/heads.json" ] || { echo "connect sink: no Spark heads ($WORK/heads.json): the Spark scenarios did not run"; return 1; }
+  if ! kill -0 "$CONNECT_PID" 2>/dev/null; then
+    echo "interop: command failed: java -cp '$CACHE/jars/connect/*' org.apache.kafka.connect.cli.ConnectStandalone (log $LOGS/connect.log)"
+    tail -n 25 "$LOGS/connect-stdout.log" | sed 's/^/    /'
+    return 1
+  fi
+  local producer=native
+  if ! has_connect_format; then
+    producer=translated
+    echo "connect sink: skipped: icecdc has no format debezium-connect-json yet (icecdc run with it is what this part checks);"
+    echo "  meanwhile the chain is checked with icecdc changes' events translated to Connect JSON by interop/connect_sink.py"
+  fi
+  (cd "$HERE" && "$PY" connect_sink.py --icecdc "$BIN" --brokers "$KAFKA" --pg "$PG_CONNINFO" \
+    --catalog-db "$WORK/spark/catalog.db" --warehouse "$WORK/spark/wh" --heads "$WORK/heads.json" \
+    --work "$WORK/connect/check" --producer "$producer") 2>"$LOGS/connect-sink.stderr"
+  local rc=$?
+  [ $rc -eq 3 ] && return 3
+  if [ $rc -ne 0 ]; then
+    tail -n 20 "$LOGS/connect-sink.stderr" | sed 's/^/    /'
+    grep -m 5 ' ERROR ' "$LOGS/connect.log" | cut -c1-400 | sed 's/^/    connect.log: /'
+  fi
+  # Without the format the part counts as skipped, whatever the translated
+  # chain gave (it said above, line by line, whether it was exact).
+  if [ "$producer" = translated ]; then
+    [ $rc -ne 0 ] && echo "connect sink: the translated chain is NOT exact (above); skipped until icecdc has format debezium-connect-json"
+    return 3
+  fi
+  return $rc
+}
+
+# part_bg NAME FUNCTION: runs a part in the background, its output kept
+# until part_wait NAME prints it and records its outcome and time.
+declare -A BG_PID
+part_bg() {
+  local name=$1 fn=$2
+  (
+    t0=$(now)
+    "$fn" >"$LOGS/$name.out" 2>&1
+    rc=$?
+    printf '%s %s\n' "$rc" "$(elapsed "$t0")" >"$LOGS/$name.rc"
+  ) &
+  BG_PID[$name]=$!
+  echo "== interop: $name (runs in the background; its output follows the parts below)"
+}
+
+part_wait() {
+  local name=$1 rc secs
+  wait "${BG_PID[$name]}"
+  read -r rc secs <"$LOGS/$name.rc" 2>/dev/null || { rc=1; secs=?; }
+  echo "== interop: $name"
+  cat "$LOGS/$name.out"
+  TIMES+=("$(printf '%-22s %6ss' "$name" "$secs")")
+  case $rc in
+    0) PASSED+=("$name") ;;
+    3) SKIPPED+=("$name") ;;
+    *) FAILED+=("$name"); echo "interop: $name FAILED" ;;
+  esac
+}
+
 # ---------------------------------------------------------------- main
 
 launch_build
@@ -648,6 +829,8 @@ else
 fi
 part install-kcat install_kcat
 KCAT_OK=$?
+part install-connect install_connect
+CONNECT_OK=$?
 part build-icecdc build_icecdc
 GO_OK=$?
 
@@ -665,6 +848,16 @@ if [ $JARS_OK -eq 0 ] && [ $KCAT_OK -eq 0 ]; then
 else
   echo "interop: kafka parts not run: the broker's jars or kcat are missing (see above)"
   FAILED+=(kafka)
+fi
+CONNECT_PARTS=0
+if [ -n "$KAFKA" ] && [ $CONNECT_OK -eq 0 ] && [ $PY_OK -eq 0 ]; then
+  if part postgres pg_start; then
+    CONNECT_PARTS=1
+    connect_start
+  fi
+else
+  echo "interop: connect sink not run: it needs the broker, the Connect jars, PostgreSQL and the Python packages (see above)"
+  FAILED+=(connect-sink)
 fi
 if [ $JARS_OK -eq 0 ]; then
   part rest-catalog start_rest
@@ -694,6 +887,7 @@ else
 fi
 
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part retention-hold retention_hold
+[ $CONNECT_PARTS -eq 1 ] && part_bg connect-sink connect_sink
 [ -n "$COMPOSE_PID" ] && part compose-check compose_check
 [ -n "$FLINK_PID" ] && part flink-upserts flink_await
 if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
@@ -705,8 +899,13 @@ part cloud-emulators cloud_emulators
 if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-smoke kafka_smoke
   part kafka-e2e kafka_e2e
-  kafka_stop
 fi
+if [ $CONNECT_PARTS -eq 1 ]; then
+  part_wait connect-sink
+  stop_pid "$CONNECT_PID"
+  pg_stop
+fi
+[ $KAFKA_PARTS -eq 1 ] && kafka_stop
 
 if [ -s "$WORK/facts.txt" ]; then
   echo "== interop: what Spark/Iceberg Java wrote, per snapshot (+ added, - removed; dseq = data sequence number)"

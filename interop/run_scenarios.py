@@ -7,6 +7,9 @@ scenario is not exact or PyIceberg disagrees on a row count.
 """
 
 import argparse
+import base64
+import datetime
+import json
 import os
 import re
 import sys
@@ -90,6 +93,15 @@ def columns_of(meta, snap):
     return None
 
 
+def types_of(meta, snap):
+    """The snapshot's top-level primitive columns: {name: Iceberg type}."""
+    sid = snap.get("schema-id", meta.get("current-schema-id"))
+    for sch in meta.get("schemas", []):
+        if sch.get("schema-id") == sid:
+            return {f["name"]: f["type"] for f in sch["fields"] if isinstance(f["type"], str)}
+    return None
+
+
 def identifier_columns(meta, snap):
     """The snapshot schema's identifier columns, by name."""
     sid = snap.get("schema-id", meta.get("current-schema-id"))
@@ -137,7 +149,40 @@ def live(spark, sc, sid):
         return oracle.Live(rows, why=str(err).strip().splitlines()[0][:200])
 
 
-def spark_part(spark, sc, out):
+def head_rows(spark, sc, meta):
+    """Spark's rows at the head, typed for JSON (connect_sink.py reads them):
+    {"columns": [[name, iceberg type]], "rows": [{column: value, "_row_id": n}]}.
+    Values JSON has no type for are {"decimal"|"date"|"timestamp"|"timestamptz"|"binary": text};
+    a timestamptz is the UTC instant (PySpark hands it over in local time)."""
+    sid = meta.get("current-schema-id")
+    fields = next(s["fields"] for s in meta["schemas"] if s.get("schema-id") == sid)
+    cols = [[f["name"], f["type"] if isinstance(f["type"], str) else "nested"] for f in fields]
+    types = dict(cols)
+    out = []
+    for r in sql(spark, f"SELECT *, _row_id FROM {sc.table}"):
+        d = r.asDict()
+        row = {}
+        for k, v in d.items():
+            t = types.get(k, "long")
+            if v is None or isinstance(v, (bool, int, float, str)):
+                row[k] = v
+            elif t.startswith("decimal"):
+                row[k] = {"decimal": str(v)}
+            elif t == "timestamptz":
+                row[k] = {"timestamptz": v.astimezone(datetime.timezone.utc).isoformat()}
+            elif t == "timestamp":
+                row[k] = {"timestamp": v.isoformat()}
+            elif t == "date":
+                row[k] = {"date": v.isoformat()}
+            elif t == "binary":
+                row[k] = {"binary": base64.b64encode(bytes(v)).decode()}
+            else:
+                row[k] = {"unsupported": str(v)}
+        out.append(row)
+    return {"columns": cols, "rows": out}
+
+
+def spark_part(spark, sc, out, heads=None):
     """What needs Spark: build the table, and its live rows at every snapshot."""
     t = {}
     t0 = time.monotonic()
@@ -164,6 +209,8 @@ def read_part(spark, sc, out, t, steps):
     t0 = time.monotonic()
     lives = {s["snapshot-id"]: live(spark, sc, s["snapshot-id"]) for s in snaps}
     t["oracle"] = time.monotonic() - t0
+    if heads is not None and sc.catalog == "local":
+        heads[sc.ident.split(".", 1)[1]] = head_rows(spark, sc, meta)
     return t, labels, meta_path, meta, snaps, lives
 
 
@@ -205,14 +252,14 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
         cur = lives[sid]
         if cur.by_id:
             expected, notes = oracle.expected_events(prev, cur, seq, columns_of(meta, s),
-                                                     identifier_columns(meta, s) if upserts else None)
+                                                     identifier_columns(meta, s) if upserts else None, types_of(meta, s))
         else:
             expected, notes = [], []
             if cur.no_lineage:
                 why = f" (Spark: {cur.why})" if cur.why else " (Spark returns null _row_id)"
                 notes.append(f"no lineage in this snapshot ({cur.no_lineage} rows{why}): no events")
         events += len(expected)
-        problems = [err] if err else oracle.compare(expected, got.pop(sid, []), seq, upserts)
+        problems = [err] if err else oracle.compare(expected, got.pop(sid, []), seq, upserts, types_of(meta, s))
         pc = pcounts.get(sid) if pcounts is not None else None
         pok = pcounts is None or pc == cur.count
         exact += not problems
@@ -304,6 +351,7 @@ def main():
                                          "(its exit status): adds the Flink upsert tables")
     ap.add_argument("--flink-timeout", type=float, default=900, help="seconds to wait for the Flink writer")
     ap.add_argument("--facts", help="write every snapshot's facts here")
+    ap.add_argument("--heads", help="write Spark's rows at every local table's head here (JSON)")
     ap.add_argument("--verbose", action="store_true", help="print every snapshot, not only failing ones")
     ap.add_argument("--retention", metavar="DIR",
                     help="also run the retention-hold part (interop/retention.py) in DIR, on this Spark session, "
@@ -369,13 +417,14 @@ def main():
     # Scenario N's checks run in a thread while Spark builds scenario N+1;
     # the results are printed in scenario order.
     pending = None
+    heads = {} if args.heads else None
     with ThreadPoolExecutor(max_workers=1) as pool:
         for sc in all_scenarios():
             if args.only and sc.name not in args.only:
                 continue
             notes = []
             try:
-                parts = spark_part(spark, sc, notes)
+                parts = spark_part(spark, sc, notes, heads)
             except Exception as err:
                 traceback.print_exc()
                 parts, failure = None, (False, f"scenario {sc.name}: FAILED to build or read: {err}", "", [], [], {})
@@ -395,6 +444,9 @@ def main():
     if args.facts:
         with open(args.facts, "w") as fh:
             fh.write("\n".join(report) + "\n")
+    if args.heads:
+        with open(args.heads, "w") as fh:
+            json.dump(heads, fh)
     spark.stop()
     print(f"scenarios: {passed} exact, {len(failed)} not" + (f" ({', '.join(failed)})" if failed else ""))
     return 1 if failed else 0

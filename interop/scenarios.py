@@ -202,6 +202,38 @@ def column_default():
     )
 
 
+def types():
+    """Every primitive type Spark writes to Iceberg (tinyint and smallint are
+    stored as int): values at the edges of their encodings — negative and
+    38-digit decimals, days and instants before 1970, float values a float32
+    cannot hold exactly, empty and non-UTF-8 binary, NULLs."""
+    cols = ("id bigint, b boolean, i int, s smallint, f float, d double, dec decimal(10, 2), "
+            "big decimal(38, 10), dt date, ts timestamp, ntz timestamp_ntz, str string, bin binary")
+    row1 = ("(1, true, 2147483647, CAST(-32768 AS SMALLINT), CAST(1.1 AS FLOAT), 0.1, 12345678.91BD, "
+            "CAST('-1234567890123456789012345678.0123456789' AS DECIMAL(38, 10)), DATE '1969-07-20', "
+            "TIMESTAMP '1969-12-31 23:59:59.999999', TIMESTAMP_NTZ '2024-02-29 13:45:30.123456', 'ada', X'00FF10')")
+    row2 = ("(2, false, -2147483648, CAST(7 AS SMALLINT), CAST(-3.4028235E38 AS FLOAT), -1.7976931348623157E308, "
+            "-0.01BD, CAST('0.0000000001' AS DECIMAL(38, 10)), DATE '2024-02-29', "
+            "TIMESTAMP '2024-02-29 13:45:30.5', TIMESTAMP_NTZ '1900-01-01 00:00:00', 'ünïcødé ✓', X'')")
+    row3 = "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+    return Scenario(
+        name="types",
+        columns=cols,
+        steps=[
+            ("insert 1-3 (3 all NULL)", [f"INSERT INTO {{t}} VALUES {row1}, {row2}, {row3}"]),
+            ("update every column of 3", ["UPDATE {t} SET b = false, i = 42, s = 1, f = 2.5, d = 1e-300, "
+                                          "dec = 0.5, big = 1, dt = DATE '2000-01-01', "
+                                          "ts = TIMESTAMP '2000-01-01 00:00:00', ntz = TIMESTAMP_NTZ '2000-01-01 00:00:00.000001', "
+                                          "str = '', bin = X'DEADBEEF' WHERE id = 3"]),
+            ("set 1's values to NULL but the key", ["UPDATE {t} SET f = NULL, dec = NULL, ts = NULL, bin = NULL WHERE id = 1"]),
+            ("delete 2, insert 4", ["DELETE FROM {t} WHERE id = 2",
+                                    "INSERT INTO {t} VALUES (4, true, 0, CAST(0 AS SMALLINT), CAST(-0.0 AS FLOAT), -0.0, "
+                                    "0.00BD, CAST(0 AS DECIMAL(38, 10)), DATE '1970-01-01', TIMESTAMP '1970-01-01 00:00:00', "
+                                    "TIMESTAMP_NTZ '1970-01-01 00:00:00', 'x', X'00')"]),
+        ],
+    )
+
+
 def bulk():
     """Thousands of events per commit: the kafka e2e test streams this one."""
     return Scenario(
@@ -237,7 +269,7 @@ def s3_scenarios(with_rest_s3):
 
 
 def all_scenarios(with_rest, with_s3=False, with_rest_s3=False):
-    out = [bookshop(), merge(), partitioned(), compaction(), copy_on_write(), upgrade(), column_default(), bulk()]
+    out = [bookshop(), merge(), partitioned(), compaction(), copy_on_write(), upgrade(), column_default(), types(), bulk()]
     if with_rest:
         out.append(bookshop(name="bookshop-rest", catalog="rest"))
     if with_s3:
