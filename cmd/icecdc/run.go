@@ -111,7 +111,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		}
 		defer srv.Close()
 	}
-	if p.Tables, err = waitForTables(ctx, cfg, log); err != nil || p.Tables == nil {
+	if p.Tables, err = waitForTables(ctx, cfg, log, store); err != nil || p.Tables == nil {
 		sink.Close(context.Background())
 		return err // nil: stopped by a signal while waiting
 	}
@@ -227,8 +227,9 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 
 // buildTables opens every configured table, expanding namespace.* through
 // the catalog. log (nil: slog's default) receives the sources' lifecycle
-// messages.
-func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+// messages. With a store, each table keeps its data-file index in it, next
+// to its checkpoint.
+func buildTables(ctx context.Context, cfg *Config, log *slog.Logger, store *state.Store) ([]cdc.TableSpec, error) {
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
@@ -249,6 +250,9 @@ func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.Tabl
 		for _, name := range names {
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
+			if store != nil {
+				o.FileIndex = store.FileIndex(cfg.Name, name)
+			}
 			// Loaded by the table's follower, which retries: one table that
 			// cannot be loaded at start does not keep the others from running.
 			src, err := source.New(o)
@@ -288,10 +292,10 @@ func (e *unlistedError) Unwrap() error { return e.err }
 // interval until it does, with a warning at once and then at most every
 // waitLogInterval, instead of ending the daemon (which a supervisor would
 // restart in a loop). It returns nil tables when ctx ends first.
-func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger, store *state.Store) ([]cdc.TableSpec, error) {
 	var since, logged time.Time
 	for {
-		tables, err := buildTables(ctx, cfg, log)
+		tables, err := buildTables(ctx, cfg, log, store)
 		var ue *unlistedError
 		if !errors.As(err, &ue) {
 			if err == nil && !since.IsZero() {

@@ -44,7 +44,7 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 			byName[s.Table] = s.TableState
 		}
 	}
-	specs, err := buildTables(ctx, cfg, nil)
+	specs, err := buildTables(ctx, cfg, nil, nil)
 	if err != nil {
 		return err
 	}
