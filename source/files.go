@@ -70,7 +70,7 @@ type indexedManifest struct {
 // indexedFile is what a lookup needs to know of a data file before its
 // manifest entry is decoded again.
 type indexedFile struct {
-	path                      string
+	path                       string
 	firstRowID, dataSeq, count int64
 }
 
