@@ -43,6 +43,9 @@ type Pipeline struct {
 	Encoder   Encoder
 	Poll      time.Duration // default 1s
 	ChunkSize int           // events per batch; default 500
+	// ChunkBytes closes a batch once its encoded keys and values reach
+	// this many bytes, before ChunkSize events (default 4 MiB).
+	ChunkBytes int
 	// RetryInitial and RetryMax bound the backoff after transient errors
 	// (defaults 500ms and 30s).
 	RetryInitial, RetryMax time.Duration
@@ -62,6 +65,9 @@ func (p *Pipeline) defaults() {
 	}
 	if p.ChunkSize <= 0 {
 		p.ChunkSize = 500
+	}
+	if p.ChunkBytes <= 0 {
+		p.ChunkBytes = DefaultChunkBytes
 	}
 	if p.RetryInitial <= 0 {
 		p.RetryInitial = 500 * time.Millisecond
@@ -135,6 +141,7 @@ type follower struct {
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
+	batch  batchBuilder
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -389,25 +396,34 @@ func (f *follower) initialRead(ctx context.Context) error {
 }
 
 // deliver sends the commit's events from index from on, in chunks, and
-// checkpoints after each confirmed chunk. A snapshot without events is
-// checkpointed too, so the position follows the head. Events of a
-// streamed commit are taken a batch at a time, so at most a chunk of them
-// is held.
+// checkpoints after each confirmed chunk. A chunk closes at ChunkSize
+// events or ChunkBytes encoded bytes, whichever comes first. A snapshot
+// without events is checkpointed too, so the position follows the head.
+// Events of a streamed commit are taken a batch at a time and encoded as
+// they come, so at most a chunk of them is held.
 func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
 	initial := marker == "true"
 	n := c.Len()
 	next, done := from, false
-	chunk := make([]Event, 0, min(f.p.ChunkSize, max(n-from, 0)))
+	enc, last := f.p.Encoder, f.p.Encoder
+	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
+		e, l := *d, *d
+		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
+		enc, last = &e, &l
+	}
+	bb := &f.batch
+	bb.start(c, f.p.ChunkSize)
+	now := time.Now().UnixMilli()
 	flush := func() error {
 		lo := next
-		hi := lo + len(chunk)
+		hi := lo + bb.len()
 		cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
 			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial}
 		if initial && cp.Done {
 			cp.Initial, cp.Next = false, 0 // the stream resumes after the read snapshot
 		}
-		if len(chunk) > 0 {
-			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
+		if bb.len() > 0 {
+			if err := f.write(ctx, c, bb, cp); err != nil {
 				return err
 			}
 		}
@@ -418,15 +434,22 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		}
 		f.cp = cp
 		f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(cp.Seq))
-		next, chunk, done = hi, chunk[:0], hi >= n
+		next, done = hi, hi >= n
+		bb.start(c, f.p.ChunkSize)
+		now = time.Now().UnixMilli()
 		return nil
 	}
 	err := c.EachBatch(ctx, from, func(evs []Event) error {
-		for len(evs) > 0 {
-			k := min(f.p.ChunkSize-len(chunk), len(evs))
-			chunk = append(chunk, evs[:k]...)
-			evs = evs[k:]
-			if len(chunk) == f.p.ChunkSize {
+		for k := range evs {
+			i := next + bb.len()
+			e := enc
+			if i == n-1 {
+				e = last // the last row of an initial read says so
+			}
+			if err := bb.add(e, c, &evs[k], now); err != nil {
+				return fmt.Errorf("%w: event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
+			}
+			if bb.len() >= f.p.ChunkSize || bb.size() >= f.p.ChunkBytes {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -437,40 +460,17 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 	if err != nil {
 		return err
 	}
-	if next+len(chunk) != n {
-		return fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+len(chunk), n)
+	if next+bb.len() != n {
+		return fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+bb.len(), n)
 	}
-	if len(chunk) > 0 || !done {
+	if bb.len() > 0 || !done {
 		return flush() // the tail, or the Done checkpoint of a commit with no events left
 	}
 	return nil
 }
 
-func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string) error {
-	enc, last := f.p.Encoder, f.p.Encoder
-	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
-		e, l := *d, *d
-		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
-		enc, last = &e, &l
-	}
-	now := time.Now().UnixMilli()
-	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, len(evs))}
-	for k := range evs {
-		e, i := &evs[k], lo+k
-		enc := enc
-		if i == total-1 {
-			enc = last // the last row of an initial read says so
-		}
-		key, err := enc.AppendKey(nil, c, e)
-		if err != nil {
-			return fmt.Errorf("%w: encode key of event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
-		}
-		val, err := enc.AppendValue(nil, c, e, now)
-		if err != nil {
-			return fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
-		}
-		b.Messages = append(b.Messages, Message{ID: EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op), Op: e.Op, Key: key, Value: val})
-	}
+func (f *follower) write(ctx context.Context, c *Commit, bb *batchBuilder, cp Checkpoint) error {
+	b := bb.batch(c, cp)
 	name := f.spec.Name
 	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })
 	if err := f.p.Sink.Write(report, b); err != nil {
@@ -482,8 +482,12 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		return &sinkError{err}
 	}
 	f.p.Health.OK(name)
-	for _, msg := range b.Messages {
-		f.p.Metrics.Events.WithLabelValues(f.spec.Name, msg.Op.String()).Inc()
+	// Counted per batch: a labelled counter looked up per event costs
+	// more than encoding it.
+	for op, k := range bb.ops {
+		if k > 0 {
+			f.p.Metrics.Events.WithLabelValues(f.spec.Name, Op(op).String()).Add(float64(k))
+		}
 	}
 	if c.Snapshot.TimestampMs > 0 {
 		f.p.Metrics.DeliveryLatency.WithLabelValues(f.spec.Name).Observe(time.Since(time.UnixMilli(c.Snapshot.TimestampMs)).Seconds())

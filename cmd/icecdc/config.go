@@ -33,6 +33,9 @@ type Config struct {
 		Listen string `yaml:"listen"`
 	} `yaml:"http"`
 	Chunk int `yaml:"chunk"` // events per batch, default 500
+	// ChunkBytes closes a batch (and its checkpoint) once its encoded
+	// events reach this many bytes, before Chunk events; default 4 MiB.
+	ChunkBytes int `yaml:"chunk_bytes"`
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
@@ -194,6 +197,9 @@ func (c *Config) validate() error {
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
+	}
+	if c.ChunkBytes < 0 {
+		bad("chunk_bytes", "must be positive")
 	}
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")

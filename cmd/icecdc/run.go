@@ -95,11 +95,11 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Name: cfg.Name, Sink: sink, Store: store,
 		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
 		Poll:      cfg.Poll.Interval,
-		ChunkSize: cfg.Chunk,
-		Log:       log,
-		Metrics:   metrics,
-		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
-		Ready:     make(chan struct{}),
+		ChunkSize: cfg.Chunk, ChunkBytes: cfg.ChunkBytes,
+		Log:     log,
+		Metrics: metrics,
+		Health:  &cdc.Health{Log: log, Sink: cfg.Sink.Type},
+		Ready:   make(chan struct{}),
 	}
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
