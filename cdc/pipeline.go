@@ -57,6 +57,11 @@ type Pipeline struct {
 	Health *Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
+	// Once makes each table stop, without error, as soon as it delivered
+	// every snapshot up to the head it found (for batch jobs and
+	// benchmarks); Run returns when all did. Default false: follow for
+	// ever.
+	Once bool
 }
 
 func (p *Pipeline) defaults() {
@@ -171,6 +176,9 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		switch {
 		case err == nil:
 			h.OK(f.spec.Name)
+			if f.p.Once {
+				return nil
+			}
 			backoff = f.p.RetryInitial
 			if !sleep(ctx, f.p.Poll) {
 				return nil

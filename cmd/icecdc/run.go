@@ -69,8 +69,9 @@ func parseRunFlags(name string, args []string, extra func(*flag.FlagSet)) (*runF
 }
 
 func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer) error {
-	var adopt bool
+	var adopt, once bool
 	_, cfg, err := parseRunFlags("run", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit")
 		fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
 			"and start every table from its configured start (remove the flag afterwards)")
 	})
@@ -96,6 +97,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
 		Poll:      cfg.Poll.Interval,
 		ChunkSize: cfg.Chunk, ChunkBytes: cfg.ChunkBytes,
+		Once:    once,
 		Log:     log,
 		Metrics: metrics,
 		Health:  &cdc.Health{Log: log, Sink: cfg.Sink.Type},
