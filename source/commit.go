@@ -68,11 +68,15 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	c := &cdc.Commit{Table: info, Snapshot: si}
 
 	// A replace (compaction, rewrite) has no logical change: it is passed
-	// before any manifest is read. The file index needs nothing from it
+	// after its manifest list is checked, before any manifest is read. The file index needs nothing from it
 	// either, since it trusts a file's entry only while the manifest it
 	// was read from is in the list of the snapshot being processed.
 	if si.HasLineage && si.Operation == string(table.OpReplace) {
-		return c, nil
+		list, err := manifestList(fs, snap)
+		if err != nil {
+			return nil, err
+		}
+		return c, t.checkReplace(snap, list)
 	}
 	d, err := t.readDelta(ctx, fs, snap, t.nextRowID())
 	if err != nil {
