@@ -5,9 +5,6 @@ import (
 	"strconv"
 )
 
-// DefaultChunkBytes is the default byte budget of a batch.
-const DefaultChunkBytes = 4 << 20
-
 // batchBuilder encodes a chunk of events into a few shared buffers: the
 // values one after another, each followed by a newline (which, when no
 // value spans lines, is the batch's JSON-lines form as is), the keys, and

@@ -18,12 +18,32 @@ type TableSpec struct {
 	// WarnStart, when set, says why starting the table from Start
 	// deserves a warning rather than the usual info line.
 	WarnStart string
+	// Columns, when set, subscribes to these columns (see Subscription):
+	// checked against the table's schema when the table is loaded.
+	Columns []string
+	// Net delivers the net changes of each backlog (see netfollow.go).
+	Net bool
+	// NetMaxRows bounds the rows a net range holds (default 100,000).
+	NetMaxRows int
+	// Hold keeps a retention ref on the table (see hold.go); the source
+	// must implement Holder.
+	Hold bool
 }
 
 // Encoder turns an event into a message key and value.
 type Encoder interface {
 	AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error)
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
+}
+
+// SnapshotMarkerEncoder is an Encoder whose events say whether they come
+// from an initial read (Debezium's source.snapshot).
+type SnapshotMarkerEncoder interface {
+	Encoder
+	// WithSnapshotMarker returns the encoder for events marked "true"
+	// (an initial read) or "last" (its last event); resync marks a read
+	// that re-emits the head after the table's history was lost.
+	WithSnapshotMarker(marker string, resync bool) Encoder
 }
 
 // ErrHistory marks a table whose history no longer continues from its
@@ -43,9 +63,6 @@ type Pipeline struct {
 	Encoder   Encoder
 	Poll      time.Duration // default 1s
 	ChunkSize int           // events per batch; default 500
-	// ChunkBytes closes a batch once its encoded keys and values reach
-	// this many bytes, before ChunkSize events (default 4 MiB).
-	ChunkBytes int
 	// RetryInitial and RetryMax bound the backoff after transient errors
 	// (defaults 500ms and 30s).
 	RetryInitial, RetryMax time.Duration
@@ -62,6 +79,17 @@ type Pipeline struct {
 	// benchmarks); Run returns when all did. Default false: follow for
 	// ever.
 	Once bool
+	// Progress, when set, shows the rows of initial reads as they are
+	// delivered (NewProgress: only to a terminal).
+	Progress *Progress
+	// OnHistoryLoss is what a table does when its history no longer
+	// continues from its checkpoint (see resync.go; default stop).
+	OnHistoryLoss HistoryLossPolicy
+	// HoldInterval is the least time between two moves of a table's
+	// retention hold (default 1m).
+	HoldInterval time.Duration
+
+	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
 
 func (p *Pipeline) defaults() {
@@ -70,9 +98,6 @@ func (p *Pipeline) defaults() {
 	}
 	if p.ChunkSize <= 0 {
 		p.ChunkSize = 500
-	}
-	if p.ChunkBytes <= 0 {
-		p.ChunkBytes = DefaultChunkBytes
 	}
 	if p.RetryInitial <= 0 {
 		p.RetryInitial = 500 * time.Millisecond
@@ -95,6 +120,9 @@ func (p *Pipeline) defaults() {
 	if p.Encoder == nil {
 		p.Encoder = &DebeziumJSON{Envelope: Envelope{Pipeline: p.Name}}
 	}
+	if p.HoldInterval <= 0 {
+		p.HoldInterval = time.Minute
+	}
 }
 
 // Run follows every table until ctx is done (then it returns nil after the
@@ -109,12 +137,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		ready sync.WaitGroup
 	)
 	ready.Add(len(p.Tables))
+	p.requests.open(p.Tables)
 	for _, spec := range p.Tables {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
 			err := f.run(ctx, ready.Done)
+			p.requests.stopped(spec.Name, err)
 			if cerr := spec.Source.Close(); cerr != nil {
 				f.log.Warn("close the table's source", "err", cerr)
 			}
@@ -146,7 +176,9 @@ type follower struct {
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
-	batch  batchBuilder
+	sub    *Subscription // nil: every column
+	held   heldState     // the retention hold, see hold.go
+	batch  batchBuilder  // encodes the batches, see batch.go
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -166,6 +198,12 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		if err == nil {
 			readyOnce()
 			err = f.catchUp(ctx)
+			if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
+				err = f.resync(ctx, err)
+				if err == nil {
+					continue // the resync read starts at once
+				}
+			}
 		}
 		if err != nil {
 			loaded = false // after any error, the position comes from the store or sink again
@@ -224,6 +262,13 @@ func (f *follower) load(ctx context.Context) error {
 	if _, err := src.Refresh(ctx); err != nil {
 		return err
 	}
+	if len(f.spec.Columns) > 0 {
+		sub, err := NewSubscription("", src.Info().Schema, f.spec.Columns)
+		if err != nil {
+			return &stopError{kind: ErrPermanent, msg: err.Error()}
+		}
+		f.sub = sub
+	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
 		if err != nil {
@@ -277,7 +322,13 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.synced = false
 		return err
 	}
+	if err := f.serveSnapshots(ctx); err != nil {
+		return err
+	}
 	if !changed && f.synced {
+		if err := f.hold(ctx); err != nil { // a move the interval held back
+			return err
+		}
 		f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 		return nil
 	}
@@ -289,6 +340,11 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	if f.cp.Initial && !f.cp.Done {
 		if err := f.initialRead(ctx); err != nil {
+			return err
+		}
+	}
+	if f.spec.Net || f.cp.Net && !f.cp.Done {
+		if done, err := f.catchUpNet(ctx); done || err != nil {
 			return err
 		}
 	}
@@ -309,7 +365,20 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 	f.lag(snaps)
+	if err := f.hold(ctx); err != nil {
+		return err
+	}
 	for i, si := range snaps {
+		if i > 0 {
+			// Between two commits: the only place where an on-demand
+			// snapshot's rows may go, and where the hold may move.
+			if err := f.serveSnapshots(ctx); err != nil {
+				return err
+			}
+			if err := f.hold(ctx); err != nil {
+				return err
+			}
+		}
 		t0 := time.Now()
 		c, err := src.Commit(ctx, si)
 		if errors.Is(err, ErrHistory) {
@@ -332,8 +401,11 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		f.lag(snaps[i+1:])
 	}
+	if err := f.hold(ctx); err != nil {
+		return err
+	}
 	f.synced = true
-	return nil
+	return f.serveSnapshots(ctx)
 }
 
 // checkContinuity makes sure the listed snapshots continue the stream
@@ -378,6 +450,7 @@ func (f *follower) lag(pending []SnapshotInfo) {
 		behind = time.Since(time.UnixMilli(pending[0].TimestampMs)).Seconds()
 	}
 	m.SecondsBehind.WithLabelValues(f.spec.Name).Set(behind)
+	f.held.report(f)
 }
 
 // initialRead delivers the head's rows as 'r' events, resumable by index.
@@ -400,39 +473,40 @@ func (f *follower) initialRead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.p.Progress.Begin("initial read of "+f.spec.Name, 0, int64(c.Len()))
+	f.p.Progress.Add(0, int64(f.cp.Next))
+	defer f.p.Progress.Done()
 	return f.deliver(ctx, c, f.cp.Next, "true")
 }
 
 // deliver sends the commit's events from index from on, in chunks, and
-// checkpoints after each confirmed chunk. A chunk closes at ChunkSize
-// events or ChunkBytes encoded bytes, whichever comes first. A snapshot
-// without events is checkpointed too, so the position follows the head.
-// Events of a streamed commit are taken a batch at a time and encoded as
-// they come, so at most a chunk of them is held.
+// checkpoints after each confirmed chunk. A snapshot without events is
+// checkpointed too, so the position follows the head. Events of a
+// streamed commit are taken a batch at a time, so at most a chunk of them
+// is held.
 func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
 	initial := marker == "true"
+	resync := initial && f.cp.Resync
+	epoch := f.cp.Epoch
 	n := c.Len()
 	next, done := from, false
-	enc, last := f.p.Encoder, f.p.Encoder
-	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
-		e, l := *d, *d
-		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
-		enc, last = &e, &l
-	}
-	bb := &f.batch
-	bb.start(c, f.p.ChunkSize)
-	now := time.Now().UnixMilli()
+	chunk := make([]Event, 0, min(f.p.ChunkSize, max(n-from, 0)))
 	flush := func() error {
 		lo := next
-		hi := lo + bb.len()
+		hi := lo + len(chunk)
 		cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
-			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial}
+			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial, Resync: resync, Epoch: epoch}
 		if initial && cp.Done {
-			cp.Initial, cp.Next = false, 0 // the stream resumes after the read snapshot
+			// The stream resumes after the read snapshot. Resync stays:
+			// the write below marks this last chunk's events with it.
+			cp.Initial, cp.Next = false, 0
 		}
-		if bb.len() > 0 {
-			if err := f.write(ctx, c, bb, cp); err != nil {
+		if len(chunk) > 0 {
+			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
 				return err
+			}
+			if initial {
+				f.p.Progress.Add(0, int64(len(chunk)))
 			}
 		}
 		// The batch is confirmed: its checkpoint is stored even when a
@@ -442,22 +516,15 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		}
 		f.cp = cp
 		f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(cp.Seq))
-		next, done = hi, hi >= n
-		bb.start(c, f.p.ChunkSize)
-		now = time.Now().UnixMilli()
+		next, chunk, done = hi, chunk[:0], hi >= n
 		return nil
 	}
 	err := c.EachBatch(ctx, from, func(evs []Event) error {
-		for k := range evs {
-			i := next + bb.len()
-			e := enc
-			if i == n-1 {
-				e = last // the last row of an initial read says so
-			}
-			if err := bb.add(e, c, &evs[k], now); err != nil {
-				return fmt.Errorf("%w: event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
-			}
-			if bb.len() >= f.p.ChunkSize || bb.size() >= f.p.ChunkBytes {
+		for len(evs) > 0 {
+			k := min(f.p.ChunkSize-len(chunk), len(evs))
+			chunk = append(chunk, evs[:k]...)
+			evs = evs[k:]
+			if len(chunk) == f.p.ChunkSize {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -468,16 +535,45 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 	if err != nil {
 		return err
 	}
-	if next+bb.len() != n {
-		return fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+bb.len(), n)
+	if next+len(chunk) != n {
+		return fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+len(chunk), n)
 	}
-	if bb.len() > 0 || !done {
+	if len(chunk) > 0 || !done {
 		return flush() // the tail, or the Done checkpoint of a commit with no events left
 	}
 	return nil
 }
 
-func (f *follower) write(ctx context.Context, c *Commit, bb *batchBuilder, cp Checkpoint) error {
+func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string) error {
+	enc, last := f.p.Encoder, f.p.Encoder
+	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
+		enc, last = m.WithSnapshotMarker(marker, cp.Resync), m.WithSnapshotMarker("last", cp.Resync)
+	}
+	if f.sub != nil {
+		var err error
+		if c, evs, err = f.sub.Apply(c, evs); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil // nothing subscribed in this chunk: only its checkpoint moves
+		}
+	}
+	now := time.Now().UnixMilli()
+	bb := &f.batch
+	bb.start(c, len(evs))
+	for k := range evs {
+		e, i := &evs[k], lo+k
+		if f.sub != nil {
+			i = e.Index // the subscription skipped events; indexes stay those of the commit
+		}
+		enc := enc
+		if i == total-1 {
+			enc = last // the last row of an initial read says so
+		}
+		if err := bb.add(enc, c, e, now); err != nil {
+			return fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
+		}
+	}
 	b := bb.batch(c, cp)
 	name := f.spec.Name
 	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })

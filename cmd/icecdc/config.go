@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
@@ -24,18 +25,27 @@ type Config struct {
 	Poll    struct {
 		Interval time.Duration `yaml:"interval"`
 	} `yaml:"poll"`
-	Format string     `yaml:"format"`
-	Sink   SinkConfig `yaml:"sink"`
-	State  struct {
+	// Format is the events' format: debezium-json, or
+	// debezium-connect-json (the default on Kafka).
+	Format   string         `yaml:"format"`
+	Debezium DebeziumConfig `yaml:"debezium"`
+	Sink     SinkConfig     `yaml:"sink"`
+	State    struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
 	HTTP struct {
 		Listen string `yaml:"listen"`
+		// Token authenticates requests that change what the daemon does
+		// (POST /snapshot, icecdc snapshot) as a bearer token; without it
+		// they are refused.
+		Token string `yaml:"token"`
 	} `yaml:"http"`
-	Chunk int `yaml:"chunk"` // events per batch, default 500
-	// ChunkBytes closes a batch (and its checkpoint) once its encoded
-	// events reach this many bytes, before Chunk events; default 4 MiB.
-	ChunkBytes int `yaml:"chunk_bytes"`
+	// OnHistoryLoss is stop (default) or resync (DESIGN §4).
+	OnHistoryLoss string `yaml:"on_history_loss"`
+	// HoldInterval is the least time between two moves of a table's
+	// retention hold (default 1m).
+	HoldInterval time.Duration `yaml:"hold_interval"`
+	Chunk        int           `yaml:"chunk"` // events per batch, default 500
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
@@ -49,6 +59,12 @@ type Config struct {
 	IO struct {
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"io"`
+	// NetMaxRows bounds the changed rows a net range holds (tables with
+	// net: true; default 100,000).
+	NetMaxRows int `yaml:"net_max_rows"`
+	// Cluster spreads the tables over several processes (cluster mode);
+	// default type none: this process follows every table.
+	Cluster cluster.Config `yaml:"cluster"`
 }
 
 // CatalogConfig says where the tables are.
@@ -67,6 +83,14 @@ type TableConfig struct {
 	Branch   string   `yaml:"branch"`
 	Start    string   `yaml:"start"`
 	Key      []string `yaml:"key"`
+	// Columns subscribes to these columns: only updates that change one
+	// are emitted, images projected to them and the key.
+	Columns []string `yaml:"columns"`
+	// Net delivers each poll's backlog as its net changes.
+	Net bool `yaml:"net"`
+	// Hold keeps a retention branch icecdc-<name> on the table so that
+	// other engines' snapshot expiry keeps what is not delivered yet.
+	Hold bool `yaml:"hold"`
 }
 
 // SinkConfig chooses and configures the sink.
@@ -141,7 +165,7 @@ func (c *Config) defaults() {
 		c.Poll.Interval = time.Second
 	}
 	if c.Format == "" {
-		c.Format = "debezium-json"
+		c.Format = defaultFormat(c.Sink.Type)
 	}
 	if c.State.Path == "" {
 		c.State.Path = "icecdc-state.db"
@@ -149,11 +173,19 @@ func (c *Config) defaults() {
 	if c.IO.Concurrency == 0 {
 		c.IO.Concurrency = 16
 	}
+	if c.HoldInterval == 0 {
+		c.HoldInterval = time.Minute
+	}
 	for i := range c.Tables {
 		if c.Tables[i].Branch == "" {
 			c.Tables[i].Branch = "main"
 		}
 	}
+	var sinkKafka *kafka.Config
+	if c.Sink.Type == "kafka" {
+		sinkKafka = &c.Sink.Kafka
+	}
+	c.Cluster = c.Cluster.WithDefaults(sinkKafka)
 }
 
 func (c *Config) validate() error {
@@ -188,18 +220,45 @@ func (c *Config) validate() error {
 		if _, err := cdc.ParseStart(t.Start); err != nil {
 			bad(f+".start", "%v", err)
 		}
+		for j, col := range t.Columns {
+			if strings.TrimSpace(col) == "" {
+				bad(fmt.Sprintf("%s.columns[%d]", f, j), "empty column name")
+			}
+		}
+		if t.Hold {
+			if err := c.canHold(t); err != nil {
+				bad(f+".hold", "%v", err)
+			}
+		}
+	}
+	if _, err := cdc.ParseHistoryLossPolicy(c.OnHistoryLoss); err != nil {
+		bad("on_history_loss", "%v", err)
+	}
+	if c.HoldInterval < 0 {
+		bad("hold_interval", "must not be negative")
+	}
+	if c.HTTP.Token != "" && c.HTTP.Listen == "" {
+		bad("http.token", "set, but http.listen is not: there is no port to take requests on")
 	}
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
 	}
-	if c.Format != "debezium-json" {
-		bad("format", "%q: only debezium-json is supported", c.Format)
+	switch c.Format {
+	case formatDebeziumJSON, formatDebeziumConnect:
+		if err := c.Debezium.connectOptions().Validate(); err != nil {
+			bad("debezium", "%v", err)
+		}
+	default:
+		bad("format", "%q: want %s or %s", c.Format, formatDebeziumJSON, formatDebeziumConnect)
+	}
+	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
+		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
 	}
-	if c.ChunkBytes < 0 {
-		bad("chunk_bytes", "must be positive")
+	if c.NetMaxRows < 0 {
+		bad("net_max_rows", "must not be negative")
 	}
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")
@@ -241,5 +300,22 @@ func (c *Config) validate() error {
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
 	}
+	if err := c.Cluster.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// canHold refuses a retention hold where none can be kept: a table
+// followed from its metadata file has no catalog to commit a ref to, and
+// a hadoop catalog on an object store cannot commit atomically (icecdc
+// opens it for reading only).
+func (c *Config) canHold(t TableConfig) error {
+	if t.Metadata != "" {
+		return errors.New("a table followed from its metadata file cannot hold snapshots: there is no catalog to commit the ref to; follow it through its catalog, or set hold: false")
+	}
+	if c.Catalog.Type == "hadoop" && strings.Contains(c.Catalog.Warehouse, "://") && !strings.HasPrefix(c.Catalog.Warehouse, "file:") {
+		return fmt.Errorf("a hadoop catalog on an object store (%s) cannot commit the ref atomically; use a rest, sql or glue catalog, or set hold: false", c.Catalog.Warehouse)
+	}
+	return nil
 }
