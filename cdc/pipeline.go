@@ -74,6 +74,11 @@ type Pipeline struct {
 	Health *Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
+	// Once makes each table stop, without error, as soon as it delivered
+	// every snapshot up to the head it found (for batch jobs and
+	// benchmarks); Run returns when all did. Default false: follow for
+	// ever.
+	Once bool
 	// Progress, when set, shows the rows of initial reads as they are
 	// delivered (NewProgress: only to a terminal).
 	Progress *Progress
@@ -173,6 +178,7 @@ type follower struct {
 	synced bool
 	sub    *Subscription // nil: every column
 	held   heldState     // the retention hold, see hold.go
+	batch  batchBuilder  // encodes the batches, see batch.go
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -208,6 +214,9 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		switch {
 		case err == nil:
 			h.OK(f.spec.Name)
+			if f.p.Once {
+				return nil
+			}
 			backoff = f.p.RetryInitial
 			if !sleep(ctx, f.p.Poll) {
 				return nil
@@ -550,7 +559,8 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		}
 	}
 	now := time.Now().UnixMilli()
-	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, len(evs))}
+	bb := &f.batch
+	bb.start(c, len(evs))
 	for k := range evs {
 		e, i := &evs[k], lo+k
 		if f.sub != nil {
@@ -560,16 +570,11 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		if i == total-1 {
 			enc = last // the last row of an initial read says so
 		}
-		key, err := enc.AppendKey(nil, c, e)
-		if err != nil {
-			return fmt.Errorf("%w: encode key of event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
-		}
-		val, err := enc.AppendValue(nil, c, e, now)
-		if err != nil {
+		if err := bb.add(enc, c, e, now); err != nil {
 			return fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
 		}
-		b.Messages = append(b.Messages, Message{ID: EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op), Op: e.Op, Key: key, Value: val})
 	}
+	b := bb.batch(c, cp)
 	name := f.spec.Name
 	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })
 	stopHold := f.keepHold(ctx)
@@ -584,8 +589,12 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		return &sinkError{err}
 	}
 	f.p.Health.OK(name)
-	for _, msg := range b.Messages {
-		f.p.Metrics.Events.WithLabelValues(f.spec.Name, msg.Op.String()).Inc()
+	// Counted per batch: a labelled counter looked up per event costs
+	// more than encoding it.
+	for op, k := range bb.ops {
+		if k > 0 {
+			f.p.Metrics.Events.WithLabelValues(f.spec.Name, Op(op).String()).Add(float64(k))
+		}
 	}
 	if c.Snapshot.TimestampMs > 0 {
 		f.p.Metrics.DeliveryLatency.WithLabelValues(f.spec.Name).Observe(time.Since(time.UnixMilli(c.Snapshot.TimestampMs)).Seconds())

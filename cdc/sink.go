@@ -82,6 +82,11 @@ type Batch struct {
 	Snapshot   SnapshotInfo
 	Messages   []Message
 	Checkpoint Checkpoint
+	// Lines, when set, is the messages' JSON-lines form already built:
+	// every Value followed by a newline, none spanning lines. A sink
+	// writing JSON lines writes it as is instead of copying the values
+	// again. Nil when some value spans lines or has no JSON form.
+	Lines []byte
 }
 
 // Sink delivers batches. Implementations live in sinks/.

@@ -67,6 +67,17 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	info.Schema = sc
 	c := &cdc.Commit{Table: info, Snapshot: si}
 
+	// A replace (compaction, rewrite) has no logical change: it is passed
+	// after its manifest list is checked, before any manifest is read. The file index needs nothing from it
+	// either, since it trusts a file's entry only while the manifest it
+	// was read from is in the list of the snapshot being processed.
+	if si.HasLineage && si.Operation == string(table.OpReplace) {
+		list, err := manifestList(fs, snap)
+		if err != nil {
+			return nil, err
+		}
+		return c, t.checkReplace(snap, list)
+	}
 	d, err := t.readDelta(ctx, fs, snap, t.nextRowID())
 	if err != nil {
 		return nil, err
@@ -74,14 +85,13 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	if err := t.checkDelta(snap, d); err != nil {
 		return nil, err
 	}
-	for _, e := range d.removedData {
-		t.files.forget(e.DataFile().FilePath()) // not live from here on
-	}
-	for _, e := range d.addedData {
-		t.files.remember(metaOf(e))
-	}
-	// A replace (compaction, rewrite) has no logical change; snapshots from
-	// before the table carried lineage have no row ids to speak of.
+	defer func() {
+		if err == nil {
+			t.flushIndex(d.listPaths())
+		}
+	}()
+	// Snapshots from before the table carried lineage have no row ids to
+	// speak of.
 	if !si.HasLineage || si.Operation == string(table.OpReplace) || d.empty() {
 		return c, nil
 	}

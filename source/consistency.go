@@ -51,35 +51,10 @@ func (t *Table) checkDelta(s *table.Snapshot, d *delta) error {
 	bad := func(format string, a ...any) error {
 		return &graphError{msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d): ", name, s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...)}
 	}
-	v3 := t.tbl.Metadata().Version() >= 3
-	chain := t.ancestry()
-	for _, m := range d.list {
-		id := m.SnapshotID()
-		if id == s.SnapshotID {
-			if m.SequenceNum() != s.SequenceNumber {
-				return bad("its manifest %s has sequence_number %d, not the snapshot's", m.FilePath(), m.SequenceNum())
-			}
-			if m.MinSequenceNum() > m.SequenceNum() || m.MinSequenceNum() < 0 {
-				return bad("its manifest %s has min_sequence_number %d outside 0..%d", m.FilePath(), m.MinSequenceNum(), m.SequenceNum())
-			}
-			if f := m.FirstRowID(); f != nil && s.FirstRowID != nil && m.ManifestContent() == iceberg.ManifestContentData {
-				if err := rowRange(*f, m.AddedRows()+m.ExistingRows(), s); err != nil {
-					return bad("its manifest %s: %v", m.FilePath(), err)
-				}
-			}
-			continue
-		}
-		// A manifest that s carries over was added by an ancestor (or by a
-		// snapshot that was expired since): one added by a snapshot that
-		// is not behind s means a wrong parent or a wrong manifest list.
-		if seq, ok := chain[id]; ok && seq < s.SequenceNumber {
-			continue
-		}
-		if o := t.tbl.Metadata().SnapshotByID(id); o != nil && !(t.chainCut && o.SequenceNumber < t.chainMin) {
-			return bad("its manifest list %s holds manifest %s, added by snapshot %d, which is not an ancestor of it: the parent-snapshot-id or the manifest list is wrong",
-				s.ManifestList, m.FilePath(), id)
-		}
+	if err := t.checkList(s, d.list); err != nil {
+		return err
 	}
+	v3 := t.tbl.Metadata().Version() >= 3
 
 	// Entries s added: sequence numbers and row-id ranges.
 	var ranges [][2]int64
@@ -145,6 +120,90 @@ func (t *Table) checkDelta(s *table.Snapshot, d *delta) error {
 			want, err := strconv.Atoi(v)
 			if err != nil || want != c.n {
 				return bad("its summary says %s=%s, but its manifests hold %d such entries of its own", c.key, v, c.n)
+			}
+		}
+	}
+	return nil
+}
+
+// checkList cross-checks snapshot s's manifest list against it.
+func (t *Table) checkList(s *table.Snapshot, list []iceberg.ManifestFile) error {
+	name := t.name(t.tbl)
+	bad := func(format string, a ...any) error {
+		return &graphError{msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d): ", name, s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...)}
+	}
+	chain := t.ancestry()
+	for _, m := range list {
+		id := m.SnapshotID()
+		if id == s.SnapshotID {
+			if m.SequenceNum() != s.SequenceNumber {
+				return bad("its manifest %s has sequence_number %d, not the snapshot's", m.FilePath(), m.SequenceNum())
+			}
+			if m.MinSequenceNum() > m.SequenceNum() || m.MinSequenceNum() < 0 {
+				return bad("its manifest %s has min_sequence_number %d outside 0..%d", m.FilePath(), m.MinSequenceNum(), m.SequenceNum())
+			}
+			if f := m.FirstRowID(); f != nil && s.FirstRowID != nil && m.ManifestContent() == iceberg.ManifestContentData {
+				if err := rowRange(*f, m.AddedRows()+m.ExistingRows(), s); err != nil {
+					return bad("its manifest %s: %v", m.FilePath(), err)
+				}
+			}
+			continue
+		}
+		// A manifest that s carries over was added by an ancestor (or by a
+		// snapshot that was expired since): one added by a snapshot that
+		// is not behind s means a wrong parent or a wrong manifest list.
+		if seq, ok := chain[id]; ok && seq < s.SequenceNumber {
+			continue
+		}
+		if o := t.tbl.Metadata().SnapshotByID(id); o != nil && !(t.chainCut && o.SequenceNumber < t.chainMin) {
+			return bad("its manifest list %s holds manifest %s, added by snapshot %d, which is not an ancestor of it: the parent-snapshot-id or the manifest list is wrong",
+				s.ManifestList, m.FilePath(), id)
+		}
+	}
+	return nil
+}
+
+// checkReplace checks a replace snapshot from its manifest list alone,
+// without reading a manifest: the list, and the files its own manifests
+// count against its parent and its summary.
+func (t *Table) checkReplace(s *table.Snapshot, list []iceberg.ManifestFile) error {
+	if err := t.checkList(s, list); err != nil {
+		return err
+	}
+	var added, removed, addedDeletes int
+	counted := true
+	for _, m := range list {
+		if m.SnapshotID() != s.SnapshotID {
+			continue
+		}
+		if m.AddedDataFiles() < 0 || m.DeletedDataFiles() < 0 {
+			counted = false // a writer that left the counts out
+		}
+		if m.ManifestContent() == iceberg.ManifestContentData {
+			added += int(m.AddedDataFiles())
+			removed += int(m.DeletedDataFiles())
+		} else {
+			addedDeletes += int(m.AddedDataFiles())
+			removed += int(m.DeletedDataFiles())
+		}
+	}
+	bad := func(format string, a ...any) error {
+		return &graphError{msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d): ", t.name(t.tbl), s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...)}
+	}
+	if s.ParentSnapshotID == nil && removed > 0 && counted {
+		return bad("it has no parent, yet its manifests remove %d files: its parent-snapshot-id is missing", removed)
+	}
+	if s.Summary != nil && counted {
+		for _, c := range []struct {
+			key string
+			n   int
+		}{{"added-data-files", added}, {"added-delete-files", addedDeletes}} {
+			v, ok := s.Summary.Properties[c.key]
+			if !ok {
+				continue
+			}
+			if want, err := strconv.Atoi(v); err != nil || want != c.n {
+				return bad("its summary says %s=%s, but its manifest list counts %d", c.key, v, c.n)
 			}
 		}
 	}

@@ -49,6 +49,9 @@ func (t *Table) readDelta(ctx context.Context, fs iceio.IO, s *table.Snapshot, n
 			if err := d.add(e); err != nil {
 				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
+			if e.Status() == iceberg.EntryStatusADDED && e.DataFile().ContentType() == iceberg.EntryContentData {
+				t.files.remember(metaOf(e), m.FilePath())
+			}
 		}
 		if err := reads[i].err; err != nil {
 			return nil, decodeError("manifest", m.FilePath(), err)
@@ -94,6 +97,15 @@ func (d *delta) add(e iceberg.ManifestEntry) error {
 		return fmt.Errorf("file %s: unknown content type %v", df.FilePath(), df.ContentType())
 	}
 	return nil
+}
+
+// listPaths returns the paths of the snapshot's manifests.
+func (d *delta) listPaths() []string {
+	out := make([]string, len(d.list))
+	for i, m := range d.list {
+		out[i] = m.FilePath()
+	}
+	return out
 }
 
 // empty reports whether the snapshot changed no file.

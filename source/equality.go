@@ -231,15 +231,22 @@ func (t *Table) liveDataFiles(ctx context.Context, fs iceio.IO, list []iceberg.M
 		return nil, err
 	}
 	var out []dataFileMeta
+	t.loadIndex()
 	for i, m := range ms {
+		im := newIndexedManifest(m)
 		for _, e := range reads[i].entries {
 			if err := checkEntry(e, nextRowID); err != nil {
 				return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
-			out = append(out, metaOf(e))
+			dm := metaOf(e)
+			out = append(out, dm)
+			im = im.addFile(dm)
 		}
 		if err := reads[i].err; err != nil {
 			return nil, decodeError("manifest", m.FilePath(), err)
+		}
+		if im != nil {
+			t.files.add(im)
 		}
 	}
 	return out, nil

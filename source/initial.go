@@ -39,10 +39,14 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	if err != nil {
 		return nil, err
 	}
+	paths := make([]string, len(list))
+	for i, m := range list {
+		paths[i] = m.FilePath()
+	}
+	t.flushIndex(paths)
 	byPath := make(map[string]dataFileMeta, len(files))
 	for _, m := range files {
 		byPath[m.path()] = m
-		t.files.remember(m)
 	}
 	live, err := t.liveDeletes(ctx, fs, list)
 	if err != nil {

@@ -52,6 +52,11 @@ type Options struct {
 	// IOConcurrency bounds the reads of manifests, deletion vectors and
 	// data files a table has in flight (default 16).
 	IOConcurrency int
+	// FileIndex, when set, keeps the table's data-file index (where each
+	// data file's manifest entry is) between runs, so that a restarted
+	// follower decodes no manifest it decoded before. Default nil: the
+	// index lives as long as the Table.
+	FileIndex IndexStore
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is

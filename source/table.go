@@ -52,9 +52,13 @@ type Table struct {
 var _ cdc.Source = (*Table)(nil)
 
 func newTable(o Options, load func(context.Context) (*table.Table, error), closeCatalog func()) *Table {
+	files := newFileIndex(defaultFileCacheSize)
+	if o.FileIndex != nil {
+		files.store, files.staged = o.FileIndex, map[string]*indexedManifest{}
+	}
 	return &Table{opts: o, load: load, closeCatalog: closeCatalog,
 		pool: newIOPool(o.IOConcurrency), footers: newFooterCache(defaultFooterBudget),
-		files: newFileIndex(defaultFileCacheSize), dels: newDeleteIndex(), eq: newEqCache()}
+		files: files, dels: newDeleteIndex(), eq: newEqCache()}
 }
 
 // errNotLoaded is returned by a Table whose first Refresh has not

@@ -83,6 +83,7 @@ type Store struct {
 	historyLimit int
 	now          func() time.Time
 	opened       Opened
+	pending      pendingIndex // data-file index changes waiting for a Save
 }
 
 var _ cdc.Store = (*Store)(nil)
@@ -265,7 +266,19 @@ func (s *Store) Save(ctx context.Context, pipeline, table string, cp cdc.Checkpo
 	err := validate(pipeline, table, cp)
 	if err == nil {
 		now := s.now()
-		err = s.db.Update(func(tx *bolt.Tx) error { return s.save(tx, pipeline, table, cp, now) })
+		files := s.takePending(pipeline, table)
+		err = s.db.Update(func(tx *bolt.Tx) error {
+			if err := s.save(tx, pipeline, table, cp, now); err != nil {
+				return err
+			}
+			if files == nil {
+				return nil
+			}
+			return writeFiles(tableBucket(tx, pipeline, table), files)
+		})
+		if err != nil && files != nil {
+			s.restorePending(pipeline, table, files)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("save checkpoint %s/%s: %w", pipeline, table, err)

@@ -69,8 +69,9 @@ func parseRunFlags(name string, args []string, extra func(*flag.FlagSet)) (*runF
 }
 
 func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer) error {
-	var adopt bool
+	var adopt, once bool
 	_, cfg, err := parseRunFlags("run", args, func(fl *flag.FlagSet) {
+		fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit")
 		fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
 			"and start every table from its configured start (remove the flag afterwards)")
 	})
@@ -108,6 +109,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Encoder:   enc,
 		Poll:      cfg.Poll.Interval,
 		ChunkSize: cfg.Chunk,
+		Once:      once,
 		Log:       log,
 		Metrics:   metrics,
 		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
@@ -128,7 +130,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		}
 		defer srv.Close()
 	}
-	if p.Tables, err = waitForTables(ctx, cfg, log); err != nil || p.Tables == nil {
+	if p.Tables, err = waitForTables(ctx, cfg, log, store); err != nil || p.Tables == nil {
 		sink.Close(context.Background())
 		return err // nil: stopped by a signal while waiting
 	}
@@ -347,11 +349,18 @@ func (e *unlistedError) Unwrap() error { return e.err }
 // is created later, the catalog starts later), is listed again every poll
 // interval until it does, with a warning at once and then at most every
 // waitLogInterval, instead of ending the daemon (which a supervisor would
-// restart in a loop). It returns nil tables when ctx ends first.
-func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+// restart in a loop). It returns nil tables when ctx ends first. With a
+// store, each table keeps its data-file index in it, next to its
+// checkpoint.
+func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger, store *state.Store) ([]cdc.TableSpec, error) {
 	ts, err := waitForTableSources(ctx, cfg, log)
 	if err != nil || ts == nil {
 		return nil, err
+	}
+	if store != nil {
+		for i := range ts {
+			ts[i].opts.FileIndex = store.FileIndex(cfg.Name, ts[i].name)
+		}
 	}
 	return openTables(ts)
 }

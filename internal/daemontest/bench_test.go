@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -138,18 +140,72 @@ func report(b *testing.B, events, bytes int64) {
 	b.ReportMetric(float64(bytes)/s/1e6, "MB/s")
 }
 
+// peakHeap samples the live heap every millisecond until stop is called,
+// which reports the highest sample in MiB.
+func peakHeap(b *testing.B) (stop func()) {
+	done := make(chan struct{})
+	var peak uint64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var ms runtime.MemStats
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	}
+}
+
+// BenchmarkPipelineFile is the same into the file sink, fsynced per batch.
+func BenchmarkPipelineFile(b *testing.B) {
+	env := benchLake(b)
+	var events, bytes int64
+	stop := peakHeap(b)
+	for b.Loop() {
+		b.StopTimer()
+		sink, err := file.Open(filepath.Join(b.TempDir(), "events.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cs := runPipeline(b, env, sink)
+		if err := sink.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		events += cs.events.Load()
+		bytes += cs.bytes.Load()
+	}
+	report(b, events, bytes)
+	stop()
+}
+
 // BenchmarkPipelineDiscard measures the pipeline alone: the engine, the
 // encoding and the fsynced checkpoints, into a sink that drops what it
 // gets.
 func BenchmarkPipelineDiscard(b *testing.B) {
 	env := benchLake(b)
 	var events, bytes int64
+	stop := peakHeap(b)
 	for b.Loop() {
 		cs := runPipeline(b, env, nil)
 		events += cs.events.Load()
 		bytes += cs.bytes.Load()
 	}
 	report(b, events, bytes)
+	stop()
 }
 
 // BenchmarkPipelineKfake is the same into the Kafka sink (at least once,

@@ -244,14 +244,20 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 		ceTime = []byte(time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano))
 	}
 	headers := make([]kgo.RecordHeader, 0, perEvent*len(b.Messages))
+	idLen := 0
+	for i := range b.Messages {
+		idLen += len(b.Messages[i].ID)
+	}
+	ids := make([]byte, 0, idLen) // every id header of the batch, in one array
 	seq := []byte(strconv.FormatInt(b.Snapshot.SequenceNumber, 10))
 	snap := []byte(strconv.FormatInt(b.Snapshot.ID, 10))
 	next := 0
 	for i := range b.Messages {
 		m := &b.Messages[i]
-		h := len(headers)
+		h, id := len(headers), len(ids)
+		ids = append(ids, m.ID...)
 		headers = append(headers,
-			kgo.RecordHeader{Key: headerID, Value: []byte(m.ID)},
+			kgo.RecordHeader{Key: headerID, Value: ids[id:len(ids):len(ids)]},
 			kgo.RecordHeader{Key: headerOp, Value: []byte{byte(m.Op)}},
 			kgo.RecordHeader{Key: headerSequence, Value: seq},
 			kgo.RecordHeader{Key: headerSnapshot, Value: snap},
@@ -259,7 +265,7 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 		if p.cfg.CloudEvents {
 			headers = append(headers,
 				kgo.RecordHeader{Key: "ce_specversion", Value: ceSpecVersion},
-				kgo.RecordHeader{Key: "ce_id", Value: []byte(m.ID)},
+				kgo.RecordHeader{Key: "ce_id", Value: ids[id:len(ids):len(ids)]},
 				kgo.RecordHeader{Key: "ce_source", Value: ceSource},
 				kgo.RecordHeader{Key: "ce_type", Value: []byte(ceTypePrefix + m.Op.String())},
 				kgo.RecordHeader{Key: "ce_time", Value: ceTime},

@@ -55,14 +55,17 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if b == nil || len(b.Messages) == 0 {
 		return nil
 	}
-	buf, err := AppendLines(s.buf[:0], b.Messages)
-	if err != nil {
-		return err
-	}
-	// Keep the buffer for the next batch unless one huge batch made it
-	// large: a daemon should not hold its peak forever.
-	if cap(buf) <= maxKeptBuffer {
-		s.buf = buf
+	buf := b.Lines // built by the pipeline: written without a copy
+	if buf == nil {
+		var err error
+		if buf, err = AppendLines(s.buf[:0], b.Messages); err != nil {
+			return err
+		}
+		// Keep the buffer for the next batch unless one huge batch made
+		// it large: a daemon should not hold its peak forever.
+		if cap(buf) <= maxKeptBuffer {
+			s.buf = buf
+		}
 	}
 	if _, err := s.w.Write(buf); err != nil {
 		return writeError("write events", err)

@@ -1,0 +1,94 @@
+package cdc
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// batchBuilder encodes a chunk of events into a few shared buffers: the
+// values one after another, each followed by a newline (which, when no
+// value spans lines, is the batch's JSON-lines form as is), the keys, and
+// the event ids. A batch costs a handful of allocations, not several per
+// event; the buffers are new for every batch, since a sink's client may
+// still hold a confirmed batch's bytes (franz-go's records, say) when
+// Write returns.
+type batchBuilder struct {
+	vals, keys, ids []byte
+	offs            []msgOffsets
+	ops             [256]int // events by Op
+	multiline       bool     // some value spans lines or is empty
+	idPrefix        []byte   // "<table_uuid>:<seq>:"
+	hint            int      // bytes of the previous batch, to size the next
+}
+
+type msgOffsets struct {
+	op                           Op
+	val, valEnd, key, keyEnd, id int
+}
+
+// start empties the builder for a batch of c's events.
+func (bb *batchBuilder) start(c *Commit, events int) {
+	bb.hint = max(bb.hint, len(bb.vals))
+	bb.vals = make([]byte, 0, bb.hint+bb.hint/8)
+	bb.keys, bb.ids = nil, nil
+	bb.offs = make([]msgOffsets, 0, min(events, 1<<16))
+	bb.ops = [256]int{}
+	bb.multiline = false
+	bb.idPrefix = strconv.AppendInt(append(append(bb.idPrefix[:0], c.Table.UUID...), ':'), c.Snapshot.SequenceNumber, 10)
+	bb.idPrefix = append(bb.idPrefix, ':')
+}
+
+func (bb *batchBuilder) len() int  { return len(bb.offs) }
+func (bb *batchBuilder) size() int { return len(bb.vals) + len(bb.keys) }
+
+// add encodes one event.
+func (bb *batchBuilder) add(enc Encoder, c *Commit, e *Event, tsMs int64) error {
+	o := msgOffsets{op: e.Op, key: len(bb.keys), val: len(bb.vals), id: len(bb.ids)}
+	var err error
+	if bb.keys, err = enc.AppendKey(bb.keys, c, e); err != nil {
+		bb.keys = bb.keys[:o.key]
+		return err
+	}
+	o.keyEnd = len(bb.keys)
+	if bb.vals, err = enc.AppendValue(bb.vals, c, e, tsMs); err != nil {
+		bb.keys, bb.vals = bb.keys[:o.key], bb.vals[:o.val]
+		return err
+	}
+	o.valEnd = len(bb.vals)
+	if !bb.multiline {
+		// An empty value is a null one, which JSON lines spell "null".
+		v := bb.vals[o.val:]
+		bb.multiline = len(v) == 0 || bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0
+	}
+	bb.vals = append(bb.vals, '\n')
+	bb.ids = append(bb.ids, bb.idPrefix...)
+	bb.ids = strconv.AppendInt(bb.ids, e.RowID, 10)
+	bb.ids = append(bb.ids, ':', byte(e.Op))
+	bb.offs = append(bb.offs, o)
+	bb.ops[byte(e.Op)]++
+	return nil
+}
+
+// batch returns the built messages, slices of the builder's buffers.
+func (bb *batchBuilder) batch(c *Commit, cp Checkpoint) *Batch {
+	ids := string(bb.ids) // one string for every id of the batch
+	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, len(bb.offs))}
+	for i, o := range bb.offs {
+		idEnd := len(ids)
+		if i+1 < len(bb.offs) {
+			idEnd = bb.offs[i+1].id
+		}
+		m := Message{ID: ids[o.id:idEnd], Op: o.op}
+		if o.keyEnd > o.key {
+			m.Key = bb.keys[o.key:o.keyEnd:o.keyEnd]
+		}
+		if o.valEnd > o.val {
+			m.Value = bb.vals[o.val:o.valEnd:o.valEnd]
+		}
+		b.Messages[i] = m
+	}
+	if !bb.multiline {
+		b.Lines = bb.vals
+	}
+	return b
+}
