@@ -242,9 +242,10 @@ func (m *Member) assigned(ctx context.Context, cl *kgo.Client, parts map[string]
 			m.running[t.Name] = r
 			m.o.Metrics.Owned.WithLabelValues(t.Name).Set(1)
 			m.o.Metrics.Moves.WithLabelValues("acquired").Inc()
+			at := time.Now()
 			go func() {
 				defer close(r.done)
-				m.follow(rctx, t)
+				m.follow(rctx, t, at)
 			}()
 		}
 		m.o.Metrics.Tables.Set(float64(len(m.running)))
@@ -320,11 +321,12 @@ func (m *Member) stop(tables []Table, direction string) {
 // on an error. Its transactional producer is made once the table's uuid
 // is known; loading the producer id (in the pipeline's first load) fences
 // the previous owner.
-func (m *Member) follow(ctx context.Context, t Table) {
+func (m *Member) follow(ctx context.Context, t Table, assigned time.Time) {
 	log := m.log.With("table", t.Name)
 	backoff := m.o.RetryInitial
+	first := &firstDelivery{log: log, assigned: assigned}
 	for {
-		err := m.followOnce(ctx, t)
+		err := m.followOnce(ctx, t, first)
 		if ctx.Err() != nil {
 			return
 		}
@@ -343,7 +345,7 @@ func (m *Member) follow(ctx context.Context, t Table) {
 	}
 }
 
-func (m *Member) followOnce(ctx context.Context, t Table) error {
+func (m *Member) followOnce(ctx context.Context, t Table, first *firstDelivery) error {
 	src, err := t.Open()
 	if err != nil {
 		return err
@@ -370,10 +372,10 @@ func (m *Member) followOnce(ctx context.Context, t Table) error {
 		defer cancel()
 		txn.Close(cctx)
 	}()
-	store := &tableStore{txn: txn, info: info}
-	var sink cdc.Sink = sharedSink{m.o.Sink}
+	store := &tableStore{txn: txn, info: info, first: first}
+	var sink cdc.Sink = sharedSink{Sink: m.o.Sink, first: first}
 	if m.o.ExactlyOnce {
-		sink = &eventSink{ExactlyOnceSink: txn, store: store}
+		sink = &eventSink{ExactlyOnceSink: txn, store: store, first: first}
 	}
 	p := m.o.NewPipeline(cdc.TableSpec{Name: t.Name, Source: src, Start: t.Start, Hold: t.Hold,
 		Columns: t.Columns, Net: t.Net, NetMaxRows: t.NetMaxRows}, sink, store)
