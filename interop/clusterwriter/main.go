@@ -43,7 +43,9 @@ func (o *orders) step(ctx context.Context) error {
 		next *table.Table
 		err  error
 	)
-	in := func(ids []int64) iceberg.BooleanExpression { return iceberg.IsIn(iceberg.Reference("order_id"), ids...) }
+	in := func(ids []int64) iceberg.BooleanExpression {
+		return iceberg.IsIn(iceberg.Reference("order_id"), ids...)
+	}
 	switch {
 	case o.n%4 == 0 || len(o.live) < 4:
 		rows := make([]map[string]any, 5)
