@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,9 +109,15 @@ func checkCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string, m
 // topic just created is not known to every broker (nor to the one that
 // created it, for its configs) at once.
 func untilKnown(ctx context.Context, describe func() error) error {
+	return retryWhile(ctx, describe, kerr.UnknownTopicOrPartition, kerr.LeaderNotAvailable)
+}
+
+// retryWhile runs describe until it fails with none of the errors
+// transient, or ctx is done.
+func retryWhile(ctx context.Context, describe func() error, transient ...error) error {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		err := describe()
-		if !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) {
+		if err == nil || !slices.ContainsFunc(transient, func(t error) bool { return errors.Is(err, t) }) {
 			return err
 		}
 		t := time.NewTimer(wait)
@@ -127,16 +134,29 @@ func untilKnown(ctx context.Context, describe func() error) error {
 // pipeline configuration or a newer version, or are not icecdc at all.
 // self is this member's client id, skipped when found.
 func checkPeers(ctx context.Context, adm *kadm.Client, group, version, fingerprint, self string) error {
-	groups, err := adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return fmt.Errorf("cluster: describe group %s: %w", group, err)
-	}
-	g, ok := groups[group]
-	if !ok || errors.Is(g.Err, kerr.GroupIDNotFound) {
+	// The group coordinator is not available for a moment on a new
+	// cluster, while the broker creates __consumer_offsets.
+	var (
+		g  kadm.DescribedGroup
+		ok bool
+	)
+	err := retryWhile(ctx, func() error {
+		groups, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return err
+		}
+		if g, ok = groups[group]; !ok {
+			return nil
+		}
+		return g.Err
+	}, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator)
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound):
 		return nil // no member yet
-	}
-	if g.Err != nil {
-		return fmt.Errorf("cluster: describe group %s: %w", group, g.Err)
+	case err != nil:
+		return fmt.Errorf("cluster: describe group %s: %w", group, err)
+	case !ok:
+		return nil
 	}
 	for _, m := range g.Members {
 		if m.ClientID == self {

@@ -123,7 +123,7 @@ func configFingerprint(cfg *Config) string {
 	switch cfg.Sink.Type {
 	case "kafka":
 		k := cfg.Sink.Kafka.WithDefaults()
-		parts = append(parts, k.Topic, k.Delivery, k.CheckpointTopic, fmt.Sprint(k.Tombstones))
+		parts = append(parts, k.Topic, k.Delivery, k.CheckpointTopic, fmt.Sprint(*k.Tombstones)) // set by WithDefaults
 	case "webhook":
 		parts = append(parts, cfg.Sink.Webhook.URL, fmt.Sprint(cfg.Sink.Webhook.CloudEvents))
 	}
