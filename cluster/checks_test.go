@@ -206,3 +206,17 @@ func TestChecksWaitForANewTopic(t *testing.T) {
 	defer cancel()
 	wantErr(t, checkCheckpointTopic(short, adm, "cp.never", 1), "checkpoint topic cp.never", "UNKNOWN_TOPIC_OR_PARTITION")
 }
+
+// A member hears of a rebalance only in its next heartbeat's answer: the
+// interval bounds how long a graceful handover waits for the others.
+func TestHeartbeatIntervalBoundsRebalanceNotice(t *testing.T) {
+	for _, session := range []time.Duration{time.Second, 3 * time.Second, 6 * time.Second, 10 * time.Second, 45 * time.Second, 5 * time.Minute} {
+		hb := heartbeatInterval(session)
+		if hb > 500*time.Millisecond {
+			t.Errorf("session %s: heartbeat every %s: a leaving member's tables would wait more than 500ms for the rebalance to be noticed", session, hb)
+		}
+		if hb > session/3 || hb <= 0 {
+			t.Errorf("session %s: heartbeat every %s: want more than 0 and at most a third of the session timeout", session, hb)
+		}
+	}
+}

@@ -166,7 +166,7 @@ func (m *Member) Run(ctx context.Context) error {
 		kgo.ConsumeTopics(c.Topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(c.SessionTimeout),
-		kgo.HeartbeatInterval(max(c.SessionTimeout/5, 100*time.Millisecond)),
+		kgo.HeartbeatInterval(heartbeatInterval(c.SessionTimeout)),
 		kgo.RebalanceTimeout(max(2*c.SessionTimeout, 30*time.Second)),
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(m.assigned),
@@ -208,6 +208,17 @@ func (m *Member) Run(ctx context.Context) error {
 	m.cl.Close()
 	m.log.Info("cluster: left the group; tables handed over", "tables", n)
 	return nil
+}
+
+// heartbeatInterval is how often a member heartbeats to the group
+// coordinator. Under the classic group protocol a member learns that the
+// group is rebalancing (a member left or joined) only from the answer to
+// its next heartbeat, so this interval bounds the time the others take
+// to start on a leaving member's tables: at most 500ms (Kafka's 3s
+// default made graceful takeovers wait a second or more), and a tenth of
+// the session timeout when that is shorter (Kafka wants at most a third).
+func heartbeatInterval(session time.Duration) time.Duration {
+	return max(min(session/10, 500*time.Millisecond), 50*time.Millisecond)
 }
 
 // owner names the writer of checkpoint records.

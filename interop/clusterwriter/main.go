@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,9 +37,29 @@ type orders struct {
 	n    int
 }
 
-// step makes the table's next commit: appends, updates and deletes in
+// step makes the table's next commit. The catalog's SQLite database is
+// read by the members all the time: a commit that finds it locked
+// (SQLITE_BUSY) did not happen and is made again.
+func (o *orders) step(ctx context.Context, cat catalog.Catalog) error {
+	for attempt := 1; ; attempt++ {
+		err := o.try(ctx)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || attempt == 50 {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+		cur, lerr := cat.LoadTable(ctx, o.tbl.Identifier())
+		if lerr != nil {
+			return fmt.Errorf("table %s: reload after %v: %w", o.name, err, lerr)
+		}
+		if cur.CurrentSnapshot().SnapshotID != o.tbl.CurrentSnapshot().SnapshotID {
+			return fmt.Errorf("table %s: commit %d failed (%v) but the table moved on", o.name, o.n, err)
+		}
+	}
+}
+
+// try makes the table's next commit: appends, updates and deletes in
 // turn, so that every kind of event flows.
-func (o *orders) step(ctx context.Context) error {
+func (o *orders) try(ctx context.Context) error {
 	var (
 		next *table.Table
 		err  error
@@ -50,11 +71,15 @@ func (o *orders) step(ctx context.Context) error {
 	case o.n%4 == 0 || len(o.live) < 4:
 		rows := make([]map[string]any, 5)
 		for i := range rows {
-			rows[i] = scenario.Order(o.next, fmt.Sprintf("c%d", o.next%97), "new", float64(o.next%1000)+0.25)
-			o.live = append(o.live, o.next)
-			o.next++
+			id := o.next + int64(i)
+			rows[i] = scenario.Order(id, fmt.Sprintf("c%d", id%97), "new", float64(id%1000)+0.25)
 		}
-		next, err = scenario.Append(ctx, o.tbl, rows)
+		if next, err = scenario.Append(ctx, o.tbl, rows); err == nil {
+			for i := range rows {
+				o.live = append(o.live, o.next+int64(i))
+			}
+			o.next += int64(len(rows))
+		}
 	case o.n%4 == 1 || o.n%4 == 3:
 		ids := []int64{o.live[o.n%len(o.live)], o.live[(o.n+1)%len(o.live)]}
 		slices.Sort(ids)
@@ -65,9 +90,10 @@ func (o *orders) step(ctx context.Context) error {
 			return r
 		})
 	default:
-		id := o.live[0]
-		o.live = o.live[1:]
-		next, err = scenario.Delete(ctx, o.tbl, in([]int64{id}))
+		next, err = scenario.Delete(ctx, o.tbl, in(o.live[:1]))
+		if err == nil {
+			o.live = o.live[1:]
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("table %s: commit %d: %w", o.name, o.n, err)
@@ -108,7 +134,7 @@ func run(dir, ns string, count int, every time.Duration) error {
 			return fmt.Errorf("create table %s: %w", name, err)
 		}
 		tables[i] = &orders{name: name, tbl: tbl, next: 1}
-		if err := tables[i].step(ctx); err != nil {
+		if err := tables[i].step(ctx, env.Catalog); err != nil {
 			return err
 		}
 	}
@@ -129,7 +155,7 @@ func run(dir, ns string, count int, every time.Duration) error {
 			case <-t.C:
 			}
 			mu.Lock()
-			err := tables[i%count].step(ctx)
+			err := tables[i%count].step(ctx, env.Catalog)
 			commits++
 			mu.Unlock()
 			if err != nil {
@@ -144,7 +170,7 @@ func run(dir, ns string, count int, every time.Duration) error {
 		case "burst":
 			mu.Lock()
 			for _, o := range tables {
-				if err := o.step(ctx); err != nil {
+				if err := o.step(ctx, env.Catalog); err != nil {
 					mu.Unlock()
 					return err
 				}
