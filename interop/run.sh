@@ -4,7 +4,7 @@
 #
 #   bash interop/run.sh                 everything
 #   ICECDC_INTEROP=skip bash interop/run.sh   skip it locally (never under CI=true)
-#   ICECDC_INTEROP_ONLY="bookshop merge"      run only these Spark scenarios
+#   ICECDC_INTEROP_ONLY="bookshop merge"      run only these Spark scenarios ("flink": the Flink tables, "retention": the hold part)
 #   ICECDC_INTEROP_KEEP=1                     keep the work directory after success
 #   ICECDC_INTEROP_CACHE=DIR                  where downloads are kept (default ~/.cache/icecdc-interop)
 #
@@ -26,7 +26,18 @@
 #      icecdc must read them as exactly as local files; `icecdc run` with
 #      examples/icecdc.compose.yaml (docker-compose's config) follows the
 #      REST one into Kafka, and a file-sink `icecdc run` reads the JDBC ones;
-#   5. cluster (issue 11): three `icecdc run` members in cluster mode share
+#   5. Flink upserts (issue 12): PyFlink 2.0 with Iceberg's Flink runtime
+#      writes two v3 tables in upsert mode (equality deletes; one keyed on one
+#      field, one partitioned and keyed on two) in a job per commit, in the
+#      background while the parts above run (interop/flink_upserts.py); Spark
+#      reads every snapshot as the oracle and icecdc's events must match.
+#   6. retention hold (issue 12), on the Spark session of 1 and alongside
+#      it: `icecdc run` with `hold: true` keeps the commits it has seen but
+#      not delivered (its sink failing) through Spark's expire_snapshots
+#      and delivers them exactly once restarted; without the hold the
+#      table stops with the history-loss error; `icecdc reset` removes the
+#      branch (interop/retention.py).
+#   7. cluster (issue 11): three `icecdc run` members in cluster mode share
 #      twelve iceberg-go tables committed to all the time (interop/
 #      clusterwriter), exactly-once, through two SIGKILLs and a rolling
 #      restart; kcat (read_committed) must read every event of `icecdc
@@ -93,9 +104,10 @@ part() {
   local name=$1 fn=$2 t0 rc
   t0=$(now)
   echo "== interop: $name"
+  PART_SECS= # a part that ran elsewhere (in another part's process) sets its own time
   "$fn"
   rc=$?
-  TIMES+=("$(printf '%-22s %6ss' "$name" "$(elapsed "$t0")")")
+  TIMES+=("$(printf '%-22s %6ss' "$name" "${PART_SECS:-$(elapsed "$t0")}")")
   case $rc in
     0) PASSED+=("$name") ;;
     3) SKIPPED+=("$name") ;;
@@ -158,7 +170,7 @@ install_jars() {
     must install-jars apt-get install -y maven || return 1
   fi
   local what stamp
-  for what in kafka rest; do
+  for what in kafka rest flink; do
     # The poms pin every version: the same pom gives the same jars, so a
     # cache made from it is kept (its copy is 150 MB and some seconds).
     stamp=$(sha256sum "$HERE/maven/$what/pom.xml" | cut -d' ' -f1)
@@ -244,6 +256,8 @@ spark_scenarios() {
   [ -n "$REST_URI" ] && args+=(--rest-uri "$REST_URI")
   [ -n "$S3_ENDPOINT" ] && args+=(--s3-endpoint "$S3_ENDPOINT")
   [ -n "$REST_S3_URI" ] && args+=(--rest-s3-uri "$REST_S3_URI")
+  [ -n "$FLINK_PID" ] && args+=(--flink-work "$WORK/flink")
+  only_has retention && args+=(--retention "$WORK/retention")
   # shellcheck disable=SC2206
   [ -n "${ICECDC_INTEROP_ONLY:-}" ] && args+=(--only ${ICECDC_INTEROP_ONLY})
   (cd "$HERE" && "$PY" run_scenarios.py "${args[@]}") 2>"$LOGS/spark.stderr" | tee "$LOGS/scenarios.out"
@@ -253,6 +267,93 @@ spark_scenarios() {
     tail -n 40 "$LOGS/spark.stderr" | sed 's/^/    /'
   fi
   return "$rc"
+}
+
+# ---------------------------------------------------------------- Flink upserts (issue 12)
+# PyFlink in a venv of its own (requirements-flink.txt) with the jars of
+# maven/flink in pyflink/lib, which PyFlink puts on the JVM's class path
+# (so that DriverManager finds the SQLite driver). The install and the
+# writer run in the background from the end of install-jars on;
+# run_scenarios.py waits for $WORK/flink/status ("EXIT INSTALL_S WRITE_S")
+# before Spark reads the tables, and flink_await reports.
+FLINK_PY=$CACHE/venv-flink/bin/python
+FLINK_PID=
+install_flink() {
+  if [ ! -x "$FLINK_PY" ] || ! "$FLINK_PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+    rm -rf "$CACHE/venv-flink"
+    must flink python3 -m venv "$CACHE/venv-flink" || return 1
+  fi
+  must flink "$FLINK_PY" -m pip install --disable-pip-version-check -q -r "$HERE/requirements-flink.txt" || return 1
+  local lib j
+  lib=$("$FLINK_PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))') || return 1
+  find "$lib" -maxdepth 1 -type l -delete
+  for j in iceberg-flink-runtime-2.0 hadoop-client-api hadoop-client-runtime sqlite-jdbc; do
+    must flink ln -s "$CACHE/jars/flink/$j"-[0-9]*.jar "$lib/" || return 1
+  done
+}
+
+launch_flink() {
+  if ! only_has flink; then
+    echo "flink: skipped (ICECDC_INTEROP_ONLY leaves out flink)"
+    return 3
+  fi
+  mkdir -p "$WORK/flink/wh"
+  (
+    t0=$(now)
+    install_flink
+    rc=$? ti=$(elapsed "$t0") t1=$(now)
+    if [ $rc -eq 0 ]; then
+      (cd "$HERE" && exec "$FLINK_PY" flink_upserts.py write --catalog-db "$WORK/flink/catalog.db" \
+        --warehouse "$WORK/flink/wh") >>"$LOGS/flink.log" 2>&1
+      rc=$?
+    fi
+    echo "$rc $ti $(elapsed "$t1")" >"$WORK/flink/status"
+  ) &
+  FLINK_PID=$!
+  PIDS+=("$FLINK_PID")
+  echo "flink: installing PyFlink and writing the upsert tables in the background (pid $FLINK_PID, log $LOGS/flink.log)"
+}
+
+# The writer's outcome and times; the tables' checks are run_scenarios.py's
+# "flink <table>: ..." lines (spark-scenarios).
+flink_await() {
+  wait "$FLINK_PID"
+  local rc ti tw
+  read -r rc ti tw <"$WORK/flink/status" 2>/dev/null || { echo "flink: the writer left no status"; return 1; }
+  TIMES+=("$(printf '%-22s %6ss' "  flink install" "$ti")" "$(printf '%-22s %6ss' "  flink write" "$tw")")
+  echo "flink: PyFlink $("$FLINK_PY" -c 'import pyflink.version as v; print(v.__version__)' 2>/dev/null)," \
+    "$(cd "$CACHE/jars/flink" && ls iceberg-flink-runtime-*.jar); install ${ti}s, write ${tw}s (in the background)"
+  grep '^flink: job' "$LOGS/flink.log" | sed 's/^/  /'
+  if [ "$rc" -ne 0 ]; then
+    echo "interop: command failed (exit $rc): $FLINK_PY interop/flink_upserts.py write (log $LOGS/flink.log)"
+    grep -v ' INFO ' "$LOGS/flink.log" | tail -n 25 | sed 's/^/    /'
+    return 1
+  fi
+  local checked
+  checked=$(grep -c '^flink interop_flink\.[a-z_]*: [0-9]* snapshots, [0-9]* events, exact' "$LOGS/scenarios.out" 2>/dev/null)
+  if [ "${checked:-0}" -ne "$(grep -c '^flink interop_flink' "$LOGS/scenarios.out" 2>/dev/null)" ] || [ "${checked:-0}" -eq 0 ]; then
+    echo "flink: not every table is exact (see spark-scenarios above)"
+    return 1
+  fi
+  echo "flink: $checked tables exact at every snapshot"
+}
+
+# The retention hold (issue 12): run_scenarios.py runs interop/retention.py
+# on its Spark session alongside the scenarios (most of it is waiting for
+# `icecdc run`); this part reports its outcome and the time it took.
+retention_hold() {
+  local out=$WORK/retention/result.txt
+  if ! only_has retention; then
+    echo "retention hold: skipped (ICECDC_INTEROP_ONLY leaves out retention)"
+    return 3
+  fi
+  if [ ! -s "$out" ]; then
+    echo "retention hold: FAILED: $out was not written (the Spark scenarios' process ended before the part did; see $LOGS/spark.stderr)"
+    return 1
+  fi
+  tail -n +2 "$out" | grep -v '^timing:'
+  PART_SECS=$(sed -n 's/^timing: retention-hold \([0-9.]*\)s.*/\1/p' "$out")
+  [ "$(head -n 1 "$out")" = ok ]
 }
 
 # ---------------------------------------------------------------- Kafka
@@ -507,6 +608,13 @@ part install-python install_python
 PY_OK=$?
 part install-jars install_jars
 JARS_OK=$?
+if [ $JARS_OK -eq 0 ]; then
+  launch_flink
+  [ $? -eq 3 ] && SKIPPED+=(flink-upserts)
+else
+  echo "interop: flink-upserts not run: its jars did not install"
+  FAILED+=(flink-upserts)
+fi
 part install-kcat install_kcat
 KCAT_OK=$?
 part build-icecdc build_icecdc
@@ -561,7 +669,9 @@ else
   FAILED+=(spark-scenarios)
 fi
 
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part retention-hold retention_hold
 [ -n "$COMPOSE_PID" ] && part compose-check compose_check
+[ -n "$FLINK_PID" ] && part flink-upserts flink_await
 if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
   part s3-run s3_run
 fi
