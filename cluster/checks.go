@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,13 +20,20 @@ func ensureCoordinationTopic(ctx context.Context, adm *kadm.Client, topic string
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("cluster: create coordination topic %s: %w", topic, err)
 	}
-	details, err := adm.ListTopics(ctx, topic)
+	var d kadm.TopicDetail
+	err = untilKnown(ctx, func() error {
+		details, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if d, ok = details[topic]; !ok {
+			return kerr.UnknownTopicOrPartition
+		}
+		return d.Err
+	})
 	if err != nil {
 		return fmt.Errorf("cluster: describe coordination topic %s: %w", topic, err)
-	}
-	d, ok := details[topic]
-	if !ok || d.Err != nil {
-		return fmt.Errorf("cluster: describe coordination topic %s: %v", topic, d.Err)
 	}
 	if n := int32(len(d.Partitions)); n != partitions {
 		return fmt.Errorf("cluster: coordination topic %s has %d partitions, the configuration says cluster.partitions: %d: "+
@@ -51,14 +60,17 @@ func checkCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string, m
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("cluster: create checkpoint topic %s: %w", topic, err)
 	}
-	configs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("cluster: describe checkpoint topic %s: %w", topic, err)
-	}
-	rc, err := configs.On(topic, nil)
-	if err == nil {
-		err = rc.Err
-	}
+	var rc kadm.ResourceConfig
+	err = untilKnown(ctx, func() error {
+		configs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if rc, err = configs.On(topic, nil); err != nil {
+			return err
+		}
+		return rc.Err
+	})
 	if err != nil {
 		return fmt.Errorf("cluster: describe checkpoint topic %s: %w", topic, err)
 	}
@@ -72,7 +84,14 @@ func checkCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string, m
 		return fmt.Errorf("cluster: checkpoint topic %s has cleanup.policy=%q: it must be compacted, or retention deletes the checkpoints of quiet tables; "+
 			"run kafka-configs --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact", topic, policy, topic)
 	}
-	details, err := adm.ListTopics(ctx, topic)
+	var details kadm.TopicDetails
+	err = untilKnown(ctx, func() error {
+		var err error
+		if details, err = adm.ListTopics(ctx, topic); err != nil {
+			return err
+		}
+		return details[topic].Err
+	})
 	if err != nil {
 		return fmt.Errorf("cluster: describe checkpoint topic %s: %w", topic, err)
 	}
@@ -85,20 +104,59 @@ func checkCheckpointTopic(ctx context.Context, adm *kadm.Client, topic string, m
 	return nil
 }
 
+// untilKnown runs describe until it does not fail with
+// UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE, or ctx is done: a
+// topic just created is not known to every broker (nor to the one that
+// created it, for its configs) at once.
+func untilKnown(ctx context.Context, describe func() error) error {
+	return retryWhile(ctx, describe, kerr.UnknownTopicOrPartition, kerr.LeaderNotAvailable)
+}
+
+// retryWhile runs describe until it fails with none of the errors
+// transient, or ctx is done.
+func retryWhile(ctx context.Context, describe func() error, transient ...error) error {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := describe()
+		if err == nil || !slices.ContainsFunc(transient, func(t error) bool { return errors.Is(err, t) }) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
 // checkPeers refuses to join a group whose live members run another
 // pipeline configuration or a newer version, or are not icecdc at all.
 // self is this member's client id, skipped when found.
 func checkPeers(ctx context.Context, adm *kadm.Client, group, version, fingerprint, self string) error {
-	groups, err := adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return fmt.Errorf("cluster: describe group %s: %w", group, err)
-	}
-	g, ok := groups[group]
-	if !ok || errors.Is(g.Err, kerr.GroupIDNotFound) {
+	// The group coordinator is not available for a moment on a new
+	// cluster, while the broker creates __consumer_offsets.
+	var (
+		g  kadm.DescribedGroup
+		ok bool
+	)
+	err := retryWhile(ctx, func() error {
+		groups, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return err
+		}
+		if g, ok = groups[group]; !ok {
+			return nil
+		}
+		return g.Err
+	}, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator)
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound):
 		return nil // no member yet
-	}
-	if g.Err != nil {
-		return fmt.Errorf("cluster: describe group %s: %w", group, g.Err)
+	case err != nil:
+		return fmt.Errorf("cluster: describe group %s: %w", group, err)
+	case !ok:
+		return nil
 	}
 	for _, m := range g.Members {
 		if m.ClientID == self {

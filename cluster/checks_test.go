@@ -3,12 +3,15 @@ package cluster
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func newAdmin(t *testing.T, brokers int) (*kadm.Client, []string) {
@@ -155,5 +158,65 @@ func TestPartitionSpreadsTables(t *testing.T) {
 	}
 	if Partition("shop.orders", 64) != Partition("shop.orders", 64) {
 		t.Fatal("not deterministic")
+	}
+}
+
+// A real broker may not know a topic it has just created for a moment
+// (DescribeConfigs answers UNKNOWN_TOPIC_OR_PARTITION): the checks wait
+// for it, and give up, naming the topic, only when their context ends.
+func TestChecksWaitForANewTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	var unknown atomic.Int32 // answers still to fail
+	unknownAnswers := func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if unknown.Add(-1) < 0 {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.DescribeConfigsRequest)
+		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, r := range req.Resources {
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+			rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp, nil, true
+	}
+	c.ControlKey(int16(kmsg.DescribeConfigs), unknownAnswers)
+	ctx := context.Background()
+	unknown.Store(3)
+	if err := checkCheckpointTopic(ctx, adm, "cp.slow", 1); err != nil {
+		t.Fatalf("checkpoint topic known after 3 unknown answers: %v", err)
+	}
+	if unknown.Load() >= 0 {
+		t.Fatalf("the check did not ask again after the unknown answers (%d left)", unknown.Load())
+	}
+	unknown.Store(1 << 30)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	wantErr(t, checkCheckpointTopic(short, adm, "cp.never", 1), "checkpoint topic cp.never", "UNKNOWN_TOPIC_OR_PARTITION")
+}
+
+// A member hears of a rebalance only in its next heartbeat's answer: the
+// interval bounds how long a graceful handover waits for the others.
+func TestHeartbeatIntervalBoundsRebalanceNotice(t *testing.T) {
+	for _, session := range []time.Duration{time.Second, 3 * time.Second, 6 * time.Second, 10 * time.Second, 45 * time.Second, 5 * time.Minute} {
+		hb := heartbeatInterval(session)
+		if hb > 500*time.Millisecond {
+			t.Errorf("session %s: heartbeat every %s: a leaving member's tables would wait more than 500ms for the rebalance to be noticed", session, hb)
+		}
+		if hb > session/3 || hb <= 0 {
+			t.Errorf("session %s: heartbeat every %s: want more than 0 and at most a third of the session timeout", session, hb)
+		}
 	}
 }

@@ -166,7 +166,7 @@ func (m *Member) Run(ctx context.Context) error {
 		kgo.ConsumeTopics(c.Topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(c.SessionTimeout),
-		kgo.HeartbeatInterval(max(c.SessionTimeout/5, 100*time.Millisecond)),
+		kgo.HeartbeatInterval(heartbeatInterval(c.SessionTimeout)),
 		kgo.RebalanceTimeout(max(2*c.SessionTimeout, 30*time.Second)),
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(m.assigned),
@@ -210,6 +210,17 @@ func (m *Member) Run(ctx context.Context) error {
 	return nil
 }
 
+// heartbeatInterval is how often a member heartbeats to the group
+// coordinator. Under the classic group protocol a member learns that the
+// group is rebalancing (a member left or joined) only from the answer to
+// its next heartbeat, so this interval bounds the time the others take
+// to start on a leaving member's tables: at most 500ms (Kafka's 3s
+// default made graceful takeovers wait a second or more), and a tenth of
+// the session timeout when that is shorter (Kafka wants at most a third).
+func heartbeatInterval(session time.Duration) time.Duration {
+	return max(min(session/10, 500*time.Millisecond), 50*time.Millisecond)
+}
+
 // owner names the writer of checkpoint records.
 func (m *Member) owner() (string, int32) { return m.name, m.gen.Load() }
 
@@ -242,9 +253,10 @@ func (m *Member) assigned(ctx context.Context, cl *kgo.Client, parts map[string]
 			m.running[t.Name] = r
 			m.o.Metrics.Owned.WithLabelValues(t.Name).Set(1)
 			m.o.Metrics.Moves.WithLabelValues("acquired").Inc()
+			at := time.Now()
 			go func() {
 				defer close(r.done)
-				m.follow(rctx, t)
+				m.follow(rctx, t, at)
 			}()
 		}
 		m.o.Metrics.Tables.Set(float64(len(m.running)))
@@ -320,11 +332,12 @@ func (m *Member) stop(tables []Table, direction string) {
 // on an error. Its transactional producer is made once the table's uuid
 // is known; loading the producer id (in the pipeline's first load) fences
 // the previous owner.
-func (m *Member) follow(ctx context.Context, t Table) {
+func (m *Member) follow(ctx context.Context, t Table, assigned time.Time) {
 	log := m.log.With("table", t.Name)
 	backoff := m.o.RetryInitial
+	first := &firstDelivery{log: log, assigned: assigned}
 	for {
-		err := m.followOnce(ctx, t)
+		err := m.followOnce(ctx, t, first)
 		if ctx.Err() != nil {
 			return
 		}
@@ -343,7 +356,7 @@ func (m *Member) follow(ctx context.Context, t Table) {
 	}
 }
 
-func (m *Member) followOnce(ctx context.Context, t Table) error {
+func (m *Member) followOnce(ctx context.Context, t Table, first *firstDelivery) error {
 	src, err := t.Open()
 	if err != nil {
 		return err
@@ -370,10 +383,10 @@ func (m *Member) followOnce(ctx context.Context, t Table) error {
 		defer cancel()
 		txn.Close(cctx)
 	}()
-	store := &tableStore{txn: txn, info: info}
-	var sink cdc.Sink = sharedSink{m.o.Sink}
+	store := &tableStore{txn: txn, info: info, first: first}
+	var sink cdc.Sink = sharedSink{Sink: m.o.Sink, first: first}
 	if m.o.ExactlyOnce {
-		sink = &eventSink{ExactlyOnceSink: txn, store: store}
+		sink = &eventSink{ExactlyOnceSink: txn, store: store, first: first}
 	}
 	p := m.o.NewPipeline(cdc.TableSpec{Name: t.Name, Source: src, Start: t.Start, Hold: t.Hold,
 		Columns: t.Columns, Net: t.Net, NetMaxRows: t.NetMaxRows}, sink, store)

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/kafka"
@@ -18,8 +20,9 @@ var (
 // transaction holding the checkpoint record alone, so after another
 // member loaded the table's producer id no Save of this one commits.
 type tableStore struct {
-	txn  *kafka.ExactlyOnceSink
-	info cdc.TableInfo
+	txn   *kafka.ExactlyOnceSink
+	info  cdc.TableInfo
+	first *firstDelivery
 
 	mu   sync.Mutex
 	last cdc.Checkpoint // committed by the table's producer, events included
@@ -32,6 +35,9 @@ func (s *tableStore) Load(ctx context.Context, pipeline, _ string) (cdc.Checkpoi
 	cp, ok, err := s.txn.Restore(ctx, pipeline, s.info)
 	if err == nil && ok {
 		s.note(cp)
+	}
+	if err == nil && s.first != nil {
+		s.first.restored(cp, ok)
 	}
 	return cp, ok, err
 }
@@ -67,6 +73,7 @@ func (s *tableStore) Close() error { return nil }
 type eventSink struct {
 	*kafka.ExactlyOnceSink
 	store *tableStore
+	first *firstDelivery
 }
 
 func (s *eventSink) Write(ctx context.Context, b *cdc.Batch) error {
@@ -74,6 +81,7 @@ func (s *eventSink) Write(ctx context.Context, b *cdc.Batch) error {
 		return err
 	}
 	s.store.note(b.Checkpoint)
+	s.first.delivered(b)
 	return nil
 }
 
@@ -83,6 +91,64 @@ func (s *eventSink) Close(context.Context) error { return nil }
 // sharedSink is the pipeline's sink shared by the member's tables
 // (at-least-once Kafka, webhook, file): closed by the member, once, when it
 // stops.
-type sharedSink struct{ cdc.Sink }
+type sharedSink struct {
+	cdc.Sink
+	first *firstDelivery
+}
+
+func (s sharedSink) Write(ctx context.Context, b *cdc.Batch) error {
+	if err := s.Sink.Write(ctx, b); err != nil {
+		return err
+	}
+	s.first.delivered(b)
+	return nil
+}
 
 func (sharedSink) Close(context.Context) error { return nil }
+
+// firstDelivery logs the milestones of a table's takeover at INFO: when
+// the member restored its checkpoint (which, exactly-once, fenced the
+// previous owner) and when it delivered its first batch of events, each
+// with the time since the group assigned it the table. The time from a
+// member's end to the first delivery of its tables by their new owners is
+// the takeover time (interop/cluster_e2e.py measures it from these lines).
+type firstDelivery struct {
+	log      *slog.Logger
+	assigned time.Time
+
+	mu       sync.Mutex
+	restore  bool // the restore was logged
+	delivery bool // the first delivery was logged
+}
+
+func (f *firstDelivery) restored(cp cdc.Checkpoint, found bool) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.restore {
+		return
+	}
+	f.restore = true
+	pos := "none (start of the table's stream)"
+	if found {
+		pos = cp.String()
+	}
+	f.log.Info("cluster: table taken over: checkpoint restored", "checkpoint", pos,
+		"since_assigned_ms", time.Since(f.assigned).Milliseconds())
+}
+
+func (f *firstDelivery) delivered(b *cdc.Batch) {
+	if f == nil || len(b.Messages) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.delivery {
+		return
+	}
+	f.delivery = true
+	f.log.Info("cluster: first batch delivered since the table was assigned", "seq", b.Snapshot.SequenceNumber,
+		"messages", len(b.Messages), "since_assigned_ms", time.Since(f.assigned).Milliseconds())
+}

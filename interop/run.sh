@@ -48,6 +48,12 @@
 #      in Connect JSON, keyed by _row_id and by identifier columns, and a
 #      replayed copy; every PostgreSQL table must equal Spark's rows at the
 #      head, and so must a second consumer (interop/connect_sink.py).
+#   9. cluster (issue 11): three `icecdc run` members in cluster mode share
+#      twelve iceberg-go tables committed to all the time (interop/
+#      clusterwriter), exactly-once, through two SIGKILLs and a rolling
+#      restart; kcat (read_committed) must read every event of `icecdc
+#      changes` exactly once, in order; it prints the takeover times
+#      (interop/cluster_e2e.py). It runs while Spark writes its tables.
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -584,6 +590,38 @@ compose_check() {
   return $rc
 }
 
+# ---------------------------------------------------------------- cluster (issue 11)
+# interop/cluster_e2e.py runs in the background from when the broker is up
+# (it needs no Spark table) and is collected after the Spark scenarios.
+CLUSTER_PID= CLUSTER_T0=
+cluster_launch() {
+  local dir=$WORK/cluster
+  mkdir -p "$dir"
+  if ! must cluster-build go build -o "$WORK/bin/clusterwriter" "$ROOT/interop/clusterwriter"; then
+    echo "interop: cluster: the table writer did not build" >"$LOGS/cluster.out"
+    echo 1 >"$dir/rc"
+    return
+  fi
+  CLUSTER_T0=$(now)
+  (
+    cd "$HERE" && "$PY" cluster_e2e.py --icecdc "$BIN" --writer "$WORK/bin/clusterwriter" \
+      --brokers "$KAFKA" --work "$dir" ${ICECDC_CLUSTER_ARGS:-} 2>"$LOGS/cluster.stderr"
+    echo $? >"$dir/rc"
+  ) >"$LOGS/cluster.out" &
+  CLUSTER_PID=$!
+  PIDS+=("$CLUSTER_PID")
+}
+
+cluster_check() {
+  [ -n "$CLUSTER_PID" ] && wait "$CLUSTER_PID"
+  cat "$LOGS/cluster.out"
+  local rc
+  rc=$(cat "$WORK/cluster/rc" 2>/dev/null || echo 1)
+  [ "$rc" -ne 0 ] && [ -s "$LOGS/cluster.stderr" ] && tail -n 20 "$LOGS/cluster.stderr" | sed 's/^/    /'
+  [ -n "$CLUSTER_T0" ] && echo "cluster: ran for $(elapsed "$CLUSTER_T0")s in the background"
+  return "$rc"
+}
+
 # A file-sink `icecdc run` over every table of the JDBC catalog on S3.
 s3_run() {
   if [ ! -f "$WORK/spark/s3catalog.db" ] && [ -n "${ICECDC_INTEROP_ONLY:-}" ]; then
@@ -879,6 +917,13 @@ else
   FAILED+=(compose)
 fi
 
+if [ -n "$KAFKA" ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ]; then
+  cluster_launch
+else
+  echo "interop: cluster not run: it needs the broker, the Python packages and the icecdc build (see above)"
+  FAILED+=(cluster)
+fi
+
 if [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ]; then
   part spark-scenarios spark_scenarios
 else
@@ -896,6 +941,7 @@ fi
 
 part cloud-emulators cloud_emulators
 
+[ -f "$WORK/cluster/rc" ] || [ -n "$CLUSTER_PID" ] && part cluster cluster_check
 if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-smoke kafka_smoke
   part kafka-e2e kafka_e2e

@@ -12,9 +12,16 @@ import (
 
 // readToEnd reads topics from their start to the end they have when it is
 // called, and calls fn for every data record, in offset order per
-// partition. With committed it reads as a read_committed consumer: the
-// end is the last stable offset, and records of aborted transactions are
-// skipped. A topic that does not exist reads as empty.
+// partition. With committed it reads as a read_committed consumer:
+// records of aborted transactions are skipped, and the end is still the
+// high watermark, not the last stable offset: a transaction left open by
+// one producer (another table's batch in flight, on the shared checkpoint
+// topic) holds the last stable offset back, and records that other
+// producers committed after it would be missed — a new owner restoring a
+// table's checkpoint would then start from an older one and deliver its
+// events again. The read waits instead until such transactions end (they
+// commit, abort, are fenced, or time out). A topic that does not exist
+// reads as empty.
 //
 // Knowing when the end is reached needs the offset of the last record
 // before it, which under read_committed is often a transaction marker
@@ -41,12 +48,7 @@ func readToEnd(ctx context.Context, base []kgo.Opt, committed bool, topics []str
 	if err != nil {
 		return fmt.Errorf("list start offsets of %v: %w", topics, err)
 	}
-	var ends kadm.ListedOffsets
-	if committed {
-		ends, err = adm.ListCommittedOffsets(ctx, topics...)
-	} else {
-		ends, err = adm.ListEndOffsets(ctx, topics...)
-	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return fmt.Errorf("list end offsets of %v: %w", topics, err)
 	}
@@ -102,13 +104,17 @@ func readToEnd(ctx context.Context, base []kgo.Opt, committed bool, topics []str
 		fetches.EachRecord(func(r *kgo.Record) {
 			k := tp{r.Topic, r.Partition}
 			end, ok := remaining[k]
-			if !ok || r.Offset >= end {
-				return // written after we looked
+			if !ok {
+				return
 			}
 			if r.Offset+1 >= end {
+				// The end is reached. Read committed, the record just
+				// before it may be one of an aborted transaction, never
+				// seen: the marker that ends the transaction, after the
+				// end, shows it has been passed.
 				delete(remaining, k)
 			}
-			if !r.Attrs.IsControl() {
+			if r.Offset < end && !r.Attrs.IsControl() {
 				fn(r)
 			}
 		})
