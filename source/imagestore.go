@@ -5,7 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"sync/atomic"
 )
+
+// spills counts the commits that spilled their before images (for tests).
+var spills atomic.Int64
 
 // imageStore holds encoded row images by slot (an update's rank among the
 // commit's updated row ids), written in one order and read in another. It
@@ -71,6 +75,7 @@ func (s *imageStore) spill() error {
 		return fmt.Errorf("spill row images: %w", err)
 	}
 	_ = os.Remove(f.Name()) // best effort: where it fails, close removes it
+	spills.Add(1)
 	s.f, s.w = f, bufio.NewWriterSize(f, 1<<16)
 	if _, err := s.w.Write(s.mem); err != nil {
 		return fmt.Errorf("spill row images to %s: %w", f.Name(), err)
