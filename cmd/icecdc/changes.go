@@ -28,6 +28,8 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	fl.StringVar(&o.Branch, "branch", "main", "branch to follow")
 	fl.Var(props, "catalog-prop", "catalog property key=value (repeatable)")
 	fl.Var((*listFlag)(&o.AllowedLocations), "allowed-location", "read the table's files only from this location prefix (repeatable; default the table location and warehouse)")
+	var maxMemory byteSize
+	fl.Var(&maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
 	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
 	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
 	format := fl.String("format", "debezium-json", "event format: debezium-json")
@@ -45,6 +47,7 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", *from, *to)
 	}
 	o.Props = props
+	o.MaxMemory = int64(maxMemory)
 	if o.MetadataPath == "" {
 		if err := source.CheckCatalogType(o.CatalogType); err != nil {
 			return fmt.Errorf("changes: --catalog-type %w", err)

@@ -249,6 +249,7 @@ func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.Tabl
 		for _, name := range names {
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
+			o.MaxMemory = int64(t.MaxMemory)
 			// Loaded by the table's follower, which retries: one table that
 			// cannot be loaded at start does not keep the others from running.
 			src, err := source.New(o)
