@@ -78,6 +78,19 @@ func TestRowDecoderTruncated(t *testing.T) {
 			t.Fatalf("prefix of %d bytes decoded", k)
 		}
 	}
+	// Some fields decoded, the others skipped.
+	d := rowDecoder{b: b}
+	got, err := d.fields([]int{1, 7, 17, 19, 21}, len(sampleRow(7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make(cdc.Row, len(sampleRow(7)))
+	for _, i := range []int{1, 7, 17, 19, 21} {
+		want[i] = sampleRow(7)[i]
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fields:\n got %#v\nwant %#v", got, want)
+	}
 	if _, err := appendRow(nil, cdc.Row{struct{}{}}); err == nil {
 		t.Fatal("an unknown value type must be an error")
 	}

@@ -279,3 +279,77 @@ func (d *rowDecoder) value() (any, error) {
 	}
 	return nil, fmt.Errorf("spilled row image: unknown value tag %d", tag)
 }
+
+// fields decodes the values at the given (ascending) field positions of a
+// row into a row of n fields, and skips the others without building them.
+func (d *rowDecoder) fields(idx []int, n int) (cdc.Row, error) {
+	count, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	row := make(cdc.Row, n)
+	k := 0
+	for i := 0; uint64(i) < count && k < len(idx); i++ {
+		if i != idx[k] {
+			if err := d.skip(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if i >= n {
+			return nil, errShortImage
+		}
+		if row[i], err = d.value(); err != nil {
+			return nil, err
+		}
+		k++
+	}
+	return row, nil
+}
+
+// skip passes over one value.
+func (d *rowDecoder) skip() error {
+	if len(d.b) == 0 {
+		return errShortImage
+	}
+	tag := d.b[0]
+	d.b = d.b[1:]
+	var err error
+	switch tag {
+	case tagNull, tagFalse, tagTrue:
+	case tagInt32, tagInt64, tagDate, tagTime, tagTimestamp, tagTimestampTZ, tagTimestampNano, tagTimestampTZNano:
+		_, err = d.varint()
+	case tagFloat32:
+		_, err = d.take(4)
+	case tagFloat64:
+		_, err = d.take(8)
+	case tagUUID:
+		_, err = d.take(16)
+	case tagString, tagBytes:
+		var n uint64
+		if n, err = d.uvarint(); err == nil {
+			_, err = d.take(n)
+		}
+	case tagDecimal:
+		if _, err = d.varint(); err == nil {
+			var n uint64
+			if n, err = d.uvarint(); err == nil {
+				_, err = d.take(n)
+			}
+		}
+	case tagList, tagMap, tagStruct:
+		var n uint64
+		if n, err = d.uvarint(); err != nil {
+			return err
+		}
+		if tag == tagMap {
+			n *= 2
+		}
+		for ; n > 0 && err == nil; n-- {
+			err = d.skip()
+		}
+	default:
+		return fmt.Errorf("spilled row image: unknown value tag %d", tag)
+	}
+	return err
+}

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -43,6 +44,11 @@ type streamPlan struct {
 	skip    map[lineage.Loc]bool // later occurrences of a row id: no event
 	updates *roaring64.Bitmap    // every updated row id; its rank is the before image's slot
 	keyIdx  []int
+	// keySorted is keyIdx ascending, without repeats.
+	keySorted []int
+	// held is the before images read to find key changes, kept for the
+	// first pass over the updates (later passes read them again).
+	held *imageStore
 
 	nDel, nUpd, nIns int
 }
@@ -65,6 +71,7 @@ func (r *commitRun) streamable(groups []groupRead) bool {
 // stream classifies the commit and makes c's events a stream.
 func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRead, files []*addedFile, keyFields []string) error {
 	p := &streamPlan{r: r, skip: map[lineage.Loc]bool{}, keyIdx: keyPositions(r.sc, keyFields)}
+	p.keySorted = slices.Compact(slices.Sorted(slices.Values(p.keyIdx)))
 	sets := lineage.NewSets(r.snap.SequenceNumber)
 	var anoms []lineage.Anomaly
 
@@ -309,10 +316,18 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 		}
 		idx += n
 	}
+	held := p.held
+	p.held = nil
+	if held != nil {
+		defer held.close()
+	}
 	if p.nUpd > 0 && idx+p.nUpd > from {
-		store, err := p.beforeImages(ctx)
-		if err != nil {
-			return err
+		store := held
+		if store == nil {
+			var err error
+			if store, err = p.beforeImages(ctx); err != nil {
+				return err
+			}
 		}
 		defer store.close()
 		for _, x := range p.added {
@@ -438,6 +453,20 @@ func (p *streamPlan) before(store *imageStore, id int64) (cdc.Row, error) {
 	return d.row()
 }
 
+// beforeKey returns the key fields of the before image of the update of
+// row id, in a row of the schema's width.
+func (p *streamPlan) beforeKey(store *imageStore, id int64) (cdc.Row, error) {
+	rec, ok, err := store.get(int(p.updates.Rank(uint64(id)) - 1))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("row id %d: no before image among the removed rows", id)
+	}
+	d := rowDecoder{b: rec}
+	return d.fields(p.keySorted, len(p.r.sc.Fields()))
+}
+
 // keyChanges returns the updated row ids whose key differs between the
 // before and after images.
 func (p *streamPlan) keyChanges(ctx context.Context) (*roaring64.Bitmap, error) {
@@ -445,18 +474,22 @@ func (p *streamPlan) keyChanges(ctx context.Context) (*roaring64.Bitmap, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer store.close()
 	out := roaring64.New()
 	r := p.r
+	// Only the key columns are read and compared.
+	var keyNames []string
+	for _, i := range p.keyIdx {
+		keyNames = append(keyNames, r.sc.Fields()[i].Name)
+	}
 	for _, x := range p.added {
 		want := roaring64.And(x.changed, p.updates)
 		if want.IsEmpty() {
 			continue
 		}
 		f := x.f
-		_, err := r.t.scanFile(ctx, r.snap, r.sc, f.m, readOpts{lay: f.lay, positions: x.pos, each: func(rows []fileRow) error {
+		_, err := r.t.scanFile(ctx, r.snap, r.sc, f.m, readOpts{lay: f.lay, positions: x.pos, fields: keyNames, each: func(rows []fileRow) error {
 			for _, fr := range rows {
-				before, err := p.before(store, fr.rowID)
+				before, err := p.beforeKey(store, fr.rowID)
 				if err != nil {
 					return fmt.Errorf("data file %s position %d: %w", f.m.path(), fr.pos, err)
 				}
@@ -469,8 +502,10 @@ func (p *streamPlan) keyChanges(ctx context.Context) (*roaring64.Bitmap, error) 
 			return hasID && x.pos.Contains(uint64(pos)) && want.Contains(uint64(id)) && !p.skipped(f.fi, pos), nil
 		})
 		if err != nil {
+			store.close()
 			return nil, err
 		}
 	}
+	p.held = store
 	return out, nil
 }
