@@ -46,6 +46,7 @@ type streamPlan struct {
 	keyIdx  []int
 	// keySorted is keyIdx ascending, without repeats.
 	keySorted []int
+	width     int // the number of fields of the events' schema
 	// held is the before images read to find key changes, kept for the
 	// first pass over the updates (later passes read them again).
 	held *imageStore
@@ -72,6 +73,7 @@ func (r *commitRun) streamable(groups []groupRead) bool {
 func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRead, files []*addedFile, keyFields []string) error {
 	p := &streamPlan{r: r, skip: map[lineage.Loc]bool{}, keyIdx: keyPositions(r.sc, keyFields)}
 	p.keySorted = slices.Compact(slices.Sorted(slices.Values(p.keyIdx)))
+	p.width = len(r.sc.Fields())
 	sets := lineage.NewSets(r.snap.SequenceNumber)
 	var anoms []lineage.Anomaly
 
@@ -464,7 +466,7 @@ func (p *streamPlan) beforeKey(store *imageStore, id int64) (cdc.Row, error) {
 		return nil, fmt.Errorf("row id %d: no before image among the removed rows", id)
 	}
 	d := rowDecoder{b: rec}
-	return d.fields(p.keySorted, len(p.r.sc.Fields()))
+	return d.fields(p.keySorted, p.width)
 }
 
 // keyChanges returns the updated row ids whose key differs between the
