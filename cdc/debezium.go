@@ -17,6 +17,9 @@ type Envelope struct {
 	// for streamed changes, "true" while emitting an initial read, "last"
 	// on its last event.
 	SnapshotMarker string
+	// Resync adds source.resync: true, on the events of a read that
+	// re-emits the head after the table's history was lost.
+	Resync bool
 }
 
 // DebeziumJSON encodes events as Debezium envelopes (DESIGN §3), so that
@@ -74,6 +77,9 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 		dst = append(dst, `"false"`...)
 	} else {
 		dst = appendJSONString(dst, f.SnapshotMarker)
+	}
+	if f.Resync {
+		dst = append(dst, `,"resync":true`...)
 	}
 	dst = append(dst, `,"db":`...)
 	dst = appendJSONString(dst, c.Table.Catalog)

@@ -19,6 +19,9 @@ type Metrics struct {
 	PollDuration    *prometheus.HistogramVec // metadata refresh and snapshot listing
 	CommitDuration  *prometheus.HistogramVec // computing and delivering one snapshot
 	DeliveryLatency *prometheus.HistogramVec // from commit time to sink confirmation
+	Resyncs         *prometheus.CounterVec   // re-reads of the head after lost history (on_history_loss: resync)
+	HoldAge         *prometheus.GaugeVec     // age of the oldest snapshot the retention hold keeps
+	Snapshots       *prometheus.CounterVec   // on-demand snapshots started
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -38,10 +41,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PollDuration:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "icecdc_poll_duration_seconds", Help: "Metadata refresh and snapshot listing.", Buckets: prometheus.DefBuckets}, t),
 		CommitDuration:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "icecdc_commit_duration_seconds", Help: "Computing and delivering one snapshot.", Buckets: prometheus.DefBuckets}, t),
 		DeliveryLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "icecdc_delivery_latency_seconds", Help: "From commit time to sink confirmation.", Buckets: []float64{.1, .25, .5, .75, 1, 1.25, 1.5, 2, 3, 5, 10, 30, 60}}, t),
+		Resyncs:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icecdc_resyncs_total", Help: "Re-reads of the head after the table's history from the checkpoint was lost (on_history_loss: resync)."}, t),
+		HoldAge:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "icecdc_hold_age_seconds", Help: "Age of the oldest snapshot the table's retention hold keeps from expiry (hold: true)."}, t),
+		Snapshots:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icecdc_snapshots_total", Help: "On-demand snapshots (icecdc snapshot) started."}, t),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind, m.CheckpointSeq,
-			m.SinkErrors, m.Retries, m.SinkRetries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency)
+			m.SinkErrors, m.Retries, m.SinkRetries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency,
+			m.Resyncs, m.HoldAge, m.Snapshots)
 	}
 	return m
 }

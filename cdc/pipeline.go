@@ -18,6 +18,9 @@ type TableSpec struct {
 	// WarnStart, when set, says why starting the table from Start
 	// deserves a warning rather than the usual info line.
 	WarnStart string
+	// Hold keeps a retention ref on the table (see hold.go); the source
+	// must implement Holder.
+	Hold bool
 }
 
 // Encoder turns an event into a message key and value.
@@ -54,6 +57,14 @@ type Pipeline struct {
 	Health *Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
+	// OnHistoryLoss is what a table does when its history no longer
+	// continues from its checkpoint (see resync.go; default stop).
+	OnHistoryLoss HistoryLossPolicy
+	// HoldInterval is the least time between two moves of a table's
+	// retention hold (default 1m).
+	HoldInterval time.Duration
+
+	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
 
 func (p *Pipeline) defaults() {
@@ -84,6 +95,9 @@ func (p *Pipeline) defaults() {
 	if p.Encoder == nil {
 		p.Encoder = &DebeziumJSON{Envelope: Envelope{Pipeline: p.Name}}
 	}
+	if p.HoldInterval <= 0 {
+		p.HoldInterval = time.Minute
+	}
 }
 
 // Run follows every table until ctx is done (then it returns nil after the
@@ -98,12 +112,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		ready sync.WaitGroup
 	)
 	ready.Add(len(p.Tables))
+	p.requests.open(p.Tables)
 	for _, spec := range p.Tables {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
 			err := f.run(ctx, ready.Done)
+			p.requests.stopped(spec.Name, err)
 			if cerr := spec.Source.Close(); cerr != nil {
 				f.log.Warn("close the table's source", "err", cerr)
 			}
@@ -135,6 +151,7 @@ type follower struct {
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
+	held   heldState // the retention hold, see hold.go
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -154,6 +171,12 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		if err == nil {
 			readyOnce()
 			err = f.catchUp(ctx)
+			if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
+				err = f.resync(ctx, err)
+				if err == nil {
+					continue // the resync read starts at once
+				}
+			}
 		}
 		if err != nil {
 			loaded = false // after any error, the position comes from the store or sink again
@@ -262,7 +285,13 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.synced = false
 		return err
 	}
+	if err := f.serveSnapshots(ctx); err != nil {
+		return err
+	}
 	if !changed && f.synced {
+		if err := f.hold(ctx); err != nil { // a move the interval held back
+			return err
+		}
 		f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 		return nil
 	}
@@ -294,7 +323,20 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 	f.lag(snaps)
+	if err := f.hold(ctx); err != nil {
+		return err
+	}
 	for i, si := range snaps {
+		if i > 0 {
+			// Between two commits: the only place where an on-demand
+			// snapshot's rows may go, and where the hold may move.
+			if err := f.serveSnapshots(ctx); err != nil {
+				return err
+			}
+			if err := f.hold(ctx); err != nil {
+				return err
+			}
+		}
 		t0 := time.Now()
 		c, err := src.Commit(ctx, si)
 		if errors.Is(err, ErrHistory) {
@@ -317,8 +359,11 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		f.lag(snaps[i+1:])
 	}
+	if err := f.hold(ctx); err != nil {
+		return err
+	}
 	f.synced = true
-	return nil
+	return f.serveSnapshots(ctx)
 }
 
 // checkContinuity makes sure the listed snapshots continue the stream
@@ -363,6 +408,7 @@ func (f *follower) lag(pending []SnapshotInfo) {
 		behind = time.Since(time.UnixMilli(pending[0].TimestampMs)).Seconds()
 	}
 	m.SecondsBehind.WithLabelValues(f.spec.Name).Set(behind)
+	f.held.report(f)
 }
 
 // initialRead delivers the head's rows as 'r' events, resumable by index.
@@ -395,6 +441,8 @@ func (f *follower) initialRead(ctx context.Context) error {
 // is held.
 func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
 	initial := marker == "true"
+	resync := initial && f.cp.Resync
+	epoch := f.cp.Epoch
 	n := c.Len()
 	next, done := from, false
 	chunk := make([]Event, 0, min(f.p.ChunkSize, max(n-from, 0)))
@@ -402,9 +450,11 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		lo := next
 		hi := lo + len(chunk)
 		cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
-			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial}
+			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial, Resync: resync, Epoch: epoch}
 		if initial && cp.Done {
-			cp.Initial, cp.Next = false, 0 // the stream resumes after the read snapshot
+			// The stream resumes after the read snapshot. Resync stays:
+			// the write below marks this last chunk's events with it.
+			cp.Initial, cp.Next = false, 0
 		}
 		if len(chunk) > 0 {
 			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
@@ -451,6 +501,7 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
 		e, l := *d, *d
 		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
+		e.Resync, l.Resync = cp.Resync, cp.Resync
 		enc, last = &e, &l
 	}
 	now := time.Now().UnixMilli()

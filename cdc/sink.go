@@ -20,10 +20,22 @@ type Checkpoint struct {
 	// Initial marks a position inside the initial read of snapshot
 	// SnapshotID (start: initial): Next counts the r events delivered.
 	Initial bool `json:"initial,omitempty"`
+	// Resync marks an initial read that re-emits the head after the
+	// table's history from the checkpoint was lost (on_history_loss:
+	// resync): its events carry source.resync.
+	Resync bool `json:"resync,omitempty"`
+	// Epoch counts the deliberate restarts of the table's stream at a
+	// position that does not follow the previous one: a resync and an
+	// on-demand snapshot each begin a new epoch. Positions compare by
+	// epoch first.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // Before reports whether c is an earlier position than o.
 func (c Checkpoint) Before(o Checkpoint) bool {
+	if c.Epoch != o.Epoch {
+		return c.Epoch < o.Epoch
+	}
 	if c.Seq != o.Seq {
 		return c.Seq < o.Seq
 	}

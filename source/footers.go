@@ -26,6 +26,20 @@ import (
 // read whole and kept whole: its scans need no request at all.
 const tailRead = 64 << 10
 
+// wholeRead is the largest data file readLayout reads whole, from the
+// stream its open began, and keeps until its first scan (footerFile.Close)
+// instead of reading the tail and then the column chunks: on an object
+// store a round trip (20–60 ms) costs about as much as transferring 1 MiB
+// on one connection, so for such a file one request is faster than the
+// three or four dependent ones a footer read and a scan make. Streaming
+// writers (Flink checkpoints, small MERGE outputs) write many such files.
+var wholeRead int64 = 1 << 20 // a variable for the latency benchmark only
+
+// defaultWholeBudget bounds the bytes of files read whole and not yet
+// scanned that a table keeps (a commit that touches more reads the rest
+// from their footers, as larger files).
+const defaultWholeBudget = 64 << 20
+
 // defaultFooterBudget bounds the bytes of footers (and small files) a
 // table keeps: enough for the files of a large commit, between reading
 // their footers and scanning them, and for many later commits' footers.
@@ -38,57 +52,130 @@ type footer struct {
 	data      []byte
 }
 
+// transient reports whether f is a whole file larger than a tail read:
+// kept whole until its first scan only (wholeRead).
+func (f *footer) transient() bool { return f.off == 0 && f.size > tailRead }
+
+// tail returns f reduced to the Thrift footer, its length and the magic,
+// in a copy of its own (nil when the length does not fit the bytes held).
+func (f *footer) tail() *footer {
+	n := int64(len(f.data))
+	if n < 8 {
+		return nil
+	}
+	need := int64(binary.LittleEndian.Uint32(f.data[n-8:])) + 8
+	if need > n {
+		return nil
+	}
+	return &footer{size: f.size, off: f.size - need, data: append([]byte(nil), f.data[n-need:]...)}
+}
+
 // footerCache keeps footers by path, least recently used out first, up to
-// a budget in bytes. It is safe for concurrent use.
+// a budget in bytes, and apart from them, up to their own budget, the
+// files read whole (wholeRead) until their first scan. It is safe for
+// concurrent use.
 type footerCache struct {
 	mu     sync.Mutex
 	lru    *simplelru.LRU[string, *footer]
 	bytes  int64
 	budget int64
+
+	wholes      *simplelru.LRU[string, *footer]
+	wholeBytes  int64
+	wholeBudget int64
 }
 
 func newFooterCache(budget int64) *footerCache {
-	c := &footerCache{budget: budget}
+	c := &footerCache{budget: budget, wholeBudget: defaultWholeBudget}
 	l, err := simplelru.NewLRU[string, *footer](1<<20, func(_ string, f *footer) { c.bytes -= int64(len(f.data)) })
 	if err != nil {
 		panic(err) // only for a size <= 0
 	}
-	c.lru = l
+	w, err := simplelru.NewLRU[string, *footer](1<<20, func(_ string, f *footer) { c.wholeBytes -= int64(len(f.data)) })
+	if err != nil {
+		panic(err)
+	}
+	c.lru, c.wholes = l, w
 	return c
 }
 
 func (c *footerCache) get(name string) *footer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if f, ok := c.wholes.Get(name); ok {
+		return f
+	}
 	f, _ := c.lru.Get(name)
 	return f
 }
 
 func (c *footerCache) put(name string, f *footer) {
 	n := int64(len(f.data))
+	if f.transient() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if n > c.wholeBudget {
+			return
+		}
+		c.wholes.Add(name, f)
+		c.wholeBytes += n
+		for c.wholeBytes > c.wholeBudget {
+			if k, old, ok := c.wholes.RemoveOldest(); ok {
+				c.putLocked(k, old.tail())
+			}
+		}
+		return
+	}
 	if n > c.budget/8 {
 		return // a huge footer would push out many others
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(name, f)
+}
+
+func (c *footerCache) putLocked(name string, f *footer) {
+	if f == nil || int64(len(f.data)) > c.budget/8 {
+		return
+	}
 	if old, ok := c.lru.Peek(name); ok {
 		c.bytes -= int64(len(old.data))
 	}
 	c.lru.Add(name, f)
-	c.bytes += n
+	c.bytes += int64(len(f.data))
 	for c.bytes > c.budget {
 		c.lru.RemoveOldest()
 	}
+}
+
+// scanned is told that a scan of name ended: a file kept whole only until
+// then (transient) is reduced to its footer.
+func (c *footerCache) scanned(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.wholes.Peek(name)
+	if !ok {
+		return
+	}
+	c.wholes.Remove(name)
+	c.putLocked(name, f.tail())
 }
 
 // readFooter reads the footer of the Parquet file f of size bytes: its tail
 // in one ranged read, and the rest of the footer in a second one only when
 // the footer is larger than that. A length that does not fit the file is
 // left for the Parquet reader to refuse; nothing is read for it. A file
-// no larger than a tail read, still at its start, is read from the stream
-// its open began: an object store's open is a GET of the whole object, so
-// the file costs one request.
+// no larger than wholeRead, still at its start, is read whole from the
+// stream its open began: an object store's open is a GET of the whole
+// object, so the file costs one request.
 func readFooter(f iceio.File, size int64, atStart bool) (*footer, error) {
+	if atStart && size > tailRead && size <= wholeRead {
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(f, buf); err != nil {
+			return nil, err
+		}
+		return &footer{size: size, data: buf}, nil
+	}
 	n := min(size, tailRead)
 	buf := make([]byte, n)
 	var err error
@@ -184,7 +271,7 @@ var _ iceio.IO = (*footerIO)(nil)
 
 func (f *footerIO) Open(name string) (iceio.File, error) {
 	if ft := f.cache.get(name); ft != nil {
-		return &footerFile{io: f.inner, name: name, f: ft}, nil
+		return &footerFile{io: f.inner, cache: f.cache, name: name, f: ft}, nil
 	}
 	return f.inner.Open(name)
 }
@@ -194,12 +281,14 @@ func (f *footerIO) Remove(name string) error { return f.inner.Remove(name) }
 // footerFile is a data file whose footer is in memory; the file itself is
 // opened when a read needs bytes before the footer.
 type footerFile struct {
-	io   iceio.IO
-	name string
-	f    *footer
+	io    iceio.IO
+	cache *footerCache
+	name  string
+	f     *footer
 
 	mu    sync.Mutex
 	inner iceio.File
+	whole *footer // the file read whole (wholeFile)
 	err   error
 	pos   int64 // for Read and Seek
 }
@@ -219,11 +308,51 @@ func (f *footerFile) ReadAt(p []byte, off int64) (int, error) {
 	if f.f.has(off, len(p)) {
 		return f.f.readAt(p, off), nil
 	}
+	if w, err := f.wholeFile(); w != nil || err != nil {
+		if err != nil {
+			return 0, err
+		}
+		if off < 0 || off+int64(len(p)) > w.size {
+			return 0, fmt.Errorf("bytes %d..%d are outside the file's %d bytes", off, off+int64(len(p)), w.size)
+		}
+		return w.readAt(p, off), nil
+	}
 	in, err := f.open()
 	if err != nil {
 		return 0, err
 	}
 	return in.ReadAt(p, off)
+}
+
+// wholeFile returns the whole file when it is no larger than wholeRead
+// (nil otherwise): read from the stream its open began, in the one
+// request of the open, and kept until Close, instead of a ranged read per
+// column chunk.
+func (f *footerFile) wholeFile() (*footer, error) {
+	if f.f.size > wholeRead {
+		return nil, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.whole != nil || f.err != nil {
+		return f.whole, f.err
+	}
+	if f.inner != nil {
+		return nil, nil // opened before, not at its start
+	}
+	in, err := f.io.Open(f.name)
+	if err != nil {
+		f.err = err
+		return nil, err
+	}
+	defer in.Close()
+	buf := make([]byte, f.f.size)
+	if _, err := io.ReadFull(in, buf); err != nil {
+		f.err = err
+		return nil, err
+	}
+	f.whole = &footer{size: f.f.size, data: buf}
+	return f.whole, nil
 }
 
 func (f *footerFile) Read(p []byte) (int, error) {
@@ -243,6 +372,9 @@ func (f *footerFile) Seek(offset int64, whence int) (int64, error) {
 func (f *footerFile) Stat() (fs.FileInfo, error) { return footerInfo{f}, nil }
 
 func (f *footerFile) Close() error {
+	if f.f.transient() {
+		f.cache.scanned(f.name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.inner == nil {

@@ -45,10 +45,20 @@ func ioHistory(t *testing.T) *fixture {
 
 // TestFootersReadOnce: however often a commit (and the commits after it,
 // and an initial read) opens a data file, its footer is read from storage
-// once: a file larger than a tail read has one read ending at its end, and
-// a smaller one is read whole once, then served from memory.
+// once: a file up to a tail read (64 KiB) is read whole once, then served
+// from memory; a file up to 1 MiB is read whole by its first open, and its
+// footer is never read again; a larger one (here: with whole reads off)
+// has one read ending at its end.
 func TestFootersReadOnce(t *testing.T) {
 	f := ioHistory(t)
+	t.Run("whole", func(t *testing.T) { footersReadOnce(t, f, 1<<20) })
+	t.Run("ranged", func(t *testing.T) {
+		defer source.SetWholeRead(0)()
+		footersReadOnce(t, f, 0)
+	})
+}
+
+func footersReadOnce(t *testing.T, f *fixture, whole int64) {
 	sio, restore := slowio.Install()
 	defer restore()
 	src := f.open()
@@ -71,7 +81,7 @@ func TestFootersReadOnce(t *testing.T) {
 	if _, err := src.InitialRead(ctx, snaps[len(snaps)-1]); err != nil {
 		t.Fatal(err)
 	}
-	type counts struct{ size, opens, tails, reads int64 }
+	type counts struct{ size, opens, tails, reads, first int64 }
 	files := map[string]*counts{}
 	for _, r := range sio.Reads() {
 		if !strings.HasSuffix(r.Name, ".parquet") {
@@ -89,7 +99,13 @@ func TestFootersReadOnce(t *testing.T) {
 		switch {
 		case r.Len < 0:
 			c.opens++
+			if c.first == 0 {
+				c.first = -1 // the first request was an open
+			}
 		case r.Off+r.Len == c.size:
+			if c.first == 0 {
+				c.first = 1
+			}
 			c.tails++
 		default:
 			c.reads++
@@ -97,6 +113,15 @@ func TestFootersReadOnce(t *testing.T) {
 	}
 	large := 0
 	for name, c := range files {
+		if c.size > 64<<10 && c.size <= whole {
+			large++
+			// Read whole by the open that came first, and by every open
+			// after: no ranged read at all.
+			if c.tails != 0 || c.reads != 0 || c.first != -1 {
+				t.Errorf("data file %s (%d bytes): %d tail and %d other ranged reads; want every open to read it whole", name, c.size, c.tails, c.reads)
+			}
+			continue
+		}
 		if c.size > 64<<10 {
 			large++
 			if c.tails != 1 {

@@ -28,9 +28,12 @@ import (
 //
 //   - merge200: a MERGE-like commit (one RowDelta) that updates one row in
 //     each of 200 data files of ~80 KiB, with 200 deletion vectors (in one
-//     Puffin file, as one writer task writes them) and a new data file. cold: a fresh source opens the table (reads its
-//     metadata) and computes the commit; warm: a source that followed the
-//     table's history computes it.
+//     Puffin file, as one writer task writes them) and a new data file.
+//     cold: a fresh source opens the table (reads its metadata) and
+//     computes the commit; warm: a source that followed the table's
+//     history computes it; cold-ranged: cold, with the files read as
+//     those over 1 MiB are (footer from the tail, then column chunks)
+//     instead of whole in one request.
 //   - small: a commit appending 100 rows and deleting 10 rows of the
 //     oldest file of a table of ICECDC_LATENCY_FILES data files (default
 //     10,000, 1,000 per manifest), from a cold source.
@@ -70,6 +73,22 @@ func BenchmarkLatency(b *testing.B) {
 				src := fx.merge.warm(b, conc)
 				measure(b, sio, delay, func() (int, error) { return commitEvents(ctx, src, fx.merge.last) })
 			})
+			if conc != 1 {
+				// The same files read as files over 1 MiB are: the footer
+				// from the tail, then the column chunks.
+				b.Run("merge200/cold-ranged/"+name, func(b *testing.B) {
+					defer source.SetWholeRead(0)()
+					o := source.Options{MetadataPath: fx.merge.meta, IOConcurrency: conc}
+					measure(b, sio, delay, func() (int, error) {
+						src, err := source.Open(ctx, o)
+						if err != nil {
+							return 0, err
+						}
+						defer src.Close()
+						return commitEvents(ctx, src, fx.merge.last)
+					})
+				})
+			}
 			b.Run(fmt.Sprintf("small%d/cold/%s", fx.small.files, name), func(b *testing.B) {
 				o := source.Options{MetadataPath: fx.small.meta, IOConcurrency: conc}
 				measure(b, sio, delay, func() (int, error) {

@@ -212,7 +212,20 @@ func New(o Options) (*Table, error) {
 		}
 		return confine(o, st, tbl, cat), nil
 	}
-	return newTable(o, load, h.close), nil
+	t := newTable(o, load, h.close)
+	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
+		cat, err := h.get(ctx)
+		if err != nil {
+			return err
+		}
+		lctx, err := st.context(ctx, o.Warehouse)
+		if err != nil {
+			return err
+		}
+		_, _, err = cat.CommitTable(lctx, ident, reqs, updates)
+		return err
+	}
+	return t, nil
 }
 
 // metadataIdent names a table loaded from a metadata file: the name

@@ -26,7 +26,10 @@ type Table struct {
 	// closeCatalog releases the catalog the table is loaded through (nil
 	// for a metadata file).
 	closeCatalog func()
-	tbl          *table.Table
+	// commit commits to the table through its catalog (nil for a
+	// metadata file); only the retention hold uses it.
+	commit commitFunc
+	tbl    *table.Table
 	// reader is tbl reading through io: the table the scans use.
 	reader *table.Table
 	io     *tableIO

@@ -31,8 +31,17 @@ type Config struct {
 	} `yaml:"state"`
 	HTTP struct {
 		Listen string `yaml:"listen"`
+		// Token authenticates requests that change what the daemon does
+		// (POST /snapshot, icecdc snapshot) as a bearer token; without it
+		// they are refused.
+		Token string `yaml:"token"`
 	} `yaml:"http"`
-	Chunk int `yaml:"chunk"` // events per batch, default 500
+	// OnHistoryLoss is stop (default) or resync (DESIGN §4).
+	OnHistoryLoss string `yaml:"on_history_loss"`
+	// HoldInterval is the least time between two moves of a table's
+	// retention hold (default 1m).
+	HoldInterval time.Duration `yaml:"hold_interval"`
+	Chunk        int           `yaml:"chunk"` // events per batch, default 500
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
@@ -71,6 +80,9 @@ type TableConfig struct {
 	Key      []string `yaml:"key"`
 	// MaxMemory overrides the pipeline's max_memory for this table.
 	MaxMemory byteSize `yaml:"max_memory"`
+	// Hold keeps a retention branch icecdc-<name> on the table so that
+	// other engines' snapshot expiry keeps what is not delivered yet.
+	Hold bool `yaml:"hold"`
 }
 
 // SinkConfig chooses and configures the sink.
@@ -156,6 +168,9 @@ func (c *Config) defaults() {
 	if c.MaxMemory == 0 {
 		c.MaxMemory = source.DefaultMaxMemory
 	}
+	if c.HoldInterval == 0 {
+		c.HoldInterval = time.Minute
+	}
 	for i := range c.Tables {
 		if c.Tables[i].Branch == "" {
 			c.Tables[i].Branch = "main"
@@ -198,6 +213,20 @@ func (c *Config) validate() error {
 		if _, err := cdc.ParseStart(t.Start); err != nil {
 			bad(f+".start", "%v", err)
 		}
+		if t.Hold {
+			if err := c.canHold(t); err != nil {
+				bad(f+".hold", "%v", err)
+			}
+		}
+	}
+	if _, err := cdc.ParseHistoryLossPolicy(c.OnHistoryLoss); err != nil {
+		bad("on_history_loss", "%v", err)
+	}
+	if c.HoldInterval < 0 {
+		bad("hold_interval", "must not be negative")
+	}
+	if c.HTTP.Token != "" && c.HTTP.Listen == "" {
+		bad("http.token", "set, but http.listen is not: there is no port to take requests on")
 	}
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
@@ -249,4 +278,18 @@ func (c *Config) validate() error {
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
 	}
 	return errors.Join(errs...)
+}
+
+// canHold refuses a retention hold where none can be kept: a table
+// followed from its metadata file has no catalog to commit a ref to, and
+// a hadoop catalog on an object store cannot commit atomically (icecdc
+// opens it for reading only).
+func (c *Config) canHold(t TableConfig) error {
+	if t.Metadata != "" {
+		return errors.New("a table followed from its metadata file cannot hold snapshots: there is no catalog to commit the ref to; follow it through its catalog, or set hold: false")
+	}
+	if c.Catalog.Type == "hadoop" && strings.Contains(c.Catalog.Warehouse, "://") && !strings.HasPrefix(c.Catalog.Warehouse, "file:") {
+		return fmt.Errorf("a hadoop catalog on an object store (%s) cannot commit the ref atomically; use a rest, sql or glue catalog, or set hold: false", c.Catalog.Warehouse)
+	}
+	return nil
 }

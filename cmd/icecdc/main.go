@@ -29,7 +29,9 @@ Usage:
   icecdc status -c icecdc.yaml       each table's checkpoint, head and lag
   icecdc reset -c icecdc.yaml --table NS.T | --all
                                      forget a table's checkpoint, or every table's (under exactly-once,
-                                     the Kafka checkpoint records too)
+                                     the Kafka checkpoint records too) and its retention hold
+  icecdc snapshot -c icecdc.yaml --table NS.T
+                                     ask the running daemon to emit the table's rows as 'r' events
   icecdc demo [--dir DIR]
   icecdc version
 
@@ -67,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdStatus(ctx, args[1:], stdout)
 	case "reset":
 		err = cmdReset(ctx, args[1:], stdout)
+	case "snapshot":
+		err = cmdSnapshot(ctx, args[1:], stdout)
 	case "demo":
 		err = cmdDemo(ctx, args[1:], stdout, log)
 	case "version":

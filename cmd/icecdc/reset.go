@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -49,6 +50,15 @@ func cmdReset(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		defer store.Close()
+	}
+	// The retention holds go first: a catalog that cannot be reached
+	// leaves everything as it was, and the reset can be run again.
+	released, err := releaseHolds(ctx, cfg, table)
+	if err != nil {
+		return fmt.Errorf("reset %s: %w (the checkpoints were left as they are: run reset again once the catalog answers)", cfg.Name, err)
+	}
+	for _, t := range released {
+		fmt.Fprintf(out, "reset %s/%s: removed its retention hold %s\n", cfg.Name, t, cdc.HoldRef(cfg.Name))
 	}
 	var inKafka []string
 	if exactlyOnce(cfg) {
@@ -167,4 +177,56 @@ func startOf(cfg *Config, table string) (string, bool) {
 		return s, true
 	}
 	return "latest", true
+}
+
+// releaseHolds removes the pipeline's retention ref from the table (""
+// : every table) where the configuration holds it, and returns the
+// tables it was removed from.
+func releaseHolds(ctx context.Context, cfg *Config, only string) ([]string, error) {
+	base := source.Options{
+		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
+		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, Log: slog.New(slog.DiscardHandler),
+	}
+	var released []string
+	for _, t := range cfg.Tables {
+		if !t.Hold {
+			continue
+		}
+		names := []string{t.Name}
+		if ns, ok := strings.CutSuffix(t.Name, ".*"); ok {
+			if only != "" && !strings.HasPrefix(only, ns+".") {
+				continue
+			}
+			var err error
+			if names, err = source.ListTables(ctx, base, ns); err != nil {
+				return released, fmt.Errorf("remove retention holds of %s: %w", t.Name, err)
+			}
+		}
+		for _, name := range names {
+			if only != "" && name != only {
+				continue
+			}
+			ok, err := releaseHold(ctx, base, t.Branch, name, cdc.HoldRef(cfg.Name))
+			if err != nil {
+				return released, err
+			}
+			if ok {
+				released = append(released, name)
+			}
+		}
+	}
+	return released, nil
+}
+
+func releaseHold(ctx context.Context, o source.Options, branch, name, ref string) (bool, error) {
+	o.Table, o.Branch = name, branch
+	src, err := source.Open(ctx, o)
+	if err != nil {
+		return false, fmt.Errorf("remove retention hold %s: %w", ref, err)
+	}
+	defer src.Close()
+	if _, ok := src.HasRef(ref); !ok {
+		return false, nil
+	}
+	return true, src.Release(ctx, ref)
 }

@@ -100,11 +100,14 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Metrics:   metrics,
 		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
 		Ready:     make(chan struct{}),
+		// Checked by validate.
+		HoldInterval: cfg.HoldInterval,
 	}
+	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, store, cfg.Name)
+		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, store, cfg.Name, snapshotHandler(cfg.HTTP.Token, p))
 		if err != nil {
 			sink.Close(context.Background())
 			return err
@@ -256,7 +259,7 @@ func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.Tabl
 			if err != nil {
 				return nil, err
 			}
-			specs = append(specs, cdc.TableSpec{Name: name, Source: src, Start: start})
+			specs = append(specs, cdc.TableSpec{Name: name, Source: src, Start: start, Hold: t.Hold})
 		}
 	}
 	return specs, nil
@@ -334,8 +337,9 @@ func cfgPatterns(cfg *Config) []string {
 // serveHTTP serves /metrics, /healthz, /readyz and /status on a local
 // address. /readyz answers 503 with the reasons while a table is failing or
 // stopped.
-func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, store *state.Store, pipeline string) (*http.Server, error) {
+func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, store *state.Store, pipeline string, snapshot http.Handler) (*http.Server, error) {
 	mux := http.NewServeMux()
+	mux.Handle("/snapshot", snapshot)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

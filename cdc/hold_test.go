@@ -1,0 +1,493 @@
+package cdc_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/internal/replay"
+	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/sinks/file"
+	"github.com/icecdc/icecdc/source"
+	"github.com/icecdc/icecdc/state"
+)
+
+// runOpts configure runWith.
+type runOpts struct {
+	start  string
+	hold   bool
+	policy cdc.HistoryLossPolicy
+	chunk  int
+	// blocked, while true, makes every sink write fail (a transient
+	// error): the daemon sees new commits but cannot deliver them.
+	blocked *atomic.Bool
+	// until stops the run when it returns true (checked every 20 ms);
+	// nil: when the checkpoint is a whole commit at the head.
+	until func(store *state.Store) bool
+	// during runs beside the pipeline once it is ready.
+	during func(ctx context.Context, p *cdc.Pipeline)
+	// stopAfter cancels the run after that many confirmed batches.
+	stopAfter int
+}
+
+// runWith runs a one-table pipeline over the harness's table and returns
+// Run's error (a table that stopped on its own), or nil once until holds.
+func (h *harness) runWith(o runOpts) error {
+	h.t.Helper()
+	st, err := cdc.ParseStart(o.start)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	src, err := source.New(source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders", MaxHeldRows: h.held})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	store, err := state.Open(h.state, state.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer store.Close()
+	fs, err := file.Open(h.out)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer fs.Close(h.ctx)
+	ctx, cancel := context.WithTimeout(h.ctx, 60*time.Second)
+	defer cancel()
+	sink := &gateSink{countingSink: countingSink{Sink: fs, stopAfter: o.stopAfter, cancel: cancel}, blocked: o.blocked}
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Hold: o.hold}},
+		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: o.chunk, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+		OnHistoryLoss: o.policy, HoldInterval: 10 * time.Millisecond, Ready: make(chan struct{})}
+	until := o.until
+	if until == nil {
+		head := h.tbl.CurrentSnapshot().SequenceNumber
+		until = func(store *state.Store) bool {
+			cp, ok, _ := store.Load(ctx, "p", "shop.orders")
+			return ok && cp.Done && !cp.Initial && cp.Seq >= head
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-p.Ready:
+		case <-ctx.Done():
+			return
+		}
+		if o.during != nil {
+			o.during(ctx, p)
+		}
+		for ctx.Err() == nil && !until(store) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	err = p.Run(ctx)
+	cancel()
+	<-done
+	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		h.t.Fatal("the run did not reach its end within 60s")
+	}
+	return err
+}
+
+type gateSink struct {
+	countingSink
+	blocked *atomic.Bool
+}
+
+func (s *gateSink) Write(ctx context.Context, b *cdc.Batch) error {
+	if s.blocked != nil && s.blocked.Load() {
+		return errors.New("sink unavailable (test)")
+	}
+	return s.countingSink.Write(ctx, b)
+}
+
+// consumed is one event as a consumer reads it from the file.
+type consumed struct {
+	replay.Event
+	Source struct {
+		Snapshot string `json:"snapshot"`
+		Resync   bool   `json:"resync"`
+		Seq      int64  `json:"sequence_number"`
+		ID       int64  `json:"snapshot_id"`
+		RowID    int64  `json:"row_id"`
+	} `json:"source"`
+}
+
+func (h *harness) consumed() []consumed {
+	h.t.Helper()
+	f, err := os.Open(h.out)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []consumed
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var c consumed
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			h.t.Fatal(err)
+		}
+		d := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		d.UseNumber() // as replay.Live normalises values
+		if err := d.Decode(&c.Event); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// replayConsumer applies the stream as a consumer keyed by _row_id does:
+// a commit's events by replay.State.Apply (which checks every before
+// image), 'r' rows as upserts, and a resync read as a new start (its
+// first row clears the state). After each commit and each whole read it
+// calls check with the snapshot the state must equal.
+func replayConsumer(t *testing.T, evs []consumed, check func(st replay.State, snapshotID, seq int64, what string)) {
+	t.Helper()
+	st := replay.State{}
+	for i := 0; i < len(evs); {
+		j := i + 1
+		for j < len(evs) && evs[j].Source.Seq == evs[i].Source.Seq && (evs[j].Op == "r") == (evs[i].Op == "r") && !(evs[i].Op == "r" && evs[j-1].Source.Snapshot == "last") {
+			j++
+		}
+		group := evs[i:j]
+		if group[0].Op == "r" {
+			if group[0].Source.Resync {
+				st = replay.State{}
+			}
+			for _, e := range group {
+				if e.Source.Resync != group[0].Source.Resync {
+					t.Fatalf("event %d: a read mixes resync and plain rows", i)
+				}
+				st[e.Source.RowID] = e.After
+			}
+			what := "on-demand snapshot"
+			if group[0].Source.Resync {
+				what = "resync read"
+			}
+			check(st, group[0].Source.ID, group[0].Source.Seq, what)
+		} else {
+			plain := make([]replay.Event, len(group))
+			for k, e := range group {
+				plain[k] = e.Event
+			}
+			if err := st.Apply(plain); err != nil {
+				t.Fatalf("commit seq %d: %v", group[0].Source.Seq, err)
+			}
+			check(st, group[0].Source.ID, group[0].Source.Seq, "commit")
+		}
+		i = j
+	}
+}
+
+// randomCommits makes n commits of random kinds (append, merge-on-read
+// delete, update keeping row ids) on the harness's table; live holds the
+// order ids present.
+func (h *harness) randomCommits(rng *rand.Rand, live *[]int64, n int) {
+	h.t.Helper()
+	for range n {
+		if len(*live) < 3 || rng.IntN(3) == 0 {
+			from := int64(1)
+			if len(*live) > 0 {
+				from = slices.Max(*live) + 1
+			}
+			to := from + rng.Int64N(3)
+			h.append(from, to)
+			for id := from; id <= to; id++ {
+				*live = append(*live, id)
+			}
+			continue
+		}
+		k := rng.IntN(len(*live))
+		id := (*live)[k]
+		var (
+			tbl *table.Table
+			err error
+		)
+		if rng.IntN(2) == 0 {
+			tbl, err = scenario.Delete(h.ctx, h.tbl, iceberg.EqualTo(iceberg.Reference("order_id"), id))
+			*live = slices.Delete(*live, k, k+1)
+		} else {
+			tbl, err = scenario.Update(h.ctx, h.tbl, iceberg.EqualTo(iceberg.Reference("order_id"), id), func(r map[string]any) map[string]any {
+				r["status"] = fmt.Sprint("s", rng.IntN(100))
+				return r
+			})
+		}
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.tbl = tbl
+	}
+}
+
+// expireAll expires as `CALL system.expire_snapshots(older_than =>
+// now(), retain_last => 1)` does, deleting the files no retained
+// snapshot needs.
+func (h *harness) expireAll() {
+	h.t.Helper()
+	tbl, err := h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithOlderThan(0), table.WithRetainLast(1)); err != nil {
+		h.t.Fatal(err)
+	}
+	if h.tbl, err = tx.Commit(h.ctx); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) checkLive(t *testing.T) func(st replay.State, snapshotID, seq int64, what string) {
+	return func(st replay.State, snapshotID, seq int64, what string) {
+		t.Helper()
+		if h.tbl.SnapshotByID(snapshotID) == nil {
+			return // expired: nothing to compare with
+		}
+		want, err := replay.Live(h.ctx, h.tbl, snapshotID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := replay.Diff(st, want); d != "" {
+			t.Fatalf("after the %s of sequence number %d the consumer's state differs from the table's: %s", what, seq, d)
+		}
+	}
+}
+
+// TestPipelineResyncOnHistoryLoss: snapshots after the checkpoint are
+// expired while the daemon is away. With the default policy the table
+// stops with the history-loss error and delivers nothing; with
+// on_history_loss: resync it re-emits the head as 'r' events marked
+// source.resync, and a consumer replaying the stream holds the table's
+// rows at the resync and at every later snapshot.
+func TestPipelineResyncOnHistoryLoss(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			h := newHarness(t)
+			var next []int64
+			h.randomCommits(rng, &next, 4)
+			if err := h.runWith(runOpts{start: "earliest", chunk: 3}); err != nil {
+				t.Fatal(err)
+			}
+			h.randomCommits(rng, &next, 5)
+			h.expireAll()
+			before := len(h.consumed())
+			err := h.runWith(runOpts{start: "earliest", chunk: 3})
+			if !errors.Is(err, cdc.ErrHistory) || !strings.Contains(err.Error(), "expired") || !strings.Contains(err.Error(), "icecdc reset") {
+				t.Fatalf("default policy on expired history: %v", err)
+			}
+			if n := len(h.consumed()); n != before {
+				t.Fatalf("the stopped table delivered %d events", n-before)
+			}
+			// With resync, stopped once inside the read: it resumes by index.
+			if err := h.runWith(runOpts{start: "earliest", chunk: 2, policy: cdc.ResyncOnHistoryLoss, stopAfter: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.runWith(runOpts{start: "earliest", chunk: 2, policy: cdc.ResyncOnHistoryLoss}); err != nil {
+				t.Fatal(err)
+			}
+			h.randomCommits(rng, &next, 4)
+			if err := h.runWith(runOpts{start: "earliest", chunk: 2, policy: cdc.ResyncOnHistoryLoss}); err != nil {
+				t.Fatal(err)
+			}
+			evs := h.consumed()
+			resync := 0
+			for _, e := range evs[before:] {
+				if e.Source.Resync {
+					resync++
+					if e.Op != "r" {
+						t.Fatalf("a %s event marked resync", e.Op)
+					}
+				}
+			}
+			if resync == 0 {
+				t.Fatal("no resync read delivered")
+			}
+			replayConsumer(t, evs, h.checkLive(t))
+			last := evs[len(evs)-1]
+			if last.Source.Seq != h.tbl.CurrentSnapshot().SequenceNumber || last.Op == "r" {
+				t.Fatalf("the stream did not go on after the resync: last event %+v", last.Source)
+			}
+		})
+	}
+}
+
+// TestPipelineHoldKeepsUndelivered: the daemon sees commits it cannot
+// deliver (its sink is down); the snapshots are expired as Spark's
+// expire_snapshots(older_than => now(), retain_last => 1) does, deleting
+// unreferenced files. With hold: true every change is still delivered
+// exactly afterwards (replay at every snapshot); without it the table
+// stops with the history-loss error. reset removes the hold (cmd tests).
+func TestPipelineHoldKeepsUndelivered(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		t.Run(fmt.Sprint("hold=", hold), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, 7))
+			h := newHarness(t)
+			var next []int64
+			h.randomCommits(rng, &next, 3)
+			if err := h.runWith(runOpts{start: "earliest", hold: hold}); err != nil {
+				t.Fatal(err)
+			}
+			delivered := h.tbl.CurrentSnapshot().SequenceNumber
+			h.randomCommits(rng, &next, 5)
+			head := h.tbl.CurrentSnapshot().SnapshotID
+			var blocked atomic.Bool
+			blocked.Store(true)
+			// The daemon polls, fails to deliver, and (with the hold)
+			// moves the hold to the head it saw.
+			err := h.runWith(runOpts{start: "earliest", hold: hold, blocked: &blocked, until: func(*state.Store) bool {
+				if !hold {
+					time.Sleep(300 * time.Millisecond)
+					return true
+				}
+				tbl, err := h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"})
+				if err != nil {
+					return false
+				}
+				for name, ref := range tbl.Metadata().Refs() {
+					if name == cdc.HoldRef("p") && ref.SnapshotID == head {
+						return true
+					}
+				}
+				return false
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp, _ := h.checkpoint(); cp.Seq != delivered {
+				t.Fatalf("checkpoint moved while the sink was down: %v", cp)
+			}
+			h.expireAll()
+			kept := len(h.tbl.Metadata().Snapshots())
+			err = h.runWith(runOpts{start: "earliest", hold: hold})
+			if !hold {
+				if !errors.Is(err, cdc.ErrHistory) {
+					t.Fatalf("without hold after expiry: %v, want the history-loss error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("with hold after expiry (%d snapshots kept): %v", kept, err)
+			}
+			if kept < 6 {
+				t.Fatalf("expiry kept %d snapshots, want the 5 undelivered and the checkpoint's", kept)
+			}
+			replayConsumer(t, h.consumed(), h.checkLive(t))
+			evs := h.consumed()
+			if evs[len(evs)-1].Source.Seq != h.tbl.CurrentSnapshot().SequenceNumber {
+				t.Fatal("not every commit was delivered")
+			}
+			// Release (what reset runs) removes the branch.
+			src, err := source.Open(h.ctx, source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			if _, ok := src.HasRef(cdc.HoldRef("p")); !ok {
+				t.Fatal("no hold ref on the table")
+			}
+			if err := src.Release(h.ctx, cdc.HoldRef("p")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := src.Refresh(h.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if id, ok := src.HasRef(cdc.HoldRef("p")); ok {
+				t.Fatalf("the hold is still there after Release, at snapshot %d", id)
+			}
+		})
+	}
+}
+
+// TestPipelineOnDemandSnapshot: a requested snapshot emits the rows of
+// the checkpoint's snapshot as 'r' events between two commits, never
+// inside one; it resumes by index after a stop inside the read; the
+// stream goes on after it; a request for a table the pipeline does not
+// follow fails naming it.
+func TestPipelineOnDemandSnapshot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 7))
+	h := newHarness(t)
+	var live []int64
+	h.randomCommits(rng, &live, 5)
+	if err := h.runWith(runOpts{start: "earliest", chunk: 2}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(h.consumed())
+	headID := h.tbl.CurrentSnapshot().SnapshotID
+	var got cdc.SnapshotInfo
+	// Stopped after the first batch of the read: the request was taken
+	// and checkpointed, so the next run resumes it.
+	err := h.runWith(runOpts{start: "earliest", chunk: 2, stopAfter: 1, until: func(*state.Store) bool { return false },
+		during: func(ctx context.Context, p *cdc.Pipeline) {
+			if _, err := p.RequestSnapshot(ctx, "shop.nope"); !errors.Is(err, cdc.ErrUnknownTable) || !strings.Contains(err.Error(), "shop.nope") {
+				t.Errorf("unknown table: %v", err)
+			}
+			var err error
+			if got, err = p.RequestSnapshot(ctx, "shop.orders"); err != nil {
+				t.Errorf("request: %v", err)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != headID {
+		t.Fatalf("the read is of snapshot %d, want the checkpoint's %d", got.ID, headID)
+	}
+	h.randomCommits(rng, &live, 3)
+	if err := h.runWith(runOpts{start: "earliest", chunk: 2}); err != nil {
+		t.Fatal(err)
+	}
+	evs := h.consumed()
+	var reads []consumed
+	for i, e := range evs[before:] {
+		if e.Op != "r" {
+			continue
+		}
+		reads = append(reads, e)
+		if e.Source.Seq != got.SequenceNumber || e.Source.Resync {
+			t.Fatalf("read row %d: %+v", i, e.Source)
+		}
+	}
+	want, err := replay.Live(h.ctx, h.tbl, headID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) <= 2 {
+		t.Fatalf("%d live rows: too few for the read to span batches", len(want))
+	}
+	if len(reads) != len(want) {
+		t.Fatalf("%d rows read (resumed after a stop), want exactly the %d live rows", len(reads), len(want))
+	}
+	// The read sits whole between the commit it reads and the next one.
+	first := before
+	for evs[first].Op != "r" {
+		first++
+	}
+	for k := first; k < first+len(reads); k++ {
+		if evs[k].Op != "r" {
+			t.Fatalf("event %d inside the read is a %s of sequence number %d", k, evs[k].Op, evs[k].Source.Seq)
+		}
+	}
+	if first != before || evs[first+len(reads)].Source.Seq != got.SequenceNumber+1 {
+		t.Fatalf("the read is not placed between commit %d and the next", got.SequenceNumber)
+	}
+	replayConsumer(t, evs, h.checkLive(t))
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// snapshotAnswer is the body of a started on-demand snapshot.
+type snapshotAnswer struct {
+	Table          string `json:"table"`
+	SnapshotID     int64  `json:"snapshot_id"`
+	SequenceNumber int64  `json:"sequence_number"`
+}
+
+// snapshotHandler serves POST /snapshot?table=NS.T: it asks the pipeline
+// for an on-demand snapshot of the table and answers 202 once the read's
+// start is checkpointed. Requests authenticate with http.token as a
+// bearer token; without a configured token the endpoint is off.
+func snapshotHandler(token string, p *cdc.Pipeline) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fail := func(code int, format string, a ...any) {
+			http.Error(w, oneLine(fmt.Sprintf(format, a...)), code)
+		}
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			fail(http.StatusMethodNotAllowed, "snapshot: use POST")
+			return
+		}
+		if token == "" {
+			fail(http.StatusForbidden, "snapshot: on-demand snapshots are off: set http.token in the daemon's configuration")
+			return
+		}
+		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// Hashed first, so that the comparison takes as long for any
+		// length of token.
+		got := sha256.Sum256([]byte(given))
+		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="icecdc"`)
+			fail(http.StatusUnauthorized, "snapshot: missing or wrong bearer token (http.token)")
+			return
+		}
+		table := r.URL.Query().Get("table")
+		if table == "" {
+			fail(http.StatusBadRequest, "snapshot: give the table: POST /snapshot?table=NAMESPACE.TABLE")
+			return
+		}
+		si, err := p.RequestSnapshot(r.Context(), table)
+		switch {
+		case errors.Is(err, cdc.ErrUnknownTable):
+			fail(http.StatusNotFound, "%v", err)
+			return
+		case errors.Is(err, cdc.ErrNotServing):
+			fail(http.StatusConflict, "%v", err)
+			return
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			fail(http.StatusGatewayTimeout, "%v", err)
+			return
+		case err != nil:
+			fail(http.StatusInternalServerError, "%v", err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		json.NewEncoder(w).Encode(snapshotAnswer{Table: table, SnapshotID: si.ID, SequenceNumber: si.SequenceNumber})
+	})
+}
+
+// cmdSnapshot asks the running daemon of the configuration for an
+// on-demand snapshot of a table, over its http.listen address with
+// http.token.
+func cmdSnapshot(ctx context.Context, args []string, out io.Writer) error {
+	var (
+		table   string
+		timeout time.Duration
+	)
+	_, cfg, err := parseRunFlags("snapshot", args, func(fl *flag.FlagSet) {
+		fl.StringVar(&table, "table", "", "the table to read, as the daemon follows it (namespace.table)")
+		fl.DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the table to start the read (it waits for the commit being delivered)")
+	})
+	if err != nil {
+		return err
+	}
+	if table == "" {
+		return errors.New("snapshot: give --table NAMESPACE.TABLE")
+	}
+	if cfg.HTTP.Listen == "" {
+		return errors.New("snapshot: http.listen is not set: the daemon takes requests on that address")
+	}
+	if cfg.HTTP.Token == "" {
+		return errors.New("snapshot: http.token is not set: the daemon refuses snapshot requests without it")
+	}
+	host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("snapshot: http.listen %q: %w", cfg.HTTP.Listen, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/snapshot", RawQuery: url.Values{"table": {table}}.Encode()}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.HTTP.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("snapshot of table %s: daemon at %s: %w", table, u.Host, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("daemon at %s answered %s: %s", u.Host, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var a snapshotAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return fmt.Errorf("snapshot of table %s: daemon at %s: unreadable answer: %w", table, u.Host, err)
+	}
+	fmt.Fprintf(out, "snapshot of %s started: the rows of snapshot %d (sequence number %d) follow in its stream as 'r' events\n", a.Table, a.SnapshotID, a.SequenceNumber)
+	return nil
+}
