@@ -5,21 +5,31 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"sort"
 	"sync/atomic"
 )
 
 // spills counts the commits that spilled their before images (for tests).
 var spills atomic.Int64
 
+// imageChunk is the unit in which a store holds images in memory: chunks
+// are allocated whole and never grown, so that what is held is what was
+// counted, with no copy in flight.
+const imageChunk = 1 << 20
+
 // imageStore holds encoded row images by slot (an update's rank among the
 // commit's updated row ids), written in one order and read in another. It
-// keeps them in memory up to budget bytes, counted as they are encoded,
-// and past that moves them to a temporary file, read back by offset.
+// keeps them in memory up to budget bytes, counted as chunks are
+// allocated, and past that moves them to a temporary file, read back by
+// offset. An offset is the record's place in the sequence of all bytes
+// written, in memory (chunk starts, then position in the chunk) or file.
 type imageStore struct {
 	budget int64
 	dir    string  // for the temporary file; "" is the system's
 	offs   []int64 // slot → offset of its record, -1 when empty
-	mem    []byte
+	chunks [][]byte
+	starts []int64 // offset of each chunk's first byte
+	held   int64   // bytes of chunks allocated
 	f      *os.File
 	w      *bufio.Writer
 	size   int64 // bytes written, in memory or file
@@ -44,18 +54,29 @@ func (s *imageStore) put(slot int, rec []byte) error {
 	if s.offs[slot] >= 0 {
 		return fmt.Errorf("row image slot %d written twice", slot)
 	}
-	s.offs[slot] = s.size
 	s.buf = binary.AppendUvarint(s.buf[:0], uint64(len(rec)))
-	s.size += int64(len(s.buf) + len(rec))
+	n := len(s.buf) + len(rec)
 	if s.f == nil {
-		s.mem = append(append(s.mem, s.buf...), rec...)
-		if int64(cap(s.mem)) <= s.budget {
+		k := len(s.chunks) - 1
+		if k < 0 || len(s.chunks[k])+n > cap(s.chunks[k]) {
+			size := max(imageChunk, n)
+			if s.held+int64(size) > s.budget {
+				if err := s.spill(); err != nil {
+					return err
+				}
+			} else {
+				s.chunks = append(s.chunks, make([]byte, 0, size))
+				s.starts = append(s.starts, s.size)
+				s.held += int64(size)
+				k++
+			}
+		}
+		if s.f == nil {
+			s.chunks[k] = append(append(s.chunks[k], s.buf...), rec...)
+			s.offs[slot] = s.size
+			s.size += int64(n)
 			return nil
 		}
-		if err := s.spill(); err != nil {
-			return err
-		}
-		return nil
 	}
 	if _, err := s.w.Write(s.buf); err != nil {
 		return fmt.Errorf("spill row images to %s: %w", s.f.Name(), err)
@@ -63,6 +84,8 @@ func (s *imageStore) put(slot int, rec []byte) error {
 	if _, err := s.w.Write(rec); err != nil {
 		return fmt.Errorf("spill row images to %s: %w", s.f.Name(), err)
 	}
+	s.offs[slot] = s.size
+	s.size += int64(n)
 	return nil
 }
 
@@ -77,10 +100,12 @@ func (s *imageStore) spill() error {
 	_ = os.Remove(f.Name()) // best effort: where it fails, close removes it
 	spills.Add(1)
 	s.f, s.w = f, bufio.NewWriterSize(f, 1<<16)
-	if _, err := s.w.Write(s.mem); err != nil {
-		return fmt.Errorf("spill row images to %s: %w", f.Name(), err)
+	for _, c := range s.chunks {
+		if _, err := s.w.Write(c); err != nil {
+			return fmt.Errorf("spill row images to %s: %w", f.Name(), err)
+		}
 	}
-	s.mem = nil
+	s.chunks, s.starts, s.held = nil, nil, 0
 	return nil
 }
 
@@ -104,11 +129,13 @@ func (s *imageStore) get(slot int) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if s.f == nil {
-		n, k := binary.Uvarint(s.mem[off:])
-		if k <= 0 || uint64(len(s.mem[off+int64(k):])) < n {
+		k := sort.Search(len(s.starts), func(i int) bool { return s.starts[i] > off }) - 1
+		c := s.chunks[k][off-s.starts[k]:]
+		n, w := binary.Uvarint(c)
+		if w <= 0 || uint64(len(c)-w) < n {
 			return nil, false, errShortImage
 		}
-		return s.mem[off+int64(k) : off+int64(k)+int64(n)], true, nil
+		return c[w : w+int(n)], true, nil
 	}
 	// One read fetches the length and, for most rows, the whole record.
 	const guess = 512
@@ -135,7 +162,7 @@ func (s *imageStore) get(slot int) ([]byte, bool, error) {
 
 // close releases the memory and the file.
 func (s *imageStore) close() {
-	s.mem, s.offs = nil, nil
+	s.chunks, s.starts, s.offs = nil, nil, nil
 	if s.f != nil {
 		name := s.f.Name()
 		_ = s.f.Close()

@@ -13,14 +13,14 @@ func sampleRow(i int) cdc.Row {
 		fmt.Sprint("row ", i), []byte{1, 2, byte(i)}, cdc.Decimal{Unscaled: "-12345", Scale: 2},
 		cdc.Date(i), cdc.Time(i), cdc.Timestamp(-i), cdc.TimestampTZ(i), cdc.TimestampNano(i), cdc.TimestampTZNano(i),
 		cdc.UUID{byte(i), 2, 3}, []any{int64(1), nil, "x"}, []cdc.MapEntry{{Key: "k", Value: int32(i)}},
-		cdc.Row{"nested", cdc.Row{nil}}, []any{}, string(make([]byte, 600+i))}
+		cdc.Row{"nested", cdc.Row{nil}}, []any{}, string(make([]byte, 600+i%1000))}
 }
 
 // TestImageStore writes images in one order and reads them in another,
 // held and spilled, and wants every value back as it was.
 func TestImageStore(t *testing.T) {
-	for _, budget := range []int64{1 << 20, 0} {
-		const n = 50
+	for _, budget := range []int64{16 << 20, 0} {
+		const n = 5000 // a few chunks' worth
 		s := newImageStore(n, budget, t.TempDir())
 		var buf []byte
 		for i := n - 1; i >= 0; i -= 2 { // odd slots only, backwards
@@ -38,8 +38,8 @@ func TestImageStore(t *testing.T) {
 		if err := s.done(); err != nil {
 			t.Fatal(err)
 		}
-		if s.spilled() != (budget == 0) {
-			t.Fatalf("budget %d: spilled %v", budget, s.spilled())
+		if s.spilled() != (budget == 0) || !s.spilled() && len(s.chunks) < 2 {
+			t.Fatalf("budget %d: spilled %v, %d chunks", budget, s.spilled(), len(s.chunks))
 		}
 		for i := 0; i < n; i++ {
 			rec, ok, err := s.get(i)

@@ -46,7 +46,8 @@ type streamPlan struct {
 	keyIdx  []int
 	// keySorted is keyIdx ascending, without repeats.
 	keySorted []int
-	width     int // the number of fields of the events' schema
+	width     int    // the number of fields of the events' schema
+	name      string // the table's, for errors
 	// held is the before images read to find key changes, kept for the
 	// first pass over the updates (later passes read them again).
 	held *imageStore
@@ -73,7 +74,7 @@ func (r *commitRun) streamable(groups []groupRead) bool {
 func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRead, files []*addedFile, keyFields []string) error {
 	p := &streamPlan{r: r, skip: map[lineage.Loc]bool{}, keyIdx: keyPositions(r.sc, keyFields)}
 	p.keySorted = slices.Compact(slices.Sorted(slices.Values(p.keyIdx)))
-	p.width = len(r.sc.Fields())
+	p.width, p.name = len(r.sc.Fields()), r.t.name(r.t.tbl)
 	sets := lineage.NewSets(r.snap.SequenceNumber)
 	var anoms []lineage.Anomaly
 
@@ -304,7 +305,9 @@ func (p *streamPlan) findRows(ctx context.Context, m dataFileMeta, lay layout, p
 }
 
 // rest yields the events from index from on: deletes, updates, inserts.
-func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event) error) error {
+func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event) error) (err error) {
+	// A malformed file read here fails the stream, as it fails Commit.
+	defer recoverAs(&err, "table %s: snapshot %d", p.name, p.r.snap.SnapshotID)
 	idx := 0
 	for _, x := range p.removed {
 		n := int(x.emit.GetCardinality())

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -48,6 +50,16 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	}
 	o.Props = props
 	o.MaxMemory = int64(maxMemory)
+	// One table, one commit at a time: the budget is the process's too,
+	// so that the garbage collector works to stay within it rather than
+	// let the heap double (GOMEMLIMIT, when set, wins).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit := int64(maxMemory)
+		if limit == 0 {
+			limit = source.DefaultMaxMemory
+		}
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(max(limit, 64<<20)))
+	}
 	if o.MetadataPath == "" {
 		if err := source.CheckCatalogType(o.CatalogType); err != nil {
 			return fmt.Errorf("changes: --catalog-type %w", err)
