@@ -21,6 +21,7 @@ require (
 	github.com/uptrace/bun/driver/sqliteshim v1.3.0
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/term v0.45.0
 )
 
 require (

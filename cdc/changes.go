@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 )
 
@@ -10,22 +12,88 @@ import (
 // ascending order and hands each to emit. Anomalies are logged, never
 // emitted as events.
 func Changes(ctx context.Context, src Source, fromSeq, toSeq int64, log *slog.Logger, emit func(*Commit) error) error {
-	snaps, err := src.Snapshots(ctx, fromSeq, toSeq)
+	return ChangesOf(ctx, src, ChangesOptions{FromSeq: fromSeq, ToSeq: toSeq, Log: log}, emit)
+}
+
+// ChangesOptions say which changes ChangesOf computes, and how.
+type ChangesOptions struct {
+	FromSeq, ToSeq int64 // the range: FromSeq < sequence number <= ToSeq (ToSeq <= 0: the head)
+	// Net hands over the net changes of the range (see Net), cut where
+	// the schema changes; more than NetMaxRows changed rows (default
+	// 100,000) in one stretch is an error wrapping ErrNetTooLarge.
+	Net        bool
+	NetMaxRows int
+	Log        *slog.Logger
+	// Progress, when set, counts the snapshots and their events done.
+	Progress *Progress
+	// What names the run on the progress line.
+	What string
+}
+
+// ErrNetTooLarge marks a net range that changed more rows than allowed.
+var ErrNetTooLarge = errors.New("too many changed rows for net changes")
+
+// ChangesOf computes the changes of a range of src's snapshots and hands
+// them to emit in order: each snapshot's commit, or with o.Net the net
+// commits of the range.
+func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Commit) error) error {
+	snaps, err := src.Snapshots(ctx, o.FromSeq, o.ToSeq)
 	if err != nil {
 		return err
+	}
+	o.Progress.Begin(o.What, len(snaps), 0)
+	defer o.Progress.Done()
+	limit := o.NetMaxRows
+	if limit <= 0 {
+		limit = defaultNetMaxRows
+	}
+	var (
+		n     = NewNet()
+		first SnapshotInfo // of the stretch n holds
+	)
+	flush := func() error {
+		for _, c := range n.Commits() {
+			if err := emit(c); err != nil {
+				return err
+			}
+		}
+		n = NewNet()
+		return nil
 	}
 	for _, s := range snaps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if o.Net && n.Snapshots() > 0 && s.SchemaID != first.SchemaID {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 		c, err := src.Commit(ctx, s)
 		if err != nil {
 			return err
 		}
-		LogAnomalies(log, c)
-		if err := emit(c); err != nil {
+		LogAnomalies(o.Log, c)
+		if !o.Net {
+			if err := emit(c); err != nil {
+				return err
+			}
+			o.Progress.Add(1, int64(c.Len()))
+			continue
+		}
+		if n.Snapshots() == 0 {
+			first = s
+		}
+		if err := n.Add(ctx, c); err != nil {
 			return err
 		}
+		if n.Len() > limit {
+			return fmt.Errorf("%w: the snapshots with sequence numbers %d to %d changed more than %d rows", ErrNetTooLarge, first.SequenceNumber, s.SequenceNumber, limit)
+		}
+		o.Progress.Add(1, int64(c.Len()))
+	}
+	if o.Net {
+		return flush()
 	}
 	return nil
 }

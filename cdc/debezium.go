@@ -27,6 +27,14 @@ type Envelope struct {
 // per-call state and may be used from several goroutines.
 type DebeziumJSON struct{ Envelope }
 
+// WithSnapshotMarker returns a copy of f whose events carry marker as
+// source.snapshot, and source.resync when resync is set.
+func (f *DebeziumJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
+	g := *f
+	g.SnapshotMarker, g.Resync = marker, resync
+	return &g
+}
+
 // AppendValue appends the event's envelope JSON to dst, on one line without
 // a trailing newline; tsMs is the processing time. The row images are
 // encoded with c.Table.Schema. On error (a *ValueError for a row value that
@@ -63,6 +71,18 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	}
 	dst = append(dst, `,"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
+	if e.Op == OpUpdate {
+		// Which fields the update changed, so that a consumer interested
+		// in a few columns need not compare the images itself.
+		dst = append(dst, `,"changed_fields":[`...)
+		for i, p := range ChangedFields(c.Table.Schema, e.Before, e.After) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, p)
+		}
+		dst = append(dst, ']')
+	}
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, tsMs, 10)
 

@@ -260,7 +260,11 @@ func checkEnvelope(t *testing.T, c *Commit, e *Event, value []byte) {
 		t.Fatalf("decode %s: %v", value, err)
 	}
 	top, source := objectKeys(t, value, ""), objectKeys(t, value, "source")
-	if want := "before after op ts_ms source transaction"; strings.Join(top, " ") != want {
+	want := "before after op ts_ms source transaction"
+	if e.Op == OpUpdate {
+		want = "before after op changed_fields ts_ms source transaction"
+	}
+	if strings.Join(top, " ") != want {
 		t.Errorf("envelope keys %q, want %q", top, want)
 	}
 	wantSource := "version connector name ts_ms snapshot db schema table table_uuid snapshot_id " +

@@ -86,14 +86,18 @@ type jsonType struct {
 	fields []jsonField
 	elem   *jsonType // list element, map value
 	key    *jsonType // map key
+	// elemRequired says the list's elements or the map's values cannot
+	// be null (the Connect schema says so).
+	elemRequired bool
 }
 
 // jsonField is one field of a struct or schema.
 type jsonField struct {
-	id     int
-	name   string
-	prefix string // `"name":`, with a leading comma except for the first field
-	typ    *jsonType
+	id       int
+	name     string
+	prefix   string // `"name":`, with a leading comma except for the first field
+	typ      *jsonType
+	required bool
 }
 
 // jsonSchema is a schema compiled for encoding, with the key layout asked of
@@ -122,7 +126,7 @@ func compileFields(fields []iceberg.NestedField) []jsonField {
 		}
 		prefix = appendJSONString(prefix, f.Name)
 		prefix = append(prefix, ':')
-		out[i] = jsonField{id: f.ID, name: f.Name, prefix: string(prefix), typ: compileType(f.Type)}
+		out[i] = jsonField{id: f.ID, name: f.Name, prefix: string(prefix), typ: compileType(f.Type), required: f.Required}
 	}
 	return out
 }
@@ -167,10 +171,10 @@ func compileType(t iceberg.Type) *jsonType {
 	case *iceberg.StructType:
 		j.kind, j.want, j.fields = kindStruct, "cdc.Row", compileFields(t.FieldList)
 	case *iceberg.ListType:
-		j.kind, j.want, j.elem = kindList, "[]any", compileType(t.Element)
+		j.kind, j.want, j.elem, j.elemRequired = kindList, "[]any", compileType(t.Element), t.ElementRequired
 	case *iceberg.MapType:
 		j.kind, j.want = kindMap, "[]cdc.MapEntry"
-		j.key, j.elem = compileType(t.KeyType), compileType(t.ValueType)
+		j.key, j.elem, j.elemRequired = compileType(t.KeyType), compileType(t.ValueType), t.ValueRequired
 	default:
 		j.kind, j.want = kindUnsupported, "nil (no row value is defined for this type)"
 	}

@@ -18,6 +18,13 @@ type TableSpec struct {
 	// WarnStart, when set, says why starting the table from Start
 	// deserves a warning rather than the usual info line.
 	WarnStart string
+	// Columns, when set, subscribes to these columns (see Subscription):
+	// checked against the table's schema when the table is loaded.
+	Columns []string
+	// Net delivers the net changes of each backlog (see netfollow.go).
+	Net bool
+	// NetMaxRows bounds the rows a net range holds (default 100,000).
+	NetMaxRows int
 	// Hold keeps a retention ref on the table (see hold.go); the source
 	// must implement Holder.
 	Hold bool
@@ -27,6 +34,16 @@ type TableSpec struct {
 type Encoder interface {
 	AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error)
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
+}
+
+// SnapshotMarkerEncoder is an Encoder whose events say whether they come
+// from an initial read (Debezium's source.snapshot).
+type SnapshotMarkerEncoder interface {
+	Encoder
+	// WithSnapshotMarker returns the encoder for events marked "true"
+	// (an initial read) or "last" (its last event); resync marks a read
+	// that re-emits the head after the table's history was lost.
+	WithSnapshotMarker(marker string, resync bool) Encoder
 }
 
 // ErrHistory marks a table whose history no longer continues from its
@@ -57,6 +74,9 @@ type Pipeline struct {
 	Health *Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
+	// Progress, when set, shows the rows of initial reads as they are
+	// delivered (NewProgress: only to a terminal).
+	Progress *Progress
 	// OnHistoryLoss is what a table does when its history no longer
 	// continues from its checkpoint (see resync.go; default stop).
 	OnHistoryLoss HistoryLossPolicy
@@ -151,7 +171,8 @@ type follower struct {
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
-	held   heldState // the retention hold, see hold.go
+	sub    *Subscription // nil: every column
+	held   heldState     // the retention hold, see hold.go
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -232,6 +253,13 @@ func (f *follower) load(ctx context.Context) error {
 	if _, err := src.Refresh(ctx); err != nil {
 		return err
 	}
+	if len(f.spec.Columns) > 0 {
+		sub, err := NewSubscription("", src.Info().Schema, f.spec.Columns)
+		if err != nil {
+			return &stopError{kind: ErrPermanent, msg: err.Error()}
+		}
+		f.sub = sub
+	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
 		if err != nil {
@@ -303,6 +331,11 @@ func (f *follower) catchUp(ctx context.Context) error {
 	}
 	if f.cp.Initial && !f.cp.Done {
 		if err := f.initialRead(ctx); err != nil {
+			return err
+		}
+	}
+	if f.spec.Net || f.cp.Net && !f.cp.Done {
+		if done, err := f.catchUpNet(ctx); done || err != nil {
 			return err
 		}
 	}
@@ -431,6 +464,9 @@ func (f *follower) initialRead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	f.p.Progress.Begin("initial read of "+f.spec.Name, 0, int64(c.Len()))
+	f.p.Progress.Add(0, int64(f.cp.Next))
+	defer f.p.Progress.Done()
 	return f.deliver(ctx, c, f.cp.Next, "true")
 }
 
@@ -459,6 +495,9 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		if len(chunk) > 0 {
 			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
 				return err
+			}
+			if initial {
+				f.p.Progress.Add(0, int64(len(chunk)))
 			}
 		}
 		// The batch is confirmed: its checkpoint is stored even when a
@@ -498,16 +537,25 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 
 func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string) error {
 	enc, last := f.p.Encoder, f.p.Encoder
-	if d, ok := enc.(*DebeziumJSON); ok && marker != "false" {
-		e, l := *d, *d
-		e.SnapshotMarker, l.SnapshotMarker = marker, "last"
-		e.Resync, l.Resync = cp.Resync, cp.Resync
-		enc, last = &e, &l
+	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
+		enc, last = m.WithSnapshotMarker(marker, cp.Resync), m.WithSnapshotMarker("last", cp.Resync)
+	}
+	if f.sub != nil {
+		var err error
+		if c, evs, err = f.sub.Apply(c, evs); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil // nothing subscribed in this chunk: only its checkpoint moves
+		}
 	}
 	now := time.Now().UnixMilli()
 	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, 0, len(evs))}
 	for k := range evs {
 		e, i := &evs[k], lo+k
+		if f.sub != nil {
+			i = e.Index // the subscription skipped events; indexes stay those of the commit
+		}
 		enc := enc
 		if i == total-1 {
 			enc = last // the last row of an initial read says so

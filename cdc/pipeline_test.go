@@ -41,6 +41,7 @@ type harness struct {
 	out   string
 	state string
 	held  int // MaxHeldRows of the source
+	spec  func(*cdc.TableSpec)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -95,7 +96,11 @@ func (h *harness) run(start string, chunk int, stopAfter int) {
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
 	sink := &countingSink{Sink: fs, stopAfter: stopAfter, cancel: cancel}
-	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st}},
+	spec := cdc.TableSpec{Name: "shop.orders", Source: src, Start: st}
+	if h.spec != nil {
+		h.spec(&spec)
+	}
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{spec},
 		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: chunk}
 	head := h.tbl.CurrentSnapshot().SequenceNumber
 	go func() {

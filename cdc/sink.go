@@ -20,6 +20,12 @@ type Checkpoint struct {
 	// Initial marks a position inside the initial read of snapshot
 	// SnapshotID (start: initial): Next counts the r events delivered.
 	Initial bool `json:"initial,omitempty"`
+	// Net marks a position inside the net changes (TableSpec.Net) of the
+	// snapshots with NetFrom < sequence number <= Seq: Next counts the net
+	// events delivered, and a restart computes the same range again. A
+	// position that completes the range is a plain Done one.
+	Net     bool  `json:"net,omitempty"`
+	NetFrom int64 `json:"net_from_sequence_number,omitempty"`
 	// Resync marks an initial read that re-emits the head after the
 	// table's history from the checkpoint was lost (on_history_loss:
 	// resync): its events carry source.resync.
@@ -54,6 +60,9 @@ func (c Checkpoint) String() string {
 	}
 	if c.Done {
 		return fmt.Sprintf("%s@%d(snapshot %d, done)", c.TableUUID, c.Seq, c.SnapshotID)
+	}
+	if c.Net {
+		return fmt.Sprintf("%s@%d(net changes after sequence number %d up to snapshot %d, next event %d)", c.TableUUID, c.Seq, c.NetFrom, c.SnapshotID, c.Next)
 	}
 	return fmt.Sprintf("%s@%d(snapshot %d, next event %d)", c.TableUUID, c.Seq, c.SnapshotID, c.Next)
 }

@@ -270,6 +270,20 @@ func randomHistory(t *testing.T, seed uint64, commits int, mode historyMode) (ki
 	if mode != held {
 		checkResume(t, f, steps)
 	}
+	// Net changes (DESIGN §3) against full replay, for every range.
+	ranges, err := replay.CheckNet(f.ctx, steps, f.tbl)
+	if err != nil {
+		t.Fatalf("%v\nhistory: %v", err, log)
+	}
+	t.Logf("net changes of %d ranges match full replay", ranges)
+	// A column subscription (DESIGN §3) against projected replay.
+	for _, cols := range [][]string{{"status"}, {"amount"}} {
+		dropped, err := replay.CheckSubscription(f.ctx, steps, f.tbl, cols)
+		if err != nil {
+			t.Fatalf("columns %v: %v\nhistory: %v", cols, err, log)
+		}
+		t.Logf("columns %v: %d updates dropped", cols, dropped)
+	}
 	n := checkExpiredParents(t, f, steps)
 	t.Logf("%d of %d snapshots computed with their parent expired", n, len(steps))
 	if n < len(steps)/2 {

@@ -94,8 +94,18 @@ func decodePipeline(raw []byte) (pipelineRecord, error) {
 	return rec, nil
 }
 
+// netCheckpointVersion is the "v" of a checkpoint inside a range of net
+// changes (cdc.Checkpoint.Net): an icecdc that reads only formatVersion
+// refuses it, where ignoring its net fields would resume at the wrong
+// event. Every other checkpoint keeps formatVersion.
+const netCheckpointVersion = 2
+
 func encodeCheckpoint(cp cdc.Checkpoint, now time.Time) []byte {
-	b, err := json.Marshal(checkpointRecord{V: formatVersion, Checkpoint: cp, SavedAtMs: now.UnixMilli()})
+	v := formatVersion
+	if cp.Net {
+		v = netCheckpointVersion
+	}
+	b, err := json.Marshal(checkpointRecord{V: v, Checkpoint: cp, SavedAtMs: now.UnixMilli()})
 	if err != nil {
 		panic(err) // only ints, strings and bools: cannot fail
 	}
@@ -106,6 +116,9 @@ func decodeCheckpoint(raw []byte) (checkpointRecord, error) {
 	var rec checkpointRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return rec, err
+	}
+	if rec.V == netCheckpointVersion && rec.Net {
+		return rec, nil
 	}
 	if rec.V != formatVersion {
 		return rec, fmt.Errorf("format version %d, this icecdc reads %d", rec.V, formatVersion)

@@ -13,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/source"
 )
 
-func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) error {
+func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
 	fl := flag.NewFlagSet("changes", flag.ContinueOnError)
 	var o source.Options
 	props := propsFlag{}
@@ -34,16 +36,44 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	fl.Var(&maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
 	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
 	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
-	format := fl.String("format", "debezium-json", "event format: debezium-json")
+	format := fl.String("format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
+	var dbz DebeziumConfig
+	fl.StringVar(&dbz.TopicPrefix, "topic-prefix", cdc.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
+	fl.StringVar(&dbz.TimePrecisionMode, "time-precision-mode", string(cdc.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
+	fl.StringVar(&dbz.DecimalHandlingMode, "decimal-handling-mode", string(cdc.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
+	withKey := fl.Bool("with-key", false, "print each event's key, a tab, then its value (kcat -K '\t' reads that)")
 	pipeline := fl.String("name", "icecdc", "pipeline name for source.name")
+	net := fl.Bool("net", false, "one event per row for the whole range (its net changes)")
+	netMax := fl.Int("net-max-rows", 100_000, "with --net: the most changed rows a range may hold in memory")
+	var columns listFlag
+	fl.Var(&columns, "columns", "subscribe to these columns, comma separated: only updates that change one are printed, images projected to them and the key (repeatable)")
+	progress := fl.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal) | never")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("changes: unexpected argument %q", fl.Arg(0))
 	}
-	if *format != "debezium-json" {
-		return fmt.Errorf("changes: --format %q: only debezium-json is supported", *format)
+	var enc cdc.Encoder
+	if *format != "table" {
+		var err error
+		if enc, err = newEncoder(*format, dbz, *pipeline); err != nil {
+			return fmt.Errorf("changes: %w; or table", err)
+		}
+	}
+	if *netMax < 1 {
+		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", *netMax)
+	}
+	if *progress != "auto" && *progress != "never" {
+		return fmt.Errorf("changes: --progress %q: want auto or never", *progress)
+	}
+	var cols []string
+	for _, c := range columns {
+		for _, part := range strings.Split(c, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				cols = append(cols, part)
+			}
+		}
 	}
 	if *from < 0 || *to < 0 || (*to > 0 && *to <= *from) {
 		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", *from, *to)
@@ -89,16 +119,53 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 			return fmt.Errorf("changes: %s %d is past the branch head (snapshot %d, sequence number %d)", b.flag, b.seq, head.ID, head.SequenceNumber)
 		}
 	}
+	var sub *cdc.Subscription
+	if len(cols) > 0 {
+		info := src.Info()
+		if sub, err = cdc.NewSubscription(info.Namespace+"."+info.Name, info.Schema, cols); err != nil {
+			return fmt.Errorf("changes: --%w", err)
+		}
+	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
-	enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: *pipeline, Version: version}}
+	var tf *cdc.TableFormat
+	if *format == "table" {
+		tf = cdc.NewTableFormat(w)
+	}
+	var prog *cdc.Progress
+	if *progress == "auto" {
+		prog = cdc.NewProgress(terminal(stderr))
+	}
 	var buf []byte
-	err = cdc.Changes(ctx, src, *from, *to, log, func(c *cdc.Commit) error {
+	opts := cdc.ChangesOptions{FromSeq: *from, ToSeq: *to, Net: *net, NetMaxRows: *netMax, Log: log, Progress: prog, What: "changes"}
+	err = cdc.ChangesOf(ctx, src, opts, func(c *cdc.Commit) error {
 		now := time.Now().UnixMilli()
 		return c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
+			c := c
+			if sub != nil {
+				var err error
+				if c, evs, err = sub.Apply(c, evs); err != nil {
+					return err
+				}
+			}
+			if tf != nil {
+				if err := tf.Write(c, evs); err != nil {
+					return err
+				}
+				return w.Flush() // a person is reading: show each commit as it comes
+			}
 			for i := range evs {
-				buf, err = enc.AppendValue(buf[:0], c, &evs[i], now)
+				buf = buf[:0]
+				if *withKey {
+					// Both formats write JSON on one line, so a tab
+					// can only be the separator.
+					if buf, err = enc.AppendKey(buf, c, &evs[i]); err != nil {
+						return err
+					}
+					buf = append(buf, '\t')
+				}
+				buf, err = enc.AppendValue(buf, c, &evs[i], now)
 				if err != nil {
-					return fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, evs[i].RowID, evs[i].Op), err)
+					return err
 				}
 				buf = append(buf, '\n')
 				if _, err := w.Write(buf); err != nil {
@@ -110,6 +177,9 @@ func cmdChanges(ctx context.Context, args []string, stdout io.Writer, log *slog.
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
+	}
+	if errors.Is(err, cdc.ErrNetTooLarge) {
+		err = fmt.Errorf("changes --net: %w; raise --net-max-rows (memory grows with it) or print a shorter range", err)
 	}
 	if errors.Is(err, cdc.ErrHistory) {
 		if snaps, whole, rerr := src.Retained(ctx); rerr == nil && !whole && len(snaps) > 0 && snaps[0].SequenceNumber-1 > *from {
@@ -126,5 +196,14 @@ func (l *listFlag) String() string { return strings.Join(*l, ",") }
 
 func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
+	return nil
+}
+
+// terminal returns w when it is a terminal, else nil: progress is for a
+// person watching, never for a log file or a pipe.
+func terminal(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return f
+	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
@@ -24,9 +25,12 @@ type Config struct {
 	Poll    struct {
 		Interval time.Duration `yaml:"interval"`
 	} `yaml:"poll"`
-	Format string     `yaml:"format"`
-	Sink   SinkConfig `yaml:"sink"`
-	State  struct {
+	// Format is the events' format: debezium-json, or
+	// debezium-connect-json (the default on Kafka).
+	Format   string         `yaml:"format"`
+	Debezium DebeziumConfig `yaml:"debezium"`
+	Sink     SinkConfig     `yaml:"sink"`
+	State    struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
 	HTTP struct {
@@ -60,6 +64,12 @@ type Config struct {
 	IO struct {
 		Concurrency int `yaml:"concurrency"`
 	} `yaml:"io"`
+	// NetMaxRows bounds the changed rows a net range holds (tables with
+	// net: true; default 100,000).
+	NetMaxRows int `yaml:"net_max_rows"`
+	// Cluster spreads the tables over several processes (cluster mode);
+	// default type none: this process follows every table.
+	Cluster cluster.Config `yaml:"cluster"`
 }
 
 // CatalogConfig says where the tables are.
@@ -80,6 +90,11 @@ type TableConfig struct {
 	Key      []string `yaml:"key"`
 	// MaxMemory overrides the pipeline's max_memory for this table.
 	MaxMemory byteSize `yaml:"max_memory"`
+	// Columns subscribes to these columns: only updates that change one
+	// are emitted, images projected to them and the key.
+	Columns []string `yaml:"columns"`
+	// Net delivers each poll's backlog as its net changes.
+	Net bool `yaml:"net"`
 	// Hold keeps a retention branch icecdc-<name> on the table so that
 	// other engines' snapshot expiry keeps what is not delivered yet.
 	Hold bool `yaml:"hold"`
@@ -157,7 +172,7 @@ func (c *Config) defaults() {
 		c.Poll.Interval = time.Second
 	}
 	if c.Format == "" {
-		c.Format = "debezium-json"
+		c.Format = defaultFormat(c.Sink.Type)
 	}
 	if c.State.Path == "" {
 		c.State.Path = "icecdc-state.db"
@@ -179,6 +194,11 @@ func (c *Config) defaults() {
 			c.Tables[i].MaxMemory = c.MaxMemory
 		}
 	}
+	var sinkKafka *kafka.Config
+	if c.Sink.Type == "kafka" {
+		sinkKafka = &c.Sink.Kafka
+	}
+	c.Cluster = c.Cluster.WithDefaults(sinkKafka)
 }
 
 func (c *Config) validate() error {
@@ -213,6 +233,11 @@ func (c *Config) validate() error {
 		if _, err := cdc.ParseStart(t.Start); err != nil {
 			bad(f+".start", "%v", err)
 		}
+		for j, col := range t.Columns {
+			if strings.TrimSpace(col) == "" {
+				bad(fmt.Sprintf("%s.columns[%d]", f, j), "empty column name")
+			}
+		}
 		if t.Hold {
 			if err := c.canHold(t); err != nil {
 				bad(f+".hold", "%v", err)
@@ -231,11 +256,22 @@ func (c *Config) validate() error {
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
 	}
-	if c.Format != "debezium-json" {
-		bad("format", "%q: only debezium-json is supported", c.Format)
+	switch c.Format {
+	case formatDebeziumJSON, formatDebeziumConnect:
+		if err := c.Debezium.connectOptions().Validate(); err != nil {
+			bad("debezium", "%v", err)
+		}
+	default:
+		bad("format", "%q: want %s or %s", c.Format, formatDebeziumJSON, formatDebeziumConnect)
+	}
+	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
+		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
+	}
+	if c.NetMaxRows < 0 {
+		bad("net_max_rows", "must not be negative")
 	}
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")
@@ -276,6 +312,9 @@ func (c *Config) validate() error {
 		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	}
+	if err := c.Cluster.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -21,9 +21,12 @@ tables:
     branch: main
     start: earliest
     key: [order_id]
+    columns: [status, address.city]
+    net: true
   - name: audit.*
     start: latest
 poll: {interval: 2s}
+net_max_rows: 5000
 format: debezium-json
 sink:
   type: webhook
@@ -48,6 +51,9 @@ func TestParseConfig(t *testing.T) {
 	}
 	if len(c.Tables) != 2 || c.Tables[0].Key[0] != "order_id" || c.Tables[1].Branch != "main" {
 		t.Fatalf("tables %+v", c.Tables)
+	}
+	if !c.Tables[0].Net || c.Tables[1].Net || strings.Join(c.Tables[0].Columns, ",") != "status,address.city" || c.NetMaxRows != 5000 {
+		t.Fatalf("net and columns: %+v, net_max_rows %d", c.Tables, c.NetMaxRows)
 	}
 }
 
@@ -211,6 +217,34 @@ func TestConfigIOConcurrency(t *testing.T) {
 	}
 	if _, err := parseConfig([]byte(goodConfig+"io: {concurrency: -1}\n"), secret); err == nil || !strings.Contains(err.Error(), "io.concurrency") {
 		t.Fatalf("io.concurrency -1: error %v, want one naming the field", err)
+	}
+}
+
+func TestClusterConfig(t *testing.T) {
+	base := "name: p\ntables: [{name: shop.orders}]\n"
+	kafkaSink := "sink: {type: kafka, kafka: {brokers: [\"k:9092\"], checkpoint_topic: cps}}\n"
+	c, err := parseConfig([]byte(base+kafkaSink+"cluster: {type: kafka, group: g}\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Cluster.Enabled() || c.Cluster.Topic != "icecdc.cluster.g" || c.Cluster.Partitions != 64 ||
+		c.Cluster.Kafka.Brokers[0] != "k:9092" || c.Cluster.Kafka.CheckpointTopic != "cps" {
+		t.Fatalf("defaults: %+v", c.Cluster)
+	}
+	if c, err := parseConfig([]byte(base+kafkaSink), env(nil)); err != nil || c.Cluster.Enabled() {
+		t.Fatalf("no cluster section: enabled %v, %v", c != nil && c.Cluster.Enabled(), err)
+	}
+	for cfg, want := range map[string]string{
+		base + kafkaSink + "cluster: {type: kafka}\n":                                    "cluster.group: required",
+		base + kafkaSink + "cluster: {type: zookeeper, group: g}\n":                      `cluster.type: "zookeeper"`,
+		base + "sink: {type: file, file: {path: x}}\ncluster: {type: kafka, group: g}\n": "cluster.kafka.brokers: required",
+		base + kafkaSink + "cluster: {type: kafka, group: g, session_timeout: 10ms}\n":   "cluster.session_timeout",
+		base + kafkaSink + "cluster: {type: kafka, group: g, partitions: -1}\n":          "cluster.partitions",
+	} {
+		_, err := parseConfig([]byte(cfg), env(nil))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", cfg, err, want)
+		}
 	}
 }
 

@@ -93,7 +93,7 @@ func TestSinkFailureIsVisible(t *testing.T) {
 		Ready:  make(chan struct{}),
 	}
 	listen := freeAddr(t)
-	srv, err := serveHTTP(listen, prometheus.NewRegistry(), p.Ready, p.Health, store, p.Name, snapshotHandler("", p))
+	srv, err := serveHTTP(listen, prometheus.NewRegistry(), p.Ready, p.Health, func() (any, error) { return tableStatuses(store, p.Name, p.Health) }, snapshotHandler("", p))
 	if err != nil {
 		t.Fatal(err)
 	}

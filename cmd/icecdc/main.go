@@ -20,7 +20,10 @@ var version = "0.1.0-dev"
 const usage = `icecdc — change data capture for Apache Iceberg v3 tables
 
 Usage:
-  icecdc changes --metadata PATH [--table NS.NAME] [--from-seq N] [--to-seq M] [--format debezium-json]
+  icecdc changes --metadata PATH [--table NS.NAME] [--from-seq N] [--to-seq M] [--net] [--columns a,b]
+                 [--format debezium-json|table] [--with-key]
+                 [--format debezium-connect-json [--time-precision-mode M] [--decimal-handling-mode M]
+                  [--topic-prefix P]]
   icecdc changes --catalog-type sql --catalog-uri file:catalog.db --warehouse file:///wh --table ns.t
   icecdc run -c icecdc.yaml [--adopt-state]
                                      the daemon (first SIGINT/SIGTERM drains and exits 0; a second exits at once);
@@ -62,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "changes":
-		err = cmdChanges(ctx, args[1:], stdout, log)
+		err = cmdChanges(ctx, args[1:], stdout, stderr, log)
 	case "run":
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "status":

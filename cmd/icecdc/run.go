@@ -78,6 +78,14 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if cfg.Cluster.Enabled() {
+		if adopt {
+			return fmt.Errorf("run: --adopt-state has no use in cluster mode: the checkpoints are in the kafka checkpoint topic, not a state file")
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		return runCluster(ctx, cfg, out, log, reg, cdc.NewMetrics(reg))
+	}
 	store, err := state.Open(cfg.State.Path, state.Options{Pipeline: cfg.Name, Adopt: adopt})
 	if err != nil {
 		return err
@@ -87,18 +95,23 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
-	sink, err := buildSink(cfg, out, log, metrics)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	sink, err := buildSink(cfg, out, log, metrics, enc)
 	if err != nil {
 		return err
 	}
 	p := &cdc.Pipeline{
 		Name: cfg.Name, Sink: sink, Store: store,
-		Encoder:   &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: cfg.Name, Version: version}},
+		Encoder:   enc,
 		Poll:      cfg.Poll.Interval,
 		ChunkSize: cfg.Chunk,
 		Log:       log,
 		Metrics:   metrics,
 		Health:    &cdc.Health{Log: log, Sink: cfg.Sink.Type},
+		Progress:  cdc.NewProgress(terminal(logOut)),
 		Ready:     make(chan struct{}),
 		// Checked by validate.
 		HoldInterval: cfg.HoldInterval,
@@ -107,7 +120,8 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, store, cfg.Name, snapshotHandler(cfg.HTTP.Token, p))
+		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) },
+			snapshotHandler(cfg.HTTP.Token, p))
 		if err != nil {
 			sink.Close(context.Background())
 			return err
@@ -206,7 +220,7 @@ func exactlyOnce(cfg *Config) bool {
 	return cfg.Sink.Type == "kafka" && cfg.Sink.Kafka.Delivery == kafka.ExactlyOnce
 }
 
-func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cdc.Sink, error) {
+func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc cdc.Encoder) (cdc.Sink, error) {
 	switch cfg.Sink.Type {
 	case "stdout":
 		return stdout.New(out), nil
@@ -216,6 +230,13 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 		kc := cfg.Sink.Kafka
 		kc.Pipeline = cfg.Name
 		kc.Logger = log
+		if cfg.Debezium.ProvideTransactionMetadata {
+			te, ok := enc.(cdc.TransactionEncoder)
+			if !ok {
+				return nil, fmt.Errorf("config: debezium.provide.transaction.metadata: format %s has no transaction records", cfg.Format)
+			}
+			kc.Transactions, kc.TransactionTopic = te, cfg.Debezium.prefix()+".transaction"
+		}
 		return kafka.New(kc)
 	case "webhook":
 		w := cfg.Sink.Webhook
@@ -228,16 +249,28 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics) (cd
 	return nil, fmt.Errorf("config: sink.type %q: want kafka, webhook, stdout or file", cfg.Sink.Type)
 }
 
-// buildTables opens every configured table, expanding namespace.* through
-// the catalog. log (nil: slog's default) receives the sources' lifecycle
-// messages.
-func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+// tableSource is one table to follow: its name, start and the options
+// its source is made with.
+type tableSource struct {
+	name       string
+	start      cdc.Start
+	hold       bool
+	columns    []string
+	net        bool
+	netMaxRows int
+	opts       source.Options
+}
+
+// listTableSources lists every configured table, expanding namespace.*
+// through the catalog. log (nil: slog's default) receives the sources'
+// lifecycle messages.
+func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tableSource, error) {
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
 		AllowedLocations: cfg.AllowedLocations, Log: log, IOConcurrency: cfg.IO.Concurrency,
 	}
-	var specs []cdc.TableSpec
+	var out []tableSource
 	for _, t := range cfg.Tables {
 		start, err := cdc.ParseStart(t.Start)
 		if err != nil {
@@ -253,14 +286,38 @@ func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.Tabl
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
 			o.MaxMemory = int64(t.MaxMemory)
-			// Loaded by the table's follower, which retries: one table that
-			// cannot be loaded at start does not keep the others from running.
-			src, err := source.New(o)
-			if err != nil {
-				return nil, err
-			}
-			specs = append(specs, cdc.TableSpec{Name: name, Source: src, Start: start, Hold: t.Hold})
+			out = append(out, tableSource{name: name, start: start, hold: t.Hold, columns: t.Columns, net: t.Net,
+				netMaxRows: cfg.NetMaxRows, opts: o})
 		}
+	}
+	return out, nil
+}
+
+// buildTables opens every configured table, expanding namespace.* through
+// the catalog. log (nil: slog's default) receives the sources' lifecycle
+// messages.
+func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+	ts, err := listTableSources(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return openTables(ts)
+}
+
+func openTables(ts []tableSource) ([]cdc.TableSpec, error) {
+	var specs []cdc.TableSpec
+	for _, t := range ts {
+		// Loaded by the table's follower, which retries: one table that
+		// cannot be loaded at start does not keep the others from running.
+		src, err := source.New(t.opts)
+		if err != nil {
+			for _, sp := range specs {
+				sp.Source.Close()
+			}
+			return nil, err
+		}
+		specs = append(specs, cdc.TableSpec{Name: t.name, Source: src, Start: t.start, Hold: t.hold,
+			Columns: t.columns, Net: t.net, NetMaxRows: t.netMaxRows})
 	}
 	return specs, nil
 }
@@ -293,9 +350,18 @@ func (e *unlistedError) Unwrap() error { return e.err }
 // waitLogInterval, instead of ending the daemon (which a supervisor would
 // restart in a loop). It returns nil tables when ctx ends first.
 func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+	ts, err := waitForTableSources(ctx, cfg, log)
+	if err != nil || ts == nil {
+		return nil, err
+	}
+	return openTables(ts)
+}
+
+// waitForTableSources is waitForTables without opening the sources.
+func waitForTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tableSource, error) {
 	var since, logged time.Time
 	for {
-		tables, err := buildTables(ctx, cfg, log)
+		tables, err := listTableSources(ctx, cfg, log)
 		var ue *unlistedError
 		if !errors.As(err, &ue) {
 			if err == nil && !since.IsZero() {
@@ -337,7 +403,7 @@ func cfgPatterns(cfg *Config) []string {
 // serveHTTP serves /metrics, /healthz, /readyz and /status on a local
 // address. /readyz answers 503 with the reasons while a table is failing or
 // stopped.
-func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, store *state.Store, pipeline string, snapshot http.Handler) (*http.Server, error) {
+func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, status func() (any, error), snapshot http.Handler) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/snapshot", snapshot)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -355,7 +421,7 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, hea
 		}
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		ts, err := tableStatuses(store, pipeline, health)
+		ts, err := status()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

@@ -23,6 +23,9 @@ func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Cluster.Enabled() {
+		return clusterStatusTable(ctx, cfg, out)
+	}
 	states, err := statesFromDaemon(ctx, cfg)
 	if err != nil {
 		store, oerr := state.Open(cfg.State.Path, state.Options{LockTimeout: 200 * time.Millisecond, Pipeline: cfg.Name, ReadOnly: true})

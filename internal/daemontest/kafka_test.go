@@ -1,8 +1,10 @@
 package daemontest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -75,10 +77,20 @@ func readTopic(ctx context.Context, brokers []string, topic string, committed bo
 }
 
 // kafkaEvents decodes records into events, checking that each record's id
-// header is the id its value's source fields make.
+// header is the id its value's source fields make and that each tombstone
+// (the Kafka sink's default) directly follows its delete in the partition.
 func kafkaEvents(recs []*kgo.Record) ([]event, error) {
 	out := make([]event, 0, len(recs))
+	last := map[int32]*kgo.Record{}
 	for i, r := range recs {
+		prev := last[r.Partition]
+		last[r.Partition] = r
+		if r.Value == nil {
+			if prev == nil || prev.Value == nil || !bytes.Equal(prev.Key, r.Key) || !strings.Contains(string(prev.Value), `"op":"d"`) {
+				return nil, fmt.Errorf("record %d (partition %d offset %d): a tombstone that does not follow its delete", i, r.Partition, r.Offset)
+			}
+			continue
+		}
 		e, err := decodeEvent(r.Value)
 		if err != nil {
 			return nil, fmt.Errorf("record %d (partition %d offset %d): %v", i, r.Partition, r.Offset, err)

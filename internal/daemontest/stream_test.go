@@ -49,6 +49,15 @@ type envelope struct {
 // decodeEvent reads a debezium-json value and builds its event id from its
 // source fields, as a consumer of the file sink does.
 func decodeEvent(b []byte) (event, error) {
+	// Kafka's default format wraps the envelope as Kafka Connect's
+	// JsonConverter does: {"schema": …, "payload": <envelope>}.
+	var wrapped struct {
+		Schema  json.RawMessage `json:"schema"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(b, &wrapped); err == nil && wrapped.Schema != nil && wrapped.Payload != nil {
+		b = wrapped.Payload
+	}
 	var env envelope
 	if err := json.Unmarshal(b, &env); err != nil {
 		return event{}, err

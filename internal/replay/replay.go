@@ -21,10 +21,11 @@ import (
 
 // Event is a decoded debezium-json envelope, as a consumer reads it.
 type Event struct {
-	Op     string         `json:"op"`
-	Before map[string]any `json:"before"`
-	After  map[string]any `json:"after"`
-	Source struct {
+	Op            string         `json:"op"`
+	ChangedFields []string       `json:"changed_fields"`
+	Before        map[string]any `json:"before"`
+	After         map[string]any `json:"after"`
+	Source        struct {
 		SnapshotID  int64  `json:"snapshot_id"`
 		Seq         int64  `json:"sequence_number"`
 		RowID       int64  `json:"row_id"`
@@ -80,6 +81,11 @@ func (s State) Apply(evs []Event) error {
 			id = ev.Source.PairedRowID
 			if _, taken := s[ev.Source.RowID]; taken {
 				return fmt.Errorf("event %d: paired update to row %d, which the consumer already has", i, ev.Source.RowID)
+			}
+		}
+		if ev.Op == "u" {
+			if err := CheckChangedFields(ev); err != nil {
+				return fmt.Errorf("event %d (u row %d): %w", i, ev.Source.RowID, err)
 			}
 		}
 		cur, ok := s[id]

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -37,6 +38,11 @@ const (
 // DefaultTopic is the topic template used when Config.Topic is empty.
 const DefaultTopic = "icecdc.{namespace}.{table}"
 
+// DefaultTransactionTopic is the topic of transaction records when
+// Config.TransactionTopic is empty: Debezium's <topic.prefix>.transaction
+// with the default prefix.
+const DefaultTransactionTopic = "icecdc.transaction"
+
 // DefaultCheckpointTopic is the compacted topic exactly-once delivery
 // keeps checkpoints in when Config.CheckpointTopic is empty.
 const DefaultCheckpointTopic = "icecdc.checkpoints"
@@ -55,8 +61,24 @@ type Config struct {
 	Delivery string `yaml:"delivery"`
 	// Tombstones makes the sink follow every delete event with a record
 	// of the same key and a null value, so that log compaction can drop
-	// the key. Default false.
-	Tombstones bool `yaml:"tombstones"`
+	// the key. Default true, as Debezium's tombstones.on.delete.
+	Tombstones *bool `yaml:"tombstones"`
+	// Transactions, when set, makes the sink write Debezium's transaction
+	// metadata to TransactionTopic: a BEGIN record with a batch that
+	// starts a snapshot's events, an END record (with the event count)
+	// with the batch that ends them, encoded by Transactions and keyed by
+	// the transaction id. Default nil: none.
+	Transactions cdc.TransactionEncoder `yaml:"-"`
+	// TransactionTopic is the topic of transaction records, created with
+	// one partition. Default DefaultTransactionTopic.
+	TransactionTopic string `yaml:"-"`
+	// CloudEvents adds the headers of the CloudEvents Kafka protocol
+	// binding's binary mode to every event record: ce_specversion (1.0),
+	// ce_id (the event id), ce_source (icecdc/<pipeline>/<namespace>.<table>),
+	// ce_type (io.icecdc.change.<op>), ce_time (the commit time, RFC 3339),
+	// ce_subject (the record key) and content-type (application/json); the
+	// record value is the event's data. Default false.
+	CloudEvents bool `yaml:"cloudevents"`
 	// TLS configures encryption to the brokers. Default: plaintext.
 	TLS TLS `yaml:"tls"`
 	// SASL configures authentication. Default: none.
@@ -87,6 +109,11 @@ type Config struct {
 	// Logger receives the few lifecycle messages the sink logs. Default
 	// slog.Default().
 	Logger *slog.Logger `yaml:"-"`
+	// Owner, when set, names the writer of each checkpoint record: its
+	// member and group generation travel as the record's headers
+	// "owner" and "generation" (cluster mode), so that the checkpoint
+	// topic tells who held a table when. Default nil: no such headers.
+	Owner func() (member string, generation int32) `yaml:"-"`
 
 	// clientOpts are appended to the client options; tests use them to
 	// shorten timeouts against kfake.
@@ -151,6 +178,13 @@ func (c Config) withDefaults() Config {
 	if c.CheckpointTopic == "" {
 		c.CheckpointTopic = DefaultCheckpointTopic
 	}
+	if c.Tombstones == nil {
+		on := true
+		c.Tombstones = &on
+	}
+	if c.TransactionTopic == "" {
+		c.TransactionTopic = DefaultTransactionTopic
+	}
 	if c.TopicPartitions == 0 {
 		c.TopicPartitions = -1 // CreateTopics v4+: the broker's default
 	}
@@ -182,6 +216,11 @@ func (c Config) validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("delivery: %q is neither %q nor %q", c.Delivery, AtLeastOnce, ExactlyOnce))
+	}
+	if c.Transactions != nil {
+		if err := validTopicName(c.TransactionTopic); err != nil {
+			errs = append(errs, fmt.Errorf("transaction topic: %w", err))
+		}
 	}
 	for _, p := range placeholder.FindAllString(c.Topic, -1) {
 		switch p {

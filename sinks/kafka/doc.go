@@ -2,10 +2,12 @@
 //
 // The model: each table's events go to the topic its template names
 // (default icecdc.{namespace}.{table}), one record per event, keyed by the
-// event's key, with the headers id, op, sequence_number and snapshot_id,
-// and, when asked, a tombstone (same key, null value) after each delete so
-// that log compaction can forget deleted keys. The producer is idempotent
-// and waits for acks=all.
+// event's key, with the headers id, op, sequence_number and snapshot_id
+// (with CloudEvents, the ce_ headers of its binary mode too), and a
+// tombstone (same key, null value) after each delete unless turned off, so
+// that log compaction can forget deleted keys. Transaction records (BEGIN,
+// END), when configured, go to their own topic in the same produce. The
+// producer is idempotent and waits for acks=all.
 //
 // Ordering: records with one key hash to one partition (franz-go's default
 // partitioner hashes keys as Kafka's own clients do), the idempotent

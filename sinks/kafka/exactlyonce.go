@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -74,6 +75,9 @@ func (s *ExactlyOnceSink) Write(ctx context.Context, b *cdc.Batch) error {
 		if err := p.ensureTopic(ctx, topic, p.cfg.TopicPartitions, nil); err != nil {
 			return err
 		}
+		if err := p.ensureTransactionTopic(ctx); err != nil {
+			return err
+		}
 	}
 	ckpt, err := checkpointRecord(p.cfg, b)
 	if err != nil {
@@ -139,8 +143,26 @@ func checkpointRecord(cfg Config, b *cdc.Batch) (*kgo.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode checkpoint %s: %w", b.Checkpoint, err)
 	}
-	return &kgo.Record{Topic: cfg.CheckpointTopic, Key: []byte(checkpointKey(cfg.Pipeline, b.Table)), Value: v}, nil
+	r := &kgo.Record{Topic: cfg.CheckpointTopic, Key: []byte(checkpointKey(cfg.Pipeline, b.Table)), Value: v}
+	if cfg.Owner != nil {
+		member, gen := cfg.Owner()
+		r.Headers = []kgo.RecordHeader{
+			{Key: HeaderOwner, Value: []byte(member)},
+			{Key: HeaderGeneration, Value: []byte(strconv.FormatInt(int64(gen), 10))},
+		}
+	}
+	return r, nil
 }
+
+// Headers of a checkpoint record written with Config.Owner set.
+const (
+	HeaderOwner      = "owner"
+	HeaderGeneration = "generation"
+)
+
+// CheckpointKey names a table's checkpoint record in the checkpoint
+// topic: <pipeline>/<namespace>.<table>.
+func CheckpointKey(pipeline string, t cdc.TableInfo) string { return checkpointKey(pipeline, t) }
 
 // abort ends the open transaction, if any, with an abort. After an
 // unconfirmed commit franz-go's abort reloads the producer id, which bumps

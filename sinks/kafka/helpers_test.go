@@ -87,7 +87,7 @@ func (r *reader) eventTopics(ctx context.Context) ([]string, error) {
 	}
 	var topics []string
 	for _, name := range details.Names() {
-		if name != r.cfg.CheckpointTopic {
+		if name != r.cfg.CheckpointTopic && name != r.cfg.TransactionTopic {
 			topics = append(topics, name)
 		}
 	}

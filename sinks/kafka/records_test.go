@@ -19,7 +19,8 @@ func TestRecords(t *testing.T) {
 	c := newCluster(t)
 	cfg := testConfig(c)
 	cfg.Topic = "cdc.{catalog}.{namespace}.{table}.{pipeline}"
-	cfg.Tombstones = true
+	on := true
+	cfg.Tombstones = &on
 	cfg.TopicPartitions = 4
 	s := newSink(t, cfg)
 	r := newReader(c, cfg)

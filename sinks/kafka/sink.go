@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -78,6 +80,9 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 		return err
 	}
 	if err := s.p.ensureTopic(ctx, topic, s.p.cfg.TopicPartitions, nil); err != nil {
+		return err
+	}
+	if err := s.p.ensureTransactionTopic(ctx); err != nil {
 		return err
 	}
 	return s.p.produce(ctx, s.p.records(topic, b, nil))
@@ -181,11 +186,43 @@ const (
 	headerSnapshot = "snapshot_id"
 )
 
+// ensureTransactionTopic creates the transaction topic, with one
+// partition so that its records keep their order, when it is written.
+func (p *producer) ensureTransactionTopic(ctx context.Context) error {
+	if p.cfg.Transactions == nil {
+		return nil
+	}
+	return p.ensureTopic(ctx, p.cfg.TransactionTopic, 1, nil)
+}
+
+// transactionRecord encodes a transaction marker as a record of the
+// transaction topic; nil for no marker.
+func (p *producer) transactionRecord(m *cdc.TransactionMarker) *kgo.Record {
+	if m == nil || p.cfg.Transactions == nil {
+		return nil
+	}
+	return &kgo.Record{Topic: p.cfg.TransactionTopic,
+		Key:   p.cfg.Transactions.AppendTransactionKey(nil, m),
+		Value: p.cfg.Transactions.AppendTransactionValue(nil, m)}
+}
+
+// CloudEvents binary-mode headers (the Kafka protocol binding).
+var (
+	ceHeaders     = []string{"ce_specversion", "ce_id", "ce_source", "ce_type", "ce_time", "ce_subject", "content-type"}
+	ceSpecVersion = []byte("1.0")
+	ceContentType = []byte("application/json")
+)
+
+const ceTypePrefix = "io.icecdc.change."
+
 // records turns b's messages into records for topic, each delete followed
-// by its tombstone when configured, and appends extra.
+// by its tombstone when configured, between the batch's transaction
+// markers when configured, and appends extra.
 func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo.Record {
+	begin, end := cdc.TransactionMarkers(b)
 	n := len(b.Messages)
-	if p.cfg.Tombstones {
+	tombstones := *p.cfg.Tombstones
+	if tombstones {
 		for i := range b.Messages {
 			if b.Messages[i].Op == cdc.OpDelete {
 				n++
@@ -194,9 +231,19 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 	}
 	// One backing array for records and one for headers: a batch is
 	// produced and waited for as a unit, so they live and die together.
-	recs := make([]*kgo.Record, 0, n+1)
+	recs := make([]*kgo.Record, 0, n+3)
+	if r := p.transactionRecord(begin); r != nil {
+		recs = append(recs, r)
+	}
 	backing := make([]kgo.Record, n)
-	headers := make([]kgo.RecordHeader, 0, 4*len(b.Messages))
+	perEvent := 4
+	var ceSource, ceTime []byte
+	if p.cfg.CloudEvents {
+		perEvent += len(ceHeaders)
+		ceSource = []byte("icecdc/" + url.PathEscape(p.cfg.Pipeline) + "/" + url.PathEscape(b.Table.Namespace) + "." + url.PathEscape(b.Table.Name))
+		ceTime = []byte(time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano))
+	}
+	headers := make([]kgo.RecordHeader, 0, perEvent*len(b.Messages))
 	seq := []byte(strconv.FormatInt(b.Snapshot.SequenceNumber, 10))
 	snap := []byte(strconv.FormatInt(b.Snapshot.ID, 10))
 	next := 0
@@ -209,11 +256,22 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 			kgo.RecordHeader{Key: headerSequence, Value: seq},
 			kgo.RecordHeader{Key: headerSnapshot, Value: snap},
 		)
+		if p.cfg.CloudEvents {
+			headers = append(headers,
+				kgo.RecordHeader{Key: "ce_specversion", Value: ceSpecVersion},
+				kgo.RecordHeader{Key: "ce_id", Value: []byte(m.ID)},
+				kgo.RecordHeader{Key: "ce_source", Value: ceSource},
+				kgo.RecordHeader{Key: "ce_type", Value: []byte(ceTypePrefix + m.Op.String())},
+				kgo.RecordHeader{Key: "ce_time", Value: ceTime},
+				kgo.RecordHeader{Key: "ce_subject", Value: cdc.KeyPayload(m.Key)},
+				kgo.RecordHeader{Key: "content-type", Value: ceContentType},
+			)
+		}
 		r := &backing[next]
 		next++
 		r.Topic, r.Key, r.Value, r.Headers = topic, m.Key, m.Value, headers[h:len(headers):len(headers)]
 		recs = append(recs, r)
-		if p.cfg.Tombstones && m.Op == cdc.OpDelete {
+		if tombstones && m.Op == cdc.OpDelete {
 			// No headers: a tombstone is not an event, and an id
 			// header would make consumers that drop repeated ids drop
 			// it as a copy of the delete.
@@ -222,6 +280,9 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 			t.Topic, t.Key = topic, m.Key
 			recs = append(recs, t)
 		}
+	}
+	if r := p.transactionRecord(end); r != nil {
+		recs = append(recs, r)
 	}
 	if extra != nil {
 		recs = append(recs, extra)

@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/json"
 	"net/url"
+	"time"
 
 	"github.com/icecdc/icecdc/cdc"
 )
@@ -26,6 +27,7 @@ type encoder struct {
 	// ceSource is the quoted CloudEvents source, the same for every event
 	// of a batch; nil for plain JSON arrays.
 	ceSource []byte
+	ceTime   []byte // the quoted commit time of the batch's snapshot
 }
 
 func newEncoder(cfg Config, b *cdc.Batch) *encoder {
@@ -35,6 +37,7 @@ func newEncoder(cfg Config, b *cdc.Batch) *encoder {
 		// whatever the names hold; ordinary names are unchanged.
 		e.ceSource = appendJSONString(nil, "icecdc/"+url.PathEscape(cfg.Pipeline)+"/"+
 			url.PathEscape(b.Table.Namespace)+"."+url.PathEscape(b.Table.Name))
+		e.ceTime = appendJSONString(nil, time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano))
 	}
 	return e
 }
@@ -78,6 +81,10 @@ func (e *encoder) appendElement(dst []byte, m *cdc.Message) []byte {
 	dst = append(dst, e.ceSource...)
 	dst = append(dst, `,"type":`...)
 	dst = appendJSONString(dst, "io.icecdc.change."+m.Op.String())
+	dst = append(dst, `,"time":`...)
+	dst = append(dst, e.ceTime...)
+	dst = append(dst, `,"subject":`...)
+	dst = appendJSONString(dst, string(cdc.KeyPayload(m.Key)))
 	dst = append(dst, `,"datacontenttype":"application/json","data":`...)
 	dst = appendValue(dst, m.Value)
 	return append(dst, '}')

@@ -156,6 +156,8 @@ func TestCloudEvents(t *testing.T) {
 			"type":            `"io.icecdc.change.` + m.Op.String() + `"`,
 			"datacontenttype": `"application/json"`,
 			"data":            string(m.Value),
+			"time":            `"` + time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano) + `"`,
+			"subject":         string(must(json.Marshal(string(m.Key)))),
 		}
 		if len(ce) != len(want) {
 			t.Errorf("event %d has %d attributes, want %d", i, len(ce), len(want))
@@ -484,4 +486,11 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("error quotes the secret: %v", err)
 		}
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -1,0 +1,319 @@
+package cdc
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+)
+
+// DebeziumConnectJSON encodes events as Kafka Connect's JsonConverter
+// writes Debezium's change events with schemas.enable=true (its default):
+// key and value are each {"schema": …, "payload": …}, the schemas derived
+// from the event's Iceberg schema, with Debezium's logical types per
+// ConnectOptions. Connect sinks and Debezium consumers read them as they
+// read Debezium's own topics.
+//
+// The payload is the debezium-json envelope plus ts_us, ts_ns and
+// source.sequence, with values in Connect's form. Create it with
+// NewDebeziumConnectJSON; it may be used from several goroutines.
+type DebeziumConnectJSON struct {
+	Envelope
+	opts  ConnectOptions
+	cache *connectCache
+}
+
+// NewDebeziumConnectJSON returns the format with opts (zero fields take
+// Debezium's defaults), or an error naming a bad mode.
+func NewDebeziumConnectJSON(env Envelope, opts ConnectOptions) (*DebeziumConnectJSON, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &DebeziumConnectJSON{Envelope: env, opts: opts.withDefaults(), cache: &connectCache{}}, nil
+}
+
+// Options returns the format's options, with their defaults applied.
+func (f *DebeziumConnectJSON) Options() ConnectOptions { return f.opts }
+
+// WithSnapshotMarker returns a copy of f whose events carry marker as
+// source.snapshot, and source.resync when resync is set; the copy shares
+// f's schema cache.
+func (f *DebeziumConnectJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
+	g := *f
+	g.SnapshotMarker, g.Resync = marker, resync
+	return &g
+}
+
+// connectTable is what the format derives once per schema and table: the
+// compiled row, and the key and value prefixes up to the payload.
+type connectTable struct {
+	row         *jsonSchema
+	valuePrefix []byte // {"schema":<envelope>,"payload":
+	keyNames    []string
+	key         *jsonKey
+	keyPrefix   []byte // {"schema":<key>,"payload":
+	err         error  // a column the format cannot express
+}
+
+type connectCacheKey struct {
+	schema          *iceberg.Schema
+	namespace, name string
+}
+
+// connectCache holds the derived schemas of the tables an encoder saw.
+// Schemas change rarely and events are many; the map is bounded so that
+// a daemon that reloads table metadata on every poll does not grow it.
+type connectCache struct {
+	mu     sync.Mutex
+	tables map[connectCacheKey]*connectTable
+}
+
+const connectCacheMax = 256
+
+func (f *DebeziumConnectJSON) table(t *TableInfo) (*connectTable, error) {
+	if t.Schema == nil {
+		return nil, errNoSchema
+	}
+	k := connectCacheKey{t.Schema, t.Namespace, t.Name}
+	c := f.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.tables[k]
+	if !ok {
+		if c.tables == nil || len(c.tables) >= connectCacheMax {
+			c.tables = map[connectCacheKey]*connectTable{}
+		}
+		ct = f.compile(t)
+		c.tables[k] = ct
+	}
+	if ct.err != nil {
+		return nil, ct.err
+	}
+	if ct.keyPrefix == nil || !equalStrings(ct.keyNames, t.KeyFields) {
+		// A new layout replaces the entry rather than change it under
+		// an encoder that holds it.
+		next := *ct
+		if err := f.compileKey(&next, t); err != nil {
+			return nil, err
+		}
+		ct = &next
+		c.tables[k] = ct
+	}
+	return ct, nil
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *DebeziumConnectJSON) schemaName(t *TableInfo, suffix string) string {
+	return f.opts.Prefix + "." + t.Namespace + "." + t.Name + "." + suffix
+}
+
+func (f *DebeziumConnectJSON) compile(t *TableInfo) *connectTable {
+	ct := &connectTable{row: compileJSONSchema(t.Schema)}
+	row, err := connectSchemaOpen(nil, &ct.row.row, true, f.schemaName(t, "Value"), &f.opts, "")
+	if err != nil {
+		ct.err = fmt.Errorf("table %s.%s: %w", t.Namespace, t.Name, err)
+		return ct
+	}
+	v := append([]byte(nil), `{"schema":`...)
+	v = connectEnvelopeSchema(v, row, f.schemaName(t, "Envelope"))
+	ct.valuePrefix = append(v, `,"payload":`...)
+	return ct
+}
+
+func (f *DebeziumConnectJSON) compileKey(ct *connectTable, t *TableInfo) error {
+	k := append([]byte(nil), `{"schema":{"type":"struct","fields":[`...)
+	var key *jsonKey
+	if len(t.KeyFields) == 0 {
+		k = connectField(k, "int64", false, "_row_id")
+	} else {
+		var err error
+		if key, err = ct.row.key(t.Schema, t.KeyFields); err != nil {
+			return err
+		}
+		for i, p := range key.parts {
+			if i > 0 {
+				k = append(k, ',')
+			}
+			if k, err = connectSchemaOpen(k, p.typ, false, "", &f.opts, p.name); err != nil {
+				return fmt.Errorf("table %s.%s: key: %w", t.Namespace, t.Name, err)
+			}
+			k = append(k, `,"field":`...)
+			k = appendJSONString(k, p.name)
+			k = append(k, '}')
+		}
+	}
+	k = append(k, `],"optional":false,"name":`...)
+	k = appendJSONString(k, f.schemaName(t, "Key"))
+	k = append(k, `},"payload":`...)
+	ct.key, ct.keyNames, ct.keyPrefix = key, append([]string(nil), t.KeyFields...), k
+	return nil
+}
+
+// AppendKey appends the event's key: the table's key fields (or _row_id)
+// as a Connect struct named <prefix>.<namespace>.<table>.Key. On error it
+// returns dst unchanged.
+func (f *DebeziumConnectJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+	out, err := f.appendKey(dst, c, e)
+	if err != nil {
+		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
+	}
+	return out, nil
+}
+
+func (f *DebeziumConnectJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+	ct, err := f.table(&c.Table)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, ct.keyPrefix...)
+	if ct.key == nil {
+		dst = append(dst, `{"_row_id":`...)
+		dst = strconv.AppendInt(dst, e.RowID, 10)
+		return append(dst, "}}"...), nil
+	}
+	row := e.After
+	if e.Op == OpDelete {
+		row = e.Before
+	}
+	if row == nil {
+		return dst, fmt.Errorf("no row image for op %s", e.Op)
+	}
+	for i := range ct.key.parts {
+		p := &ct.key.parts[i]
+		dst = append(dst, p.prefix...)
+		v, err := p.lookup(row)
+		if err != nil {
+			return dst, err
+		}
+		if v == nil {
+			// A key field is required in the key schema: a null there
+			// (under a null struct) would make Connect refuse the record.
+			return dst, &ValueError{Field: p.name, Type: p.typ.name, Want: "a value (key fields are required)", Got: "null"}
+		}
+		if dst, err = appendConnectValue(dst, p.typ, v, &f.opts); err != nil {
+			return dst, err.(*ValueError).within(p.name)
+		}
+	}
+	return append(dst, "}}"...), nil
+}
+
+// AppendValue appends the event's envelope with its schema, on one line;
+// tsMs is the processing time. On error it returns dst unchanged.
+func (f *DebeziumConnectJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+	out, err := f.appendValue(dst, c, e, tsMs)
+	if err != nil {
+		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
+	}
+	return out, nil
+}
+
+func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+	if !validOp(e.Op) {
+		return dst, fmt.Errorf("unknown op %q", byte(e.Op))
+	}
+	ct, err := f.table(&c.Table)
+	if err != nil {
+		return dst, err
+	}
+	row := &ct.row.row
+	dst = append(dst, ct.valuePrefix...)
+	dst = append(dst, `{"before":`...)
+	if e.Before == nil {
+		dst = append(dst, "null"...)
+	} else if dst, err = row.appendConnectStruct(dst, e.Before, &f.opts); err != nil {
+		return dst, fmt.Errorf("before: %w", err)
+	}
+	dst = append(dst, `,"after":`...)
+	if e.After == nil {
+		dst = append(dst, "null"...)
+	} else if dst, err = row.appendConnectStruct(dst, e.After, &f.opts); err != nil {
+		return dst, fmt.Errorf("after: %w", err)
+	}
+	dst = append(dst, `,"source":{"version":`...)
+	dst = appendJSONString(dst, f.Version)
+	dst = append(dst, `,"connector":"icecdc","name":`...)
+	dst = appendJSONString(dst, f.Pipeline)
+	commitMs := c.Snapshot.TimestampMs
+	dst = append(dst, `,"ts_ms":`...)
+	dst = strconv.AppendInt(dst, commitMs, 10)
+	dst = append(dst, `,"snapshot":`...)
+	if f.SnapshotMarker == "" {
+		dst = append(dst, `"false"`...)
+	} else {
+		dst = appendJSONString(dst, f.SnapshotMarker)
+	}
+	if f.Resync {
+		dst = append(dst, `,"resync":true`...)
+	} else {
+		dst = append(dst, `,"resync":null`...)
+	}
+	dst = append(dst, `,"db":`...)
+	dst = appendJSONString(dst, c.Table.Catalog)
+	// sequence orders a table's events as Debezium's does: the commit's
+	// sequence number, then the event's index inside it.
+	dst = append(dst, `,"sequence":"[\"`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
+	dst = append(dst, `\",\"`...)
+	dst = strconv.AppendInt(dst, int64(e.Index), 10)
+	dst = append(dst, `\"]","ts_us":`...)
+	dst = strconv.AppendInt(dst, commitMs*1000, 10)
+	dst = append(dst, `,"ts_ns":`...)
+	dst = strconv.AppendInt(dst, commitMs*1_000_000, 10)
+	dst = append(dst, `,"schema":`...)
+	dst = appendJSONString(dst, c.Table.Namespace)
+	dst = append(dst, `,"table":`...)
+	dst = appendJSONString(dst, c.Table.Name)
+	dst = append(dst, `,"table_uuid":`...)
+	dst = appendJSONString(dst, c.Table.UUID)
+	dst = append(dst, `,"snapshot_id":`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.ID, 10)
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
+	dst = append(dst, `,"operation":`...)
+	dst = appendJSONString(dst, c.Snapshot.Operation)
+	dst = append(dst, `,"row_id":`...)
+	dst = strconv.AppendInt(dst, e.RowID, 10)
+	dst = append(dst, `,"last_updated_sequence_number":`...)
+	dst = strconv.AppendInt(dst, e.LUSN, 10)
+	dst = append(dst, `,"event_index":`...)
+	dst = strconv.AppendInt(dst, int64(e.Index), 10)
+	if e.Source != "" {
+		dst = append(dst, `,"paired":`...)
+		dst = appendJSONString(dst, e.Source)
+		dst = append(dst, `,"paired_row_id":`...)
+		dst = strconv.AppendInt(dst, e.PairedRowID, 10)
+	} else {
+		dst = append(dst, `,"paired":null,"paired_row_id":null`...)
+	}
+	dst = append(dst, `},"op":"`...)
+	dst = append(dst, byte(e.Op), '"')
+	dst = append(dst, `,"ts_ms":`...)
+	dst = strconv.AppendInt(dst, tsMs, 10)
+	dst = append(dst, `,"ts_us":`...)
+	dst = strconv.AppendInt(dst, tsMs*1000, 10)
+	dst = append(dst, `,"ts_ns":`...)
+	dst = strconv.AppendInt(dst, tsMs*1_000_000, 10)
+	order := int64(e.Index) + 1
+	dst = append(dst, `,"transaction":{"id":`...)
+	dst = appendJSONString(dst, c.Table.UUID)
+	dst = dst[:len(dst)-1]
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
+	dst = append(dst, `","total_order":`...)
+	dst = strconv.AppendInt(dst, order, 10)
+	dst = append(dst, `,"data_collection_order":`...)
+	dst = strconv.AppendInt(dst, order, 10)
+	return append(dst, "}}}"...), nil
+}

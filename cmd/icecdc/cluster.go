@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cluster"
+	"github.com/icecdc/icecdc/source"
+)
+
+// runCluster is `icecdc run` in cluster mode: no state file; the member
+// follows the tables the group assigns it, with checkpoints in the Kafka
+// checkpoint topic.
+func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) error {
+	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
+	eo := exactlyOnce(cfg)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var shared cdc.Sink
+	if !eo {
+		if shared, err = buildSink(cfg, out, log, metrics, enc); err != nil {
+			return err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			shared.Close(cctx)
+		}()
+	}
+	kc := cfg.Cluster.Kafka
+	if cfg.Sink.Type == "kafka" {
+		kc = cfg.Sink.Kafka
+		if cfg.Debezium.ProvideTransactionMetadata {
+			te, ok := enc.(cdc.TransactionEncoder)
+			if !ok {
+				return fmt.Errorf("config: debezium.provide.transaction.metadata: format %s has no transaction records", cfg.Format)
+			}
+			kc.Transactions, kc.TransactionTopic = te, cfg.Debezium.prefix()+".transaction"
+		}
+	}
+	ready := make(chan struct{})
+	var member *cluster.Member
+	if cfg.HTTP.Listen != "" {
+		srv, err := serveHTTP(cfg.HTTP.Listen, reg, ready, health, func() (any, error) {
+			if member == nil {
+				return clusterStatus{}, nil
+			}
+			return clusterStatus{Member: member.Name(), Generation: member.Generation(), Tables: member.Owned(), Health: health.Tables()}, nil
+		}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "on-demand snapshots are not available in cluster mode yet: the table's owner is not known to this member", http.StatusNotImplemented)
+		}))
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+	ts, err := waitForTableSources(ctx, cfg, log)
+	if err != nil || ts == nil {
+		return err
+	}
+	tables := make([]cluster.Table, len(ts))
+	for i, t := range ts {
+		o := t.opts
+		tables[i] = cluster.Table{Name: t.name, Start: t.start, Hold: t.hold,
+			Columns: t.columns, Net: t.net, NetMaxRows: t.netMaxRows, Open: func() (cdc.Source, error) { return source.New(o) }}
+	}
+	member, err = cluster.New(cluster.Options{
+		Pipeline: cfg.Name, Version: version, Fingerprint: configFingerprint(cfg),
+		Config: cfg.Cluster, Kafka: kc, ExactlyOnce: eo, Sink: shared, Tables: tables,
+		NewPipeline: func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline {
+			p := &cdc.Pipeline{
+				Name: cfg.Name, Tables: []cdc.TableSpec{spec}, Sink: sink, Store: store,
+				Encoder:      enc,
+				Poll:         cfg.Poll.Interval,
+				ChunkSize:    cfg.Chunk,
+				Log:          log,
+				Metrics:      metrics,
+				Health:       health,
+				HoldInterval: cfg.HoldInterval,
+			}
+			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
+			return p
+		},
+		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("icecdc started in cluster mode", "pipeline", cfg.Name, "group", cfg.Cluster.Group, "member", member.Name(),
+		"tables", len(tables), "sink", cfg.Sink.Type, "version", version)
+	err = member.Run(ctx)
+	log.Info("icecdc stopped", "pipeline", cfg.Name)
+	return err
+}
+
+// clusterStatus is /status in cluster mode: this member's tables.
+type clusterStatus struct {
+	Member     string            `json:"member"`
+	Generation int32             `json:"generation"`
+	Tables     []string          `json:"tables"`
+	Health     []cdc.TableHealth `json:"health,omitempty"`
+}
+
+// configFingerprint digests what every member of a cluster must share:
+// the pipeline, its tables and where and how events and checkpoints go.
+func configFingerprint(cfg *Config) string {
+	parts := []string{cfg.Name, cfg.Format, fmt.Sprint(cfg.Chunk), cfg.Sink.Type,
+		cfg.Cluster.Group, cfg.Cluster.Topic, fmt.Sprint(cfg.Cluster.Partitions),
+		cfg.Catalog.Type, cfg.Catalog.Name}
+	for _, t := range cfg.Tables {
+		parts = append(parts, t.Name, t.Metadata, t.Branch, t.Start, strings.Join(t.Key, ","))
+	}
+	switch cfg.Sink.Type {
+	case "kafka":
+		k := cfg.Sink.Kafka.WithDefaults()
+		parts = append(parts, k.Topic, k.Delivery, k.CheckpointTopic, fmt.Sprint(k.Tombstones))
+	case "webhook":
+		parts = append(parts, cfg.Sink.Webhook.URL, fmt.Sprint(cfg.Sink.Webhook.CloudEvents))
+	}
+	parts = append(parts, cfg.Cluster.Kafka.WithDefaults().CheckpointTopic)
+	return cluster.Fingerprint(parts...)
+}
