@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -26,6 +27,11 @@ type Holder interface {
 	// wrapping ErrHoldBusy; a catalog that refuses ref updates, with one
 	// wrapping ErrPermanent.
 	Hold(ctx context.Context, ref string, from int64) (Held, error)
+	// HoldLatest is Hold at the head the catalog has now rather than the
+	// loaded one; when that head is still snapshot unless it commits
+	// nothing and moved is false. It leaves the loaded metadata as it is
+	// and may run while another method of the source does.
+	HoldLatest(ctx context.Context, ref string, from, unless int64) (held Held, moved bool, err error)
 	// Release removes the ref; a table without it is left as it is.
 	Release(ctx context.Context, ref string) error
 }
@@ -48,6 +54,7 @@ func HoldRef(pipeline string) string { return "icecdc-" + pipeline }
 type heldState struct {
 	active   bool
 	head     int64 // the ref's snapshot
+	headSeq  int64 // and its sequence number
 	from     int64 // the checkpoint snapshot it keeps from
 	at       time.Time
 	oldestMs int64 // commit time of the oldest snapshot kept
@@ -73,6 +80,11 @@ func (f *follower) hold(ctx context.Context) error {
 	if f.held.active && (f.held.head == head.ID && f.held.from == from || time.Since(f.held.at) < f.p.HoldInterval) {
 		return nil
 	}
+	if f.held.active && head.SequenceNumber < f.held.headSeq {
+		// The hold was moved past the loaded head during a sink write
+		// (keepHold): never back. It moves on once the table is reloaded.
+		return nil
+	}
 	ref := HoldRef(f.p.Name)
 	got, err := h.Hold(ctx, ref, from)
 	if errors.Is(err, ErrHoldBusy) {
@@ -85,9 +97,57 @@ func (f *follower) hold(ctx context.Context) error {
 	if !f.held.active {
 		f.log.Info("retention hold placed", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
 	}
-	f.held = heldState{active: true, head: head.ID, from: from, at: time.Now(), oldestMs: got.Oldest.TimestampMs}
+	f.held = heldState{active: true, head: head.ID, headSeq: head.SequenceNumber, from: from, at: time.Now(), oldestMs: got.Oldest.TimestampMs}
 	f.held.report(f)
 	return nil
+}
+
+// keepHold moves the table's hold while a sink write is in flight, and
+// returns the function that stops it (and waits for it). A sink that
+// retries inside its Write (a webhook receiver or a broker that is down)
+// keeps the table from loading, and so from holding, the commits made
+// meanwhile: they would be kept by the table's own retention only, the
+// very commits a hold is for. So every HoldInterval of a write, the hold
+// moves to the head the catalog has now, from the checkpoint.
+func (f *follower) keepHold(ctx context.Context) (stop func()) {
+	h, ok := f.spec.Source.(Holder)
+	if !f.spec.Hold || !ok || !f.held.active {
+		return func() {}
+	}
+	ref, from, cur := HoldRef(f.p.Name), f.cp.SnapshotID, f.held
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(f.p.HoldInterval)
+		defer tick.Stop()
+		warned := false
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			got, moved, err := h.HoldLatest(ctx, ref, from, cur.head)
+			switch {
+			case err != nil && ctx.Err() == nil && !errors.Is(err, ErrHoldBusy) && !warned:
+				warned = true
+				f.log.Warn("retention hold not moved during a sink write; tried again every hold_interval", "ref", ref, "err", err)
+			case moved:
+				f.log.Info("retention hold moved during a sink write", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
+				cur = heldState{active: true, head: got.Head.ID, headSeq: got.Head.SequenceNumber, from: from, at: time.Now(), oldestMs: got.Oldest.TimestampMs}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		f.held = cur
+		f.held.report(f)
+	}
 }
 
 // report sets the age of the oldest held snapshot.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -35,6 +36,11 @@ type runOpts struct {
 	// blocked, while true, makes every sink write fail (a transient
 	// error): the daemon sees new commits but cannot deliver them.
 	blocked *atomic.Bool
+	// stuck, while true, makes every sink write wait (as a webhook or
+	// Kafka sink retrying inside Write does) until it is false or the
+	// run ends; writing counts the writes that waited.
+	stuck   *atomic.Bool
+	writing *atomic.Int32
 	// until stops the run when it returns true (checked every 20 ms);
 	// nil: when the checkpoint is a whole commit at the head.
 	until func(store *state.Store) bool
@@ -68,7 +74,7 @@ func (h *harness) runWith(o runOpts) error {
 	defer fs.Close(h.ctx)
 	ctx, cancel := context.WithTimeout(h.ctx, 60*time.Second)
 	defer cancel()
-	sink := &gateSink{countingSink: countingSink{Sink: fs, stopAfter: o.stopAfter, cancel: cancel}, blocked: o.blocked}
+	sink := &gateSink{countingSink: countingSink{Sink: fs, stopAfter: o.stopAfter, cancel: cancel}, blocked: o.blocked, stuck: o.stuck, writing: o.writing}
 	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Hold: o.hold}},
 		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: o.chunk, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
 		OnHistoryLoss: o.policy, HoldInterval: 10 * time.Millisecond, Ready: make(chan struct{})}
@@ -108,11 +114,23 @@ func (h *harness) runWith(o runOpts) error {
 type gateSink struct {
 	countingSink
 	blocked *atomic.Bool
+	stuck   *atomic.Bool
+	writing *atomic.Int32
 }
 
 func (s *gateSink) Write(ctx context.Context, b *cdc.Batch) error {
 	if s.blocked != nil && s.blocked.Load() {
 		return errors.New("sink unavailable (test)")
+	}
+	if s.stuck != nil && s.stuck.Load() {
+		s.writing.Add(1)
+		for s.stuck.Load() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 	}
 	return s.countingSink.Write(ctx, b)
 }
@@ -414,6 +432,125 @@ func TestPipelineHoldKeepsUndelivered(t *testing.T) {
 				t.Fatalf("the hold is still there after Release, at snapshot %d", id)
 			}
 		})
+	}
+}
+
+// TestPipelineHoldMovesDuringStuckWrite: the sink retries inside its
+// Write, as a webhook or Kafka sink whose receiver is down does, so the
+// table never gets back to loading its metadata; the commits made
+// meanwhile must still be held (the hold follows the catalog's head during
+// the write), survive expiry as Spark's expire_snapshots(older_than =>
+// now(), retain_last => 1) does it, and be delivered exactly afterwards.
+func TestPipelineHoldMovesDuringStuckWrite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 7))
+	h := newHarness(t)
+	// The test commits while the hold commits: its catalog waits for the
+	// SQLite lock, as every process on the file must.
+	props := h.env.CatalogProperties()
+	props["uri"] = h.env.CatalogURI + "?_pragma=busy_timeout(10000)"
+	cat, err := catalog.Load(h.ctx, scenario.CatalogName, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.env.Catalog = cat
+	if h.tbl, err = h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	var live []int64
+	h.randomCommits(rng, &live, 3)
+	if err := h.runWith(runOpts{start: "earliest", hold: true}); err != nil {
+		t.Fatal(err)
+	}
+	var stuck atomic.Bool
+	var writing atomic.Int32
+	stuck.Store(true)
+	var head int64
+	err = h.runWith(runOpts{start: "earliest", hold: true, stuck: &stuck, writing: &writing,
+		during: func(ctx context.Context, p *cdc.Pipeline) {
+			h.commitRetrying(rng, &live, 1) // the write of this one gets stuck
+			for writing.Load() == 0 && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			h.commitRetrying(rng, &live, 4) // made while the write waits
+			head = h.tbl.CurrentSnapshot().SnapshotID
+		},
+		until: func(*state.Store) bool {
+			tbl, err := h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"})
+			if err != nil {
+				return false
+			}
+			for name, ref := range tbl.Metadata().Refs() {
+				if name == cdc.HoldRef("p") && ref.SnapshotID == head {
+					return true
+				}
+			}
+			return false
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := writing.Load(); n != 1 {
+		t.Fatalf("%d writes got stuck, want the one the hold had to move during", n)
+	}
+	h.expireAll()
+	if kept := len(h.tbl.Metadata().Snapshots()); kept != 6 {
+		t.Fatalf("expiry kept %d snapshots, want the checkpoint's and the 5 after it", kept)
+	}
+	if err := h.runWith(runOpts{start: "earliest", hold: true}); err != nil {
+		t.Fatal(err)
+	}
+	evs := h.consumed()
+	replayConsumer(t, evs, h.checkLive(t))
+	if evs[len(evs)-1].Source.Seq != h.tbl.CurrentSnapshot().SequenceNumber {
+		t.Fatal("not every commit was delivered")
+	}
+}
+
+// commitRetrying makes n commits like randomCommits, each tried again on
+// the table's current metadata when another commit (the hold's) came
+// first, as Spark and Iceberg Java do.
+func (h *harness) commitRetrying(rng *rand.Rand, live *[]int64, n int) {
+	h.t.Helper()
+	for range n {
+		kind := rng.IntN(3)
+		if len(*live) < 3 {
+			kind = 0
+		}
+		k := rng.IntN(len(*live) + 1)
+		for attempt := 0; ; attempt++ {
+			tbl, err := h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"})
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			var next *table.Table
+			switch kind {
+			case 0:
+				id := slices.Max(append([]int64{0}, *live...)) + 1
+				next, err = scenario.Append(h.ctx, tbl, []map[string]any{scenario.Order(id, "c", "new", float64(id))})
+				if err == nil {
+					*live = append(*live, id)
+				}
+			case 1:
+				k := k % len(*live)
+				next, err = scenario.Delete(h.ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), (*live)[k]))
+				if err == nil {
+					*live = slices.Delete(*live, k, k+1)
+				}
+			default:
+				next, err = scenario.Update(h.ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), (*live)[k%len(*live)]), func(r map[string]any) map[string]any {
+					r["status"] = fmt.Sprint("s", attempt, k)
+					return r
+				})
+			}
+			if errors.Is(err, table.ErrCommitFailed) && attempt < 50 {
+				continue
+			}
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			h.tbl = next
+			break
+		}
 	}
 }
 

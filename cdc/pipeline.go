@@ -572,7 +572,10 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 	}
 	name := f.spec.Name
 	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })
-	if err := f.p.Sink.Write(report, b); err != nil {
+	stopHold := f.keepHold(ctx)
+	err := f.p.Sink.Write(report, b)
+	stopHold()
+	if err != nil {
 		class := "transient"
 		if errors.Is(err, ErrPermanent) || errors.Is(err, ErrDisabled) {
 			class = "permanent"

@@ -60,7 +60,7 @@ def renamed(prev, prev_fields, cur_fields):
 
 
 def event_obj(e):
-    op, rid, before, after = e
+    op, rid, _, before, after = e  # no paired updates: Spark writes no equality deletes
     return {"op": op, "row_id": rid,
             "before": None if before is None else json.loads(before),
             "after": None if after is None else json.loads(after)}

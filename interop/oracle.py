@@ -88,10 +88,14 @@ def project(values, columns):
     return {k: values[k] if k in values else canon(d) for k, d in columns.items()}
 
 
-def expected_events(prev, cur, seq, columns=None):
-    """Returns (events, notes): events as (op, row_id, before, after) keys.
+def expected_events(prev, cur, seq, columns=None, upsert_key=None):
+    """Returns (events, notes): events as (op, row_id, paired_row_id, before,
+    after) keys.
 
     columns: S's top-level columns {name: initial-default}, for before images.
+    upsert_key: for a table written with equality deletes only (Flink's
+    upsert mode), its identifier columns: a delete and an insert of one key
+    in S are one update (see pair_upserts).
     """
     events, notes = [], []
     projected = set()
@@ -105,16 +109,16 @@ def expected_events(prev, cur, seq, columns=None):
 
     for rid in prev.by_id:
         if rid not in cur.by_id:
-            events.append(("d", rid, before_of(rid), None))
+            events.append(("d", rid, None, before_of(rid), None))
     baseline = 0
     for rid, (lusn, after) in cur.by_id.items():
         if rid in prev.by_id:
             if lusn == seq:
-                events.append(("u", rid, before_of(rid), key(after)))
+                events.append(("u", rid, None, before_of(rid), key(after)))
             elif not _same(prev.by_id[rid][1], after):
                 notes.append(f"oracle anomaly: row_id {rid} changed values with lusn {lusn} != {seq}")
         elif lusn == seq:
-            events.append(("c", rid, None, key(after)))
+            events.append(("c", rid, None, None, key(after)))
         else:
             baseline += 1
     if baseline:
@@ -128,7 +132,36 @@ def expected_events(prev, cur, seq, columns=None):
         notes.append(f"oracle anomaly: duplicate row ids in live(S): {sorted(set(cur.duplicates))[:10]}")
     if cur.no_lineage and cur.by_id:
         notes.append(f"oracle anomaly: {cur.no_lineage} rows without row id next to rows with one")
+    if upsert_key:
+        events = pair_upserts(events, prev, cur, upsert_key)
     return events, notes
+
+
+def pair_upserts(events, prev, cur, key_columns):
+    """DESIGN §1: an equality delete and an insert with equal keys in one
+    snapshot are one update, with the new row id, naming the removed one.
+    Spark's reads cannot tell which delete removed a row; on a table whose
+    writer removes older rows only by equality deletes (Flink in upsert
+    mode: its position deletes only reach rows of the same commit) every
+    delete is one. A key with more than one delete or insert is left as
+    it is, as icecdc leaves it."""
+    def key_of(values):
+        return json.dumps([values.get(c) for c in key_columns])
+
+    dels, ins = {}, {}
+    for i, (op, rid, _, _, _) in enumerate(events):
+        if op == "d":
+            dels.setdefault(key_of(prev.by_id[rid][1]), []).append(i)
+        elif op == "c":
+            ins.setdefault(key_of(cur.by_id[rid][1]), []).append(i)
+    drop, out = set(), []
+    for k, ds in dels.items():
+        cs = ins.get(k, [])
+        if len(ds) == 1 and len(cs) == 1:
+            d, c = events[ds[0]], events[cs[0]]
+            out.append(("u", c[1], d[1], d[3], c[4]))
+            drop.update((ds[0], cs[0]))
+    return [e for i, e in enumerate(events) if i not in drop] + out
 
 
 def _same(before, after):
@@ -142,12 +175,14 @@ def got_events(lines):
     out = []
     for ev in lines:
         src = ev.get("source", {})
-        out.append((ev.get("op"), src.get("row_id"), key(ev.get("before")), key(ev.get("after"))))
+        paired = src.get("paired_row_id") if src.get("paired") else None
+        out.append((ev.get("op"), src.get("row_id"), paired, key(ev.get("before")), key(ev.get("after"))))
     return out
 
 
-def compare(expected, got_lines, seq):
-    """Returns a list of problems (empty: exact)."""
+def compare(expected, got_lines, seq, upserts=False):
+    """Returns a list of problems (empty: exact). upserts: the table is
+    written with equality deletes, whose updates icecdc pairs."""
     problems = []
     got = got_events(got_lines)
     exp_c, got_c = Counter(expected), Counter(got)
@@ -170,8 +205,11 @@ def compare(expected, got_lines, seq):
             problems.append(f"event {i}: {ev.get('op')} with source.last_updated_sequence_number "
                             f"{src.get('last_updated_sequence_number')} != {seq}")
             break
-        if src.get("paired"):
+        if src.get("paired") and not upserts:
             problems.append(f"event {i}: source.paired set on a Spark table (no equality deletes)")
+            break
+        if upserts and ev.get("op") == "u" and src.get("paired") != "equality-delete":
+            problems.append(f"event {i}: an update on an upsert table with source.paired {src.get('paired')!r}")
             break
     return problems
 
@@ -181,5 +219,6 @@ def _order(e):
 
 
 def _fmt(e):
-    op, rid, before, after = e
-    return f"{op} row_id={rid} before={before} after={after}"
+    op, rid, paired, before, after = e
+    pair = f" paired_row_id={paired}" if paired is not None else ""
+    return f"{op} row_id={rid}{pair} before={before} after={after}"

@@ -4,7 +4,7 @@
 #
 #   bash interop/run.sh                 everything
 #   ICECDC_INTEROP=skip bash interop/run.sh   skip it locally (never under CI=true)
-#   ICECDC_INTEROP_ONLY="bookshop merge"      run only these Spark scenarios
+#   ICECDC_INTEROP_ONLY="bookshop merge"      run only these Spark scenarios ("flink": the Flink tables, "retention": the hold part)
 #   ICECDC_INTEROP_KEEP=1                     keep the work directory after success
 #   ICECDC_INTEROP_CACHE=DIR                  where downloads are kept (default ~/.cache/icecdc-interop)
 #
@@ -25,7 +25,23 @@
 #      catalog, the REST catalog and Glue, all with warehouses on S3, and
 #      icecdc must read them as exactly as local files; `icecdc run` with
 #      examples/icecdc.compose.yaml (docker-compose's config) follows the
-#      REST one into Kafka, and a file-sink `icecdc run` reads the JDBC ones.
+#      REST one into Kafka, and a file-sink `icecdc run` reads the JDBC ones;
+#   5. Flink upserts (issue 12): PyFlink 2.0 with Iceberg's Flink runtime
+#      writes two v3 tables in upsert mode (equality deletes; one keyed on one
+#      field, one partitioned and keyed on two) in a job per commit, in the
+#      background while the parts above run (interop/flink_upserts.py); Spark
+#      reads every snapshot as the oracle and icecdc's events must match.
+#   6. retention hold (issue 12), on the Spark session of 1 and alongside
+#      it: `icecdc run` with `hold: true` keeps the commits it has seen but
+#      not delivered (its sink failing) through Spark's expire_snapshots
+#      and delivers them exactly once restarted; without the hold the
+#      table stops with the history-loss error; `icecdc reset` removes the
+#      branch (interop/retention.py).
+#   7. GCS and Azure: fake-gcs-server (Go module proxy) and Azurite's blob
+#      service (npm) on loopback; iceberg-go writes the bookshop story there
+#      and `go test ./cmd/icecdc -run 'TestAzurite|TestFakeGCS'` reads it with
+#      `icecdc changes` and `icecdc run` and breaks the stores. It needs no
+#      Spark and runs in the background beside the other parts.
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -87,9 +103,10 @@ part() {
   local name=$1 fn=$2 t0 rc
   t0=$(now)
   echo "== interop: $name"
+  PART_SECS= # a part that ran elsewhere (in another part's process) sets its own time
   "$fn"
   rc=$?
-  TIMES+=("$(printf '%-22s %6ss' "$name" "$(elapsed "$t0")")")
+  TIMES+=("$(printf '%-22s %6ss' "$name" "${PART_SECS:-$(elapsed "$t0")}")")
   case $rc in
     0) PASSED+=("$name") ;;
     3) SKIPPED+=("$name") ;;
@@ -152,7 +169,7 @@ install_jars() {
     must install-jars apt-get install -y maven || return 1
   fi
   local what stamp
-  for what in kafka rest; do
+  for what in kafka rest flink; do
     # The poms pin every version: the same pom gives the same jars, so a
     # cache made from it is kept (its copy is 150 MB and some seconds).
     stamp=$(sha256sum "$HERE/maven/$what/pom.xml" | cut -d' ' -f1)
@@ -238,6 +255,8 @@ spark_scenarios() {
   [ -n "$REST_URI" ] && args+=(--rest-uri "$REST_URI")
   [ -n "$S3_ENDPOINT" ] && args+=(--s3-endpoint "$S3_ENDPOINT")
   [ -n "$REST_S3_URI" ] && args+=(--rest-s3-uri "$REST_S3_URI")
+  [ -n "$FLINK_PID" ] && args+=(--flink-work "$WORK/flink")
+  only_has retention && args+=(--retention "$WORK/retention")
   # shellcheck disable=SC2206
   [ -n "${ICECDC_INTEROP_ONLY:-}" ] && args+=(--only ${ICECDC_INTEROP_ONLY})
   (cd "$HERE" && "$PY" run_scenarios.py "${args[@]}") 2>"$LOGS/spark.stderr" | tee "$LOGS/scenarios.out"
@@ -247,6 +266,93 @@ spark_scenarios() {
     tail -n 40 "$LOGS/spark.stderr" | sed 's/^/    /'
   fi
   return "$rc"
+}
+
+# ---------------------------------------------------------------- Flink upserts (issue 12)
+# PyFlink in a venv of its own (requirements-flink.txt) with the jars of
+# maven/flink in pyflink/lib, which PyFlink puts on the JVM's class path
+# (so that DriverManager finds the SQLite driver). The install and the
+# writer run in the background from the end of install-jars on;
+# run_scenarios.py waits for $WORK/flink/status ("EXIT INSTALL_S WRITE_S")
+# before Spark reads the tables, and flink_await reports.
+FLINK_PY=$CACHE/venv-flink/bin/python
+FLINK_PID=
+install_flink() {
+  if [ ! -x "$FLINK_PY" ] || ! "$FLINK_PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+    rm -rf "$CACHE/venv-flink"
+    must flink python3 -m venv "$CACHE/venv-flink" || return 1
+  fi
+  must flink "$FLINK_PY" -m pip install --disable-pip-version-check -q -r "$HERE/requirements-flink.txt" || return 1
+  local lib j
+  lib=$("$FLINK_PY" -c 'import os, pyflink; print(os.path.join(os.path.dirname(pyflink.__file__), "lib"))') || return 1
+  find "$lib" -maxdepth 1 -type l -delete
+  for j in iceberg-flink-runtime-2.0 hadoop-client-api hadoop-client-runtime sqlite-jdbc; do
+    must flink ln -s "$CACHE/jars/flink/$j"-[0-9]*.jar "$lib/" || return 1
+  done
+}
+
+launch_flink() {
+  if ! only_has flink; then
+    echo "flink: skipped (ICECDC_INTEROP_ONLY leaves out flink)"
+    return 3
+  fi
+  mkdir -p "$WORK/flink/wh"
+  (
+    t0=$(now)
+    install_flink
+    rc=$? ti=$(elapsed "$t0") t1=$(now)
+    if [ $rc -eq 0 ]; then
+      (cd "$HERE" && exec "$FLINK_PY" flink_upserts.py write --catalog-db "$WORK/flink/catalog.db" \
+        --warehouse "$WORK/flink/wh") >>"$LOGS/flink.log" 2>&1
+      rc=$?
+    fi
+    echo "$rc $ti $(elapsed "$t1")" >"$WORK/flink/status"
+  ) &
+  FLINK_PID=$!
+  PIDS+=("$FLINK_PID")
+  echo "flink: installing PyFlink and writing the upsert tables in the background (pid $FLINK_PID, log $LOGS/flink.log)"
+}
+
+# The writer's outcome and times; the tables' checks are run_scenarios.py's
+# "flink <table>: ..." lines (spark-scenarios).
+flink_await() {
+  wait "$FLINK_PID"
+  local rc ti tw
+  read -r rc ti tw <"$WORK/flink/status" 2>/dev/null || { echo "flink: the writer left no status"; return 1; }
+  TIMES+=("$(printf '%-22s %6ss' "  flink install" "$ti")" "$(printf '%-22s %6ss' "  flink write" "$tw")")
+  echo "flink: PyFlink $("$FLINK_PY" -c 'import pyflink.version as v; print(v.__version__)' 2>/dev/null)," \
+    "$(cd "$CACHE/jars/flink" && ls iceberg-flink-runtime-*.jar); install ${ti}s, write ${tw}s (in the background)"
+  grep '^flink: job' "$LOGS/flink.log" | sed 's/^/  /'
+  if [ "$rc" -ne 0 ]; then
+    echo "interop: command failed (exit $rc): $FLINK_PY interop/flink_upserts.py write (log $LOGS/flink.log)"
+    grep -v ' INFO ' "$LOGS/flink.log" | tail -n 25 | sed 's/^/    /'
+    return 1
+  fi
+  local checked
+  checked=$(grep -c '^flink interop_flink\.[a-z_]*: [0-9]* snapshots, [0-9]* events, exact' "$LOGS/scenarios.out" 2>/dev/null)
+  if [ "${checked:-0}" -ne "$(grep -c '^flink interop_flink' "$LOGS/scenarios.out" 2>/dev/null)" ] || [ "${checked:-0}" -eq 0 ]; then
+    echo "flink: not every table is exact (see spark-scenarios above)"
+    return 1
+  fi
+  echo "flink: $checked tables exact at every snapshot"
+}
+
+# The retention hold (issue 12): run_scenarios.py runs interop/retention.py
+# on its Spark session alongside the scenarios (most of it is waiting for
+# `icecdc run`); this part reports its outcome and the time it took.
+retention_hold() {
+  local out=$WORK/retention/result.txt
+  if ! only_has retention; then
+    echo "retention hold: skipped (ICECDC_INTEROP_ONLY leaves out retention)"
+    return 3
+  fi
+  if [ ! -s "$out" ]; then
+    echo "retention hold: FAILED: $out was not written (the Spark scenarios' process ended before the part did; see $LOGS/spark.stderr)"
+    return 1
+  fi
+  tail -n +2 "$out" | grep -v '^timing:'
+  PART_SECS=$(sed -n 's/^timing: retention-hold \([0-9.]*\)s.*/\1/p' "$out")
+  [ "$(head -n 1 "$out")" = ok ]
 }
 
 # ---------------------------------------------------------------- Kafka
@@ -462,13 +568,84 @@ s3_run() {
   return $rc
 }
 
+# ---------------------------------------------------------------- GCS and Azure (issue 8)
+# fake-gcs-server and Azurite's blob service start on loopback and the Go
+# tests TestFakeGCS and TestAzurite run against them (they skip without
+# ICECDC_GCS_EMULATOR / ICECDC_AZURITE). Launched in the background at the
+# start; cloud_emulators waits for it and reports.
+FAKE_GCS_VERSION=v1.56.1
+AZURITE_VERSION=3.37.0
+CLOUD_PID= CLOUD_T0=
+cloud_run() {
+  local gcs=$CACHE/fake-gcs-server/$FAKE_GCS_VERSION/fake-gcs-server
+  local azurite=$CACHE/azurite/$AZURITE_VERSION/node_modules/.bin/azurite-blob
+  if [ ! -x "$gcs" ]; then
+    GOBIN=$(dirname "$gcs") must cloud go install "github.com/fsouza/fake-gcs-server@$FAKE_GCS_VERSION" || return 1
+  fi
+  if [ ! -x "$azurite" ]; then
+    command -v npm >/dev/null || { echo "cloud: npm is missing (Node.js installs it)"; return 1; }
+    must cloud npm install --no-audit --no-fund --prefix "$CACHE/azurite/$AZURITE_VERSION" "azurite@$AZURITE_VERSION" || return 1
+  fi
+  local gport aport pids=()
+  gport=$(free_port)
+  aport=$(free_port)
+  "$gcs" -scheme http -host 127.0.0.1 -port "$gport" -public-host "127.0.0.1:$gport" -backend memory \
+    >"$LOGS/fake-gcs-server.log" 2>&1 &
+  pids+=($!)
+  mkdir -p "$WORK/azurite"
+  node "$azurite" --blobHost 127.0.0.1 --blobPort "$aport" --location "$WORK/azurite" --skipApiVersionCheck --silent \
+    >"$LOGS/azurite.log" 2>&1 &
+  pids+=($!)
+  local rc=0
+  if ! wait_port "$gport" 60 "${pids[0]}"; then
+    tail -n 20 "$LOGS/fake-gcs-server.log" | sed 's/^/    /'
+    rc=1
+  elif ! wait_port "$aport" 60 "${pids[1]}"; then
+    tail -n 20 "$LOGS/azurite.log" | sed 's/^/    /'
+    rc=1
+  else
+    echo "fake-gcs-server $FAKE_GCS_VERSION at 127.0.0.1:$gport, azurite-blob $AZURITE_VERSION at 127.0.0.1:$aport"
+    (cd "$ROOT" && ICECDC_GCS_EMULATOR=127.0.0.1:$gport ICECDC_AZURITE=127.0.0.1:$aport \
+      go test ./cmd/icecdc -run 'TestAzurite|TestFakeGCS' -count=1 -v) >"$LOGS/cloud-test.log" 2>&1
+    rc=$?
+    grep -E '^(--- |    --- |ok|FAIL)' "$LOGS/cloud-test.log"
+    [ $rc -ne 0 ] && grep -B2 -A8 -- '--- FAIL' "$LOGS/cloud-test.log" | tail -n 40 | sed 's/^/    /'
+  fi
+  local pid
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  return $rc
+}
+
+launch_cloud() {
+  CLOUD_T0=$(now)
+  cloud_run >"$LOGS/cloud.out" 2>&1 &
+  CLOUD_PID=$!
+  PIDS+=("$CLOUD_PID")
+}
+
+cloud_emulators() {
+  wait "$CLOUD_PID"
+  local rc=$?
+  cat "$LOGS/cloud.out"
+  echo "cloud: emulators and tests took $(elapsed "$CLOUD_T0")s in the background"
+  return $rc
+}
+
 # ---------------------------------------------------------------- main
 
 launch_build
+launch_cloud
 part install-python install_python
 PY_OK=$?
 part install-jars install_jars
 JARS_OK=$?
+if [ $JARS_OK -eq 0 ]; then
+  launch_flink
+  [ $? -eq 3 ] && SKIPPED+=(flink-upserts)
+else
+  echo "interop: flink-upserts not run: its jars did not install"
+  FAILED+=(flink-upserts)
+fi
 part install-kcat install_kcat
 KCAT_OK=$?
 part build-icecdc build_icecdc
@@ -516,10 +693,14 @@ else
   FAILED+=(spark-scenarios)
 fi
 
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part retention-hold retention_hold
 [ -n "$COMPOSE_PID" ] && part compose-check compose_check
+[ -n "$FLINK_PID" ] && part flink-upserts flink_await
 if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
   part s3-run s3_run
 fi
+
+part cloud-emulators cloud_emulators
 
 if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-smoke kafka_smoke

@@ -15,9 +15,11 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import facts
+import flink_upserts
 import icecdc_cli
 import oracle
 import pyiceberg_check
+import retention
 import scenarios
 import spark_session
 import stores
@@ -88,6 +90,44 @@ def columns_of(meta, snap):
     return None
 
 
+def identifier_columns(meta, snap):
+    """The snapshot schema's identifier columns, by name."""
+    sid = snap.get("schema-id", meta.get("current-schema-id"))
+    for sch in meta.get("schemas", []):
+        if sch.get("schema-id") == sid:
+            names = {f["id"]: f["name"] for f in sch["fields"]}
+            return [names[i] for i in sch.get("identifier-field-ids", [])]
+    return []
+
+
+def flink_scenarios():
+    """The tables flink_upserts.py writes, as scenarios without steps:
+    Spark only reads them. One snapshot per step that touches a table."""
+    out = []
+    for name in flink_upserts.TABLES:
+        sc = scenarios.Scenario(name=f"flink-{name}", columns="", steps=[], catalog="flink",
+                                namespace=flink_upserts.NAMESPACE, table_name=name)
+        labels = [label for label, changes in flink_upserts.STEPS if name in changes]
+        out.append((sc, labels))
+    return out
+
+
+def wait_for_flink(path, timeout):
+    """The Flink writer's exit status, which run.sh writes to path when the
+    writer ends; None when it did not end within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+            if text:
+                return int(text.split()[0])
+        except FileNotFoundError:
+            pass
+        time.sleep(1)
+    return None
+
+
 def live(spark, sc, sid):
     try:
         rows = sql(spark, f"SELECT *, _row_id, _last_updated_sequence_number FROM {sc.table} VERSION AS OF {sid}")
@@ -103,6 +143,12 @@ def spark_part(spark, sc, out):
     t0 = time.monotonic()
     steps = build(spark, sc)
     t["build"] = time.monotonic() - t0
+    return read_part(spark, sc, out, t, steps)
+
+
+def read_part(spark, sc, out, t, steps):
+    """Spark's reads of every snapshot of a table already written; steps
+    as build returns them, for the labels."""
     labels = {}
     for label, ran, refused, h in steps:
         if h is not None and h not in labels:
@@ -125,8 +171,11 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
     """What needs no Spark (it runs while Spark builds the next table):
     icecdc's events against the oracle's, PyIceberg's row counts, the facts."""
     t0 = time.monotonic()
+    upserts = sc.catalog == "flink"
     if sc.catalog in stores.S3_CATALOGS:
         cargs = stores.icecdc_args(sc.catalog, sc.ident, args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri)
+    elif upserts:
+        cargs = icecdc_cli.catalog_args(sc.catalog, sc.ident, args.flink_catalog_db, args.flink_warehouse)
     else:
         cargs = icecdc_cli.catalog_args(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
     got, err, stderr = icecdc_cli.changes(args.icecdc, cargs, env=stores.clean_env())
@@ -138,30 +187,34 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
         if sc.catalog in stores.S3_CATALOGS:
             pcat = stores.pyiceberg_catalog(sc.catalog, args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri)
             ptable = pcat.load_table(sc.ident)
+        elif upserts:
+            ptable = None  # PyIceberg 0.12 refuses equality deletes ("does not yet support")
         else:
             ptable = pyiceberg_check.load_table(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
-        pcounts = pyiceberg_check.row_counts(ptable, [s["snapshot-id"] for s in snaps])
+        pcounts = pyiceberg_check.row_counts(ptable, [s["snapshot-id"] for s in snaps]) if ptable else None
     except Exception as perr:
         pcounts = {s["snapshot-id"]: f"load failed: {type(perr).__name__}: {perr}" for s in snaps}
     t["pyiceberg"] = time.monotonic() - t0
 
     header, fct = facts.table_facts(meta_path, [s["snapshot-id"] for s in snaps])
 
-    exact, pagree, detail = 0, 0, []
+    exact, pagree, detail, events = 0, 0, [], 0
     prev = oracle.EMPTY
     for s in snaps:
         sid, seq = s["snapshot-id"], s.get("sequence-number", 0)
         cur = lives[sid]
         if cur.by_id:
-            expected, notes = oracle.expected_events(prev, cur, seq, columns_of(meta, s))
+            expected, notes = oracle.expected_events(prev, cur, seq, columns_of(meta, s),
+                                                     identifier_columns(meta, s) if upserts else None)
         else:
             expected, notes = [], []
             if cur.no_lineage:
                 why = f" (Spark: {cur.why})" if cur.why else " (Spark returns null _row_id)"
                 notes.append(f"no lineage in this snapshot ({cur.no_lineage} rows{why}): no events")
-        problems = [err] if err else oracle.compare(expected, got.pop(sid, []), seq)
-        pc = pcounts.get(sid)
-        pok = pc == cur.count
+        events += len(expected)
+        problems = [err] if err else oracle.compare(expected, got.pop(sid, []), seq, upserts)
+        pc = pcounts.get(sid) if pcounts is not None else None
+        pok = pcounts is None or pc == cur.count
         exact += not problems
         pagree += pok
         title = f"  snapshot {sid} seq {seq} {s.get('summary', {}).get('operation', '?')} ({labels.get(sid, 'within a step')})"
@@ -177,11 +230,65 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
         detail.append((False, [f"  icecdc emitted {len(evs)} events for snapshot {sid}, not in main's ancestry"]))
     ok = exact == len(snaps) and pagree == len(snaps) and not got
     line = f"scenario {sc.name}: {exact}/{len(snaps)} snapshots exact"
-    if pagree != len(snaps):
+    if upserts:
+        line = (f"flink {sc.ident}: {len(snaps)} snapshots, {events} events, "
+                + ("exact" if ok else f"NOT exact ({exact}/{len(snaps)} snapshots exact)"))
+    if pcounts is None:
+        line += "; PyIceberg not asked (it reads no equality deletes)"
+    elif pagree != len(snaps):
         line += f"; pyiceberg row counts agree on {pagree}/{len(snaps)}"
     if got:
         line += f"; {len(got)} unexpected snapshots"
     return ok, line, header, detail, warnings, t
+
+
+def flink_tables(spark, args, checked, check, failed):
+    """Spark reads every snapshot of the tables Flink wrote (once the
+    writer has ended); icecdc's events must match at each."""
+    t0 = time.monotonic()
+    rc = wait_for_flink(os.path.join(args.flink_work, "status"), args.flink_timeout)
+    waited = time.monotonic() - t0
+    if rc != 0:
+        why = f"exit {rc}" if rc is not None else f"not done after {args.flink_timeout:.0f}s"
+        print(f"flink: the Flink writer failed ({why}): no table to check; see its log", flush=True)
+        failed.append("flink")
+        return
+    print(f"timing: waited {waited:.1f}s for the Flink writer", flush=True)
+    for sc, labels in flink_scenarios():
+        notes = []
+        try:
+            steps = [(label, [], [], None) for label in labels]
+            t, lbl, meta_path, meta, snaps, lives = read_part(spark, sc, notes, {}, steps)
+            lbl = {s["snapshot-id"]: label for s, label in zip(snaps, labels)}
+            if len(snaps) != len(labels):
+                notes.append(f"  note: {len(snaps)} snapshots for {len(labels)} Flink jobs")
+            checked(sc, notes, check(sc, t, lbl, meta_path, meta, snaps, lives))
+        except Exception as err:
+            traceback.print_exc()
+            checked(sc, notes, (False, f"flink {sc.ident}: FAILED to read: {err}", "", [], [], {}))
+
+
+def start_retention(spark, args):
+    """The retention-hold part runs in a thread on the shared session: most
+    of its time is spent waiting for `icecdc run`, which the scenarios'
+    Spark work overlaps. Its result goes to a file run.sh reports as a
+    part of its own: first line "ok" or "failed", then its lines."""
+    import threading
+
+    def body():
+        t0 = time.monotonic()
+        try:
+            ok, lines = retention.run(spark, args.icecdc, args.retention)
+        except BaseException as err:  # the file must say the part failed
+            ok, lines = False, [f"retention: FAILED: {type(err).__name__}: {err}"]
+        lines.append(f"timing: retention-hold {time.monotonic() - t0:.1f}s (on the scenarios' Spark session, alongside them)")
+        with open(os.path.join(args.retention, "result.txt"), "w") as fh:
+            fh.write(("ok" if ok else "failed") + "\n" + "\n".join(lines) + "\n")
+
+    os.makedirs(args.retention, exist_ok=True)
+    th = threading.Thread(target=body, name="retention-hold", daemon=True)
+    th.start()
+    return th
 
 
 def main():
@@ -193,13 +300,23 @@ def main():
     ap.add_argument("--s3-endpoint", help="the S3 (and Glue) server: adds the S3 and Glue scenarios")
     ap.add_argument("--rest-s3-uri", help="the REST catalog server whose warehouse is on S3")
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--flink-work", help="where run.sh's Flink writer keeps its catalog.db, wh/ and status "
+                                         "(its exit status): adds the Flink upsert tables")
+    ap.add_argument("--flink-timeout", type=float, default=900, help="seconds to wait for the Flink writer")
     ap.add_argument("--facts", help="write every snapshot's facts here")
     ap.add_argument("--verbose", action="store_true", help="print every snapshot, not only failing ones")
+    ap.add_argument("--retention", metavar="DIR",
+                    help="also run the retention-hold part (interop/retention.py) in DIR, on this Spark session, "
+                         "alongside the scenarios; its lines and outcome go to DIR/result.txt")
     args = ap.parse_args()
     args.catalog_db = os.path.join(args.work, "catalog.db")
     args.warehouse = os.path.join(args.work, "wh")
     args.s3_catalog_db = os.path.join(args.work, "s3catalog.db")
     os.makedirs(args.warehouse, exist_ok=True)
+    args.flink_catalog_db = args.flink_warehouse = None
+    if args.flink_work:
+        args.flink_catalog_db = os.path.join(args.flink_work, "catalog.db")
+        args.flink_warehouse = os.path.join(args.flink_work, "wh")
     if args.s3_endpoint:
         facts.configure(stores.s3_props(args.s3_endpoint))
 
@@ -207,16 +324,18 @@ def main():
         return scenarios.all_scenarios(with_rest=bool(args.rest_uri), with_s3=bool(args.s3_endpoint),
                                        with_rest_s3=bool(args.rest_s3_uri))
 
-    known = [sc.name for sc in all_scenarios()]
-    unknown = sorted(set(args.only or []) - set(known))
+    known = [sc.name for sc in all_scenarios()] + (["flink"] if args.flink_work else [])
+    unknown = sorted(set(args.only or []) - set(known) - {"retention"})
     if unknown:
-        print(f"scenarios: unknown {unknown}; known: {' '.join(known)}")
+        print(f"scenarios: unknown {unknown}; known: {' '.join(known)} (and retention, the hold part)")
         return 2
     spark, secs = spark_session.start(args.catalog_db, args.warehouse, args.ivy, args.rest_uri,
-                                      args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri)
+                                      args.s3_endpoint, args.s3_catalog_db, args.rest_s3_uri,
+                                      args.flink_catalog_db, args.flink_warehouse)
     print(f"timing: spark session start {secs:.1f}s (spark {spark.version})", flush=True)
     failed, passed = [], 0
     report, warned = [], set()
+    hold_part = start_retention(spark, args) if args.retention else None
 
     def checked(sc, notes, result):
         nonlocal passed
@@ -269,6 +388,10 @@ def main():
                 pending = (sc, notes, pool.submit(check, sc, *parts))
         if pending:
             checked(pending[0], pending[1], pending[2].result())
+        if args.flink_work and (not args.only or "flink" in args.only):
+            flink_tables(spark, args, checked, check, failed)
+    if hold_part:
+        hold_part.join()
     if args.facts:
         with open(args.facts, "w") as fh:
             fh.write("\n".join(report) + "\n")

@@ -7,6 +7,8 @@ Iceberg catalogs:
   s3, rests3, glue
          tables on the S3 server run.sh starts (moto), written through
          iceberg-aws's S3FileIO (see stores.py; when it runs)
+  flink  JDBC catalog on another SQLite file: the tables Flink writes in
+         upsert mode (flink_upserts.py), read here as the oracle
 """
 
 import os
@@ -25,7 +27,8 @@ MOR_V3 = {
 }
 
 
-def start(catalog_db, warehouse, ivy_dir, rest_uri=None, s3_endpoint=None, s3_catalog_db=None, rest_s3_uri=None):
+def start(catalog_db, warehouse, ivy_dir, rest_uri=None, s3_endpoint=None, s3_catalog_db=None, rest_s3_uri=None,
+          flink_catalog_db=None, flink_warehouse=None):
     """Start a local Spark session; returns (spark, seconds it took)."""
     from pyspark.sql import SparkSession
 
@@ -53,6 +56,13 @@ def start(catalog_db, warehouse, ivy_dir, rest_uri=None, s3_endpoint=None, s3_ca
             b.config("spark.sql.catalog.rest", "org.apache.iceberg.spark.SparkCatalog")
             .config("spark.sql.catalog.rest.type", "rest")
             .config("spark.sql.catalog.rest.uri", rest_uri)
+        )
+    if flink_catalog_db:
+        b = (
+            b.config("spark.sql.catalog.flink", "org.apache.iceberg.spark.SparkCatalog")
+            .config("spark.sql.catalog.flink.type", "jdbc")
+            .config("spark.sql.catalog.flink.uri", f"jdbc:sqlite:{flink_catalog_db}")
+            .config("spark.sql.catalog.flink.warehouse", f"file:{flink_warehouse}")
         )
     if s3_endpoint:
         import stores

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go/catalog"
 )
@@ -40,6 +41,7 @@ func CheckCatalogType(typ string) error {
 // with the one that was opened: a replaced file is reopened, and a missing
 // one is an error (retried by a daemon), never a stale answer.
 type catalogHandle struct {
+	mu     sync.Mutex // a retention hold may commit while the table reads (see Table.HoldLatest)
 	o      Options
 	path   string // the SQLite file; "" for other catalogs
 	cat    catalog.Catalog
@@ -52,15 +54,17 @@ func newCatalogHandle(o Options) *catalogHandle {
 
 // get returns the open catalog, reopening it when its file was replaced.
 func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.cat != nil && h.path != "" {
 		fi, err := os.Stat(h.path)
 		if err != nil {
-			h.close()
+			h.closeLocked()
 			return nil, fmt.Errorf("sql catalog %s: %w", h.path, err)
 		}
 		if !os.SameFile(fi, h.opened) {
 			h.log().Info("sql catalog file was replaced; reopening it", "path", h.path)
-			h.close()
+			h.closeLocked()
 		}
 	}
 	if h.cat != nil {
@@ -82,6 +86,12 @@ func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
 
 // close releases the catalog's database handle, if it has one.
 func (h *catalogHandle) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closeLocked()
+}
+
+func (h *catalogHandle) closeLocked() {
 	if c, ok := h.cat.(catalog.Closer); ok {
 		if err := c.Close(); err != nil {
 			h.log().Warn("close sql catalog", "path", h.path, "err", err)

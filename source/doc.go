@@ -7,7 +7,10 @@
 // against the vector S replaced and any v2 position deletes) and through data
 // files S removed; rows arrive through data files S added. Only the files
 // those entries name are opened, so the cost follows the size of the commit,
-// not of the table. Files outside the commit are located through a cache of
+// not of the table. Equality deletes (Flink and Kafka Connect upserts) name
+// no file: the candidates are the older live files of their partition whose
+// column bounds can hold a deleted key, judged on every equality field and,
+// for up to 1,024 keys, key tuple by key tuple (equality.go). Files outside the commit are located through a cache of
 // data-file metadata that every processed snapshot feeds.
 //
 // A commit's events are a stream (stream.go): it is classified with row-id

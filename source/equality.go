@@ -27,11 +27,27 @@ type eqDeletes struct {
 	specID    int32
 	partition map[int]any
 	global    bool // an unpartitioned delete applies to every partition
-	// For a delete on one field: the smallest and largest key, to skip
-	// data files whose column bounds exclude them (nil: no pruning).
-	minKey, maxKey any
-	fieldID        int
+	// Per equality field, the range of its key values, to skip data files
+	// whose column bounds exclude every key (see mayMatch).
+	ranges []keyRange
+	// The key tuples themselves while there are few (nil past
+	// maxTupleKeys): with several fields, a file can fall inside every
+	// field's range and still hold no key tuple.
+	tuples [][]any
 }
+
+// keyRange is the smallest and largest value one equality field takes in a
+// delete file's keys; off when a key is null (nulls are outside bounds) or
+// of a type without an order here.
+type keyRange struct {
+	fieldID  int
+	min, max any
+	off      bool
+}
+
+// maxTupleKeys bounds the key tuples kept per delete file for pruning: the
+// check costs keys × fields per candidate file.
+const maxTupleKeys = 1024
 
 // appliesTo reports whether the delete can remove rows of data file m:
 // only files with a strictly lower data sequence number, in its partition.
@@ -137,8 +153,9 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 	if len(names) == 0 {
 		return nil, fmt.Errorf("equality delete file %s: no equality field ids", df.FilePath())
 	}
-	ed.fieldID = df.EqualityFieldIDs()[0]
-	ed.minKey, ed.maxKey = noRange, noRange
+	for _, id := range df.EqualityFieldIDs() {
+		ed.ranges = append(ed.ranges, keyRange{fieldID: id})
+	}
 	scan := t.reader.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithSelectedFields(names...))
 	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Start: 0, Length: df.FileSizeBytes()}})
 	if err != nil {
@@ -166,8 +183,11 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 				}
 				row[pos] = v
 			}
-			ed.keys[keyOf(row, ed.fieldIdx)] = struct{}{}
-			ed.widen(row[ed.fieldIdx[0]], len(ed.fieldIdx))
+			k := keyOf(row, ed.fieldIdx)
+			if _, dup := ed.keys[k]; !dup {
+				ed.keys[k] = struct{}{}
+				ed.widen(row)
+			}
 		}
 		rec.Release()
 	}
@@ -379,30 +399,34 @@ func (r *commitRun) loadParentEq(ctx context.Context) error {
 	return nil
 }
 
-// noRange marks a delete whose keys cannot prune files (several fields, a
-// null key, or a type without an order here).
-type noRangeT struct{}
-
-var noRange = noRangeT{}
-
-// widen extends the key range with v.
-func (e *eqDeletes) widen(v any, fields int) {
-	if fields != 1 || v == nil || !ordered(v) {
-		e.minKey, e.maxKey = nil, nil // pruning off for good
-		return
+// widen extends the per-field key ranges, and the kept tuples, with the
+// equality fields of row.
+func (e *eqDeletes) widen(row cdc.Row) {
+	tuple := make([]any, len(e.fieldIdx))
+	for k, pos := range e.fieldIdx {
+		v := row[pos]
+		tuple[k] = v
+		r := &e.ranges[k]
+		switch {
+		case r.off:
+		case v == nil || !ordered(v):
+			r.off = true
+		case r.min == nil:
+			r.min, r.max = v, v
+		default:
+			if less(v, r.min) {
+				r.min = v
+			}
+			if less(r.max, v) {
+				r.max = v
+			}
+		}
 	}
-	if e.minKey == noRange {
-		e.minKey, e.maxKey = v, v
-		return
-	}
-	if e.minKey == nil {
-		return
-	}
-	if less(v, e.minKey) {
-		e.minKey = v
-	}
-	if less(e.maxKey, v) {
-		e.maxKey = v
+	switch {
+	case len(e.keys) > maxTupleKeys:
+		e.tuples = nil
+	case len(e.fieldIdx) > 1:
+		e.tuples = append(e.tuples, tuple)
 	}
 }
 
@@ -428,33 +452,75 @@ func less(a, b any) bool {
 	return false
 }
 
+// fileBounds is a data file's lower and upper bound of one equality field,
+// decoded into the Go type of the field's keys; ok is false where the file
+// has no usable bounds for it.
+type fileBounds struct {
+	lo, hi any
+	ok     bool
+}
+
 // mayMatch reports whether data file m can hold a row the delete matches,
-// judged by m's lower and upper bounds of the equality field. Without
-// bounds, or for keys it cannot order, it says yes.
+// judged by m's lower and upper bounds of the equality fields: no, when on
+// some field the keys' range misses the file's bounds, or, with several
+// fields and few keys, when every key tuple lies outside the bounds on
+// some field. Fields without bounds, or with keys it cannot order, prune
+// nothing.
 func (e *eqDeletes) mayMatch(m dataFileMeta, sc *iceberg.Schema) bool {
-	switch {
-	case e.minKey == nil:
-		return true
-	case e.minKey == noRange:
-		return len(e.keys) > 0 // a delete file with no rows deletes nothing
+	if len(e.keys) == 0 {
+		return false // a delete file with no rows deletes nothing
 	}
-	f, ok := sc.FindFieldByID(e.fieldID)
-	if !ok {
+	bounds := make([]fileBounds, len(e.ranges))
+	for k, r := range e.ranges {
+		if r.off || r.min == nil {
+			continue
+		}
+		f, ok := sc.FindFieldByID(r.fieldID)
+		if !ok {
+			continue
+		}
+		lo, hasLo := m.file.LowerBoundValues()[r.fieldID]
+		hi, hasHi := m.file.UpperBoundValues()[r.fieldID]
+		if !hasLo || !hasHi {
+			continue
+		}
+		lower, err1 := boundValue(f.Type, lo, r.min)
+		upper, err2 := boundValue(f.Type, hi, r.min)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// Truncated string bounds still enclose every value (the lower
+		// one is a prefix, the upper one is rounded up), so this holds.
+		if less(upper, r.min) || less(r.max, lower) {
+			return false
+		}
+		bounds[k] = fileBounds{lower, upper, true}
+	}
+	if e.tuples == nil {
 		return true
 	}
-	lo, hasLo := m.file.LowerBoundValues()[e.fieldID]
-	hi, hasHi := m.file.UpperBoundValues()[e.fieldID]
-	if !hasLo || !hasHi {
-		return true
+	for _, t := range e.tuples {
+		if tupleWithin(t, bounds) {
+			return true
+		}
 	}
-	lower, err1 := boundValue(f.Type, lo, e.minKey)
-	upper, err2 := boundValue(f.Type, hi, e.minKey)
-	if err1 != nil || err2 != nil {
-		return true
+	return false
+}
+
+// tupleWithin reports whether every value of tuple lies inside the bounds of
+// its field, where the field has bounds.
+func tupleWithin(tuple []any, bounds []fileBounds) bool {
+	for k, b := range bounds {
+		if !b.ok {
+			continue
+		}
+		// A value that could not be ordered turned pruning off on its
+		// field, so b.ok is false for it.
+		if less(tuple[k], b.lo) || less(b.hi, tuple[k]) {
+			return false
+		}
 	}
-	// Truncated string bounds still enclose every value (the lower one is a
-	// prefix, the upper one is rounded up), so the comparison holds.
-	return !less(upper, e.minKey) && !less(e.maxKey, lower)
+	return true
 }
 
 // boundValue decodes a manifest bound into the Go type of like.

@@ -31,14 +31,40 @@ func (t *Table) Hold(ctx context.Context, ref string, from int64) (cdc.Held, err
 	if t.tbl == nil {
 		return cdc.Held{}, errNotLoaded
 	}
-	name := t.name(t.tbl)
+	return t.hold(ctx, t.tbl, ref, from)
+}
+
+// HoldLatest is Hold at the head the catalog has now, not the loaded one,
+// unless that head is still snapshot unless: then nothing is committed
+// and moved is false. The loaded metadata stays as it is, so it may run
+// while another method of the Table does (a commit of the table is being
+// delivered): it only loads the table through the catalog and commits the
+// ref.
+func (t *Table) HoldLatest(ctx context.Context, ref string, from, unless int64) (_ cdc.Held, moved bool, _ error) {
+	if t.commit == nil {
+		return cdc.Held{}, false, fmt.Errorf("%w: table %s is followed from its metadata file: there is no catalog to commit a ref to", cdc.ErrPermanent, t.opts.MetadataPath)
+	}
+	tbl, err := t.load(ctx)
+	if err != nil {
+		return cdc.Held{}, false, err
+	}
+	if head := tbl.Metadata().SnapshotByName(t.opts.Branch); head != nil && head.SnapshotID == unless {
+		return cdc.Held{Head: snapshotInfo(head)}, false, nil
+	}
+	held, err := t.hold(ctx, tbl, ref, from)
+	return held, err == nil, err
+}
+
+// hold commits the ref at the head of the branch in tbl's metadata.
+func (t *Table) hold(ctx context.Context, tbl *table.Table, ref string, from int64) (cdc.Held, error) {
+	name := t.name(tbl)
 	if t.commit == nil {
 		return cdc.Held{}, fmt.Errorf("%w: table %s is followed from its metadata file: there is no catalog to commit a ref to", cdc.ErrPermanent, name)
 	}
 	if ref == t.opts.Branch || ref == table.MainBranch {
 		return cdc.Held{}, fmt.Errorf("%w: table %s: the hold ref %q would replace the followed branch", cdc.ErrPermanent, name, ref)
 	}
-	meta := t.tbl.Metadata()
+	meta := tbl.Metadata()
 	head := meta.SnapshotByName(t.opts.Branch)
 	if head == nil {
 		return cdc.Held{}, fmt.Errorf("table %s: branch %s has no snapshot to hold", name, t.opts.Branch)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -206,6 +207,11 @@ func New(o Options) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The catalog reads the metadata file with a client of its own,
+		// out of reach of the store's retry bounds: GCS's retries a
+		// refused connection until its context ends.
+		lctx, cancel := context.WithTimeout(lctx, loadTableTimeout)
+		defer cancel()
 		tbl, err := cat.LoadTable(lctx, ident)
 		if err != nil {
 			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
@@ -227,6 +233,10 @@ func New(o Options) (*Table, error) {
 	}
 	return t, nil
 }
+
+// loadTableTimeout bounds one load of a table through a catalog: its
+// request and the read of the metadata file.
+const loadTableTimeout = 2 * time.Minute
 
 // metadataIdent names a table loaded from a metadata file: the name
 // given (NAMESPACE.NAME, or a NAME whose namespace is taken as below), else

@@ -10,17 +10,22 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	iceio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/azure" // registers abfs, abfss, wasb, wasbs
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	_ "github.com/apache/iceberg-go/io/gocloud/gcs"   // registers gs
 	s3io "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3, s3a, s3n
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/googleapis/gax-go/v2"
 )
 
 // Object stores: iceberg-go reads s3://, gs:// and abfs:// files through
@@ -48,6 +53,15 @@ const (
 	// environment's AWS_MAX_ATTEMPTS overrides it.
 	defaultS3Attempts    = 5
 	defaultS3ReadTimeout = 60 * time.Second
+
+	// storeAttempts is how many times one GCS or Azure request is tried,
+	// with exponential backoff from storeRetryDelay up to
+	// storeMaxRetryDelay: the Azure SDK's default is 4 tries with up to a
+	// minute between them, and the GCS client's is to retry without end,
+	// so that a wrong endpoint would hang rather than fail.
+	storeAttempts      = 5
+	storeRetryDelay    = 250 * time.Millisecond
+	storeMaxRetryDelay = 5 * time.Second
 )
 
 // CheckProps reports catalog properties icecdc would misread: each error
@@ -144,7 +158,17 @@ func newStore(o Options) *store {
 // catalog or vended by a REST catalog, over it): iceberg-go's own reading
 // of the properties and the environment, plus bounded retries and a read
 // timeout. Only S3 locations need it.
+//
+// For Azure it carries the retry options every request made with it
+// follows (the Azure SDK reads them from a request's context, and
+// iceberg-go's azure IO makes its requests with the context it was made
+// with).
 func (s *store) context(ctx context.Context, location string) (context.Context, error) {
+	if isAzure(location) {
+		return policy.WithRetryOptions(ctx, policy.RetryOptions{
+			MaxRetries: storeAttempts - 1, RetryDelay: storeRetryDelay, MaxRetryDelay: storeMaxRetryDelay,
+		}), nil
+	}
 	if !isS3(location) {
 		return ctx, nil
 	}
@@ -192,7 +216,23 @@ func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 		if _, done := fsys.(*storeIO); done || !isObjectStore(location) {
 			return fsys, nil
 		}
+		boundGCSRetries(fsys)
 		return &storeIO{inner: fsys, s: s, ctx: ctx}, nil
+	}
+}
+
+// boundGCSRetries makes a GCS file IO try each request storeAttempts
+// times: iceberg-go makes its client with the library's default, which
+// retries a refused connection or a 503 until the context ends.
+func boundGCSRetries(fsys iceio.IO) {
+	b, ok := fsys.(*blobfs.FileIO)
+	if !ok {
+		return
+	}
+	var c *storage.Client
+	if b.Bucket.As(&c) && c != nil {
+		c.SetRetry(storage.WithMaxAttempts(storeAttempts),
+			storage.WithBackoff(gax.Backoff{Initial: storeRetryDelay, Max: storeMaxRetryDelay, Multiplier: 2}))
 	}
 }
 
@@ -258,6 +298,11 @@ func isObjectStore(location string) bool {
 func isS3(location string) bool {
 	scheme, _, ok := splitScheme(location)
 	return ok && (scheme == "s3" || scheme == "s3a" || scheme == "s3n")
+}
+
+func isAzure(location string) bool {
+	scheme, _, ok := splitScheme(location)
+	return ok && (strings.HasPrefix(scheme, "abfs") || strings.HasPrefix(scheme, "wasb"))
 }
 
 // bucketOf returns the bucket (or container@account) of an object URI.

@@ -14,12 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/apache/iceberg-go/catalog/rest"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
+	"google.golang.org/api/googleapi"
 )
 
 // storeError is an object store's error as one line: which store (bucket
@@ -125,11 +127,38 @@ func (s *store) describe(name string) string {
 			return fmt.Sprintf("gcs bucket %s at %s", b, ep)
 		}
 		return "gcs bucket " + b
-	case strings.HasPrefix(scheme, "abfs") || strings.HasPrefix(scheme, "wasb"):
+	case isAzure(name):
 		container, account, _ := strings.Cut(b, "@")
+		if ep := s.azureEndpoint(account); ep != "" {
+			return fmt.Sprintf("azure container %s of %s at %s", container, account, ep)
+		}
 		return fmt.Sprintf("azure container %s of %s", container, account)
 	}
 	return scheme + " store " + b
+}
+
+// azureEndpoint is the blob endpoint configured for the storage account
+// of host (account.dfs.core.windows.net), as iceberg-go's azure IO picks
+// it: the connection string's BlobEndpoint, else adls.endpoint; "" for
+// Azure's own.
+func (s *store) azureEndpoint(host string) string {
+	account, _, _ := strings.Cut(host, ".")
+	if cs := s.props[iceio.ADLSConnectionStringPrefix+account]; cs != "" {
+		for _, kv := range strings.Split(cs, ";") {
+			if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(strings.TrimSpace(k), "BlobEndpoint") {
+				return strings.TrimSpace(v)
+			}
+		}
+		return ""
+	}
+	if ep := s.props[iceio.ADLSEndpoint]; ep != "" {
+		protocol := s.props[iceio.ADLSProtocol]
+		if protocol == "" {
+			protocol = "https"
+		}
+		return protocol + "://" + ep
+	}
+	return ""
 }
 
 func (s *store) s3Endpoint() string {
@@ -162,6 +191,9 @@ const (
 	azureCredentialsHint = "set adls.auth.shared-key.account.name and adls.auth.shared-key.account.key, " +
 		"adls.sas-token.<host>, adls.connection-string.<account> or adls.auth.managed-identity.enabled=true " +
 		"(catalog properties), or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET"
+	azureHTTPCredentialsHint = "set adls.auth.shared-key.account.name and adls.auth.shared-key.account.key, " +
+		"adls.sas-token.<host> or adls.connection-string.<account> (catalog properties): " +
+		"an http endpoint is never sent an Azure identity's token"
 )
 
 // classify says in a few words what went wrong, from the most specific
@@ -190,6 +222,8 @@ func reason(err error, prefix string) (string, bool) {
 	msg := err.Error()
 	var (
 		api  smithy.APIError
+		az   *azcore.ResponseError
+		gapi *googleapi.Error
 		resp *awshttp.ResponseError
 		rto  *awshttp.ResponseTimeoutError
 		dns  *net.DNSError
@@ -202,10 +236,17 @@ func reason(err error, prefix string) (string, bool) {
 		return "no credentials: " + gcsCredentialsHint, true
 	case strings.Contains(msg, "DefaultAzureCredential"):
 		return "no credentials: " + azureCredentialsHint, true
+	case strings.Contains(msg, "authorized requests are not permitted for non-TLS"):
+		// The Azure SDK sends an identity's token to https endpoints only.
+		return "no credentials: " + azureHTTPCredentialsHint, true
 	case strings.Contains(msg, "region is required"), strings.Contains(msg, "Invalid region"):
 		return fmt.Sprintf("no region: set %s.region (catalog property) or AWS_REGION", prefix), true
 	case errors.As(err, &api):
 		return apiReason(api, resp, err) + after, true
+	case errors.As(err, &az):
+		return httpReason(az.StatusCode, az.ErrorCode), true
+	case errors.As(err, &gapi):
+		return httpReason(gapi.Code, ""), true
 	case errors.As(err, &rto):
 		return fmt.Sprintf("no answer within %s (%s)%s", rto.TimeoutDur, PropS3RequestTimeout, after), true
 	case errors.As(err, &dns):
@@ -228,6 +269,30 @@ func reason(err error, prefix string) (string, bool) {
 	return "", false
 }
 
+// httpReason explains an error answer of the GCS or Azure API by its HTTP
+// status (and Azure's error code).
+func httpReason(status int, code string) string {
+	what := fmt.Sprintf("HTTP %d", status)
+	if code != "" {
+		what += " " + code
+	}
+	switch {
+	case code == "BlobNotFound":
+		return "no such object (BlobNotFound)"
+	case code == "ContainerNotFound":
+		return "no such container (ContainerNotFound)"
+	case status == 404:
+		return fmt.Sprintf("not found (%s: no such object, or no such bucket)", what)
+	case status == 401 || code == "AuthenticationFailed":
+		return fmt.Sprintf("the credentials were refused (%s): check the key or token", what)
+	case status == 403:
+		return fmt.Sprintf("access denied (%s): the credentials in use may not read it", what)
+	case status == 408 || status == 429 || status >= 500:
+		return "the service is failing: " + what
+	}
+	return what
+}
+
 // missing tells a missing object from a missing bucket, which the file IO
 // reports alike, by asking the store about the bucket (once, on failure).
 func (s *store) missing(ctx context.Context, fsys iceio.IO, name string, err error) error {
@@ -243,6 +308,8 @@ func (s *store) missing(ctx context.Context, fsys iceio.IO, name string, err err
 	case perr != nil:
 	case exists:
 		e.reason = "no such object"
+	case isAzure(name):
+		e.reason = "no such container"
 	default:
 		e.reason = "no such bucket"
 	}

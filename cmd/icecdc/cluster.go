@@ -114,16 +114,22 @@ type clusterStatus struct {
 // configFingerprint digests what every member of a cluster must share:
 // the pipeline, its tables and where and how events and checkpoints go.
 func configFingerprint(cfg *Config) string {
+	// Only values, never pointers: the fingerprint must be the same in
+	// every process that reads the same file.
 	parts := []string{cfg.Name, cfg.Format, fmt.Sprint(cfg.Chunk), cfg.Sink.Type,
 		cfg.Cluster.Group, cfg.Cluster.Topic, fmt.Sprint(cfg.Cluster.Partitions),
 		cfg.Catalog.Type, cfg.Catalog.Name}
+	d := cfg.Debezium
+	parts = append(parts, d.TopicPrefix, d.TimePrecisionMode, d.DecimalHandlingMode, fmt.Sprint(d.ProvideTransactionMetadata),
+		fmt.Sprint(cfg.NetMaxRows))
 	for _, t := range cfg.Tables {
-		parts = append(parts, t.Name, t.Metadata, t.Branch, t.Start, strings.Join(t.Key, ","))
+		parts = append(parts, t.Name, t.Metadata, t.Branch, t.Start, strings.Join(t.Key, ","),
+			strings.Join(t.Columns, ","), fmt.Sprint(t.Net), fmt.Sprint(t.Hold))
 	}
 	switch cfg.Sink.Type {
 	case "kafka":
 		k := cfg.Sink.Kafka.WithDefaults()
-		parts = append(parts, k.Topic, k.Delivery, k.CheckpointTopic, fmt.Sprint(k.Tombstones))
+		parts = append(parts, k.Topic, k.Delivery, k.CheckpointTopic, fmt.Sprint(k.Tombstones != nil && *k.Tombstones))
 	case "webhook":
 		parts = append(parts, cfg.Sink.Webhook.URL, fmt.Sprint(cfg.Sink.Webhook.CloudEvents))
 	}

@@ -231,6 +231,23 @@ func TestClusterConfig(t *testing.T) {
 		c.Cluster.Kafka.Brokers[0] != "k:9092" || c.Cluster.Kafka.CheckpointTopic != "cps" {
 		t.Fatalf("defaults: %+v", c.Cluster)
 	}
+	// Every process that reads the same file computes the same
+	// fingerprint (no pointer or map order in it), and a setting that
+	// changes the events changes it.
+	c2, err := parseConfig([]byte(base+kafkaSink+"cluster: {type: kafka, group: g}\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := configFingerprint(c), configFingerprint(c2); a != b {
+		t.Fatalf("one config, two fingerprints: %s and %s", a, b)
+	}
+	c3, err := parseConfig([]byte(base+kafkaSink+"cluster: {type: kafka, group: g}\ndebezium: {time.precision.mode: connect}\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configFingerprint(c) == configFingerprint(c3) {
+		t.Fatal("a different time.precision.mode left the fingerprint unchanged")
+	}
 	if c, err := parseConfig([]byte(base+kafkaSink), env(nil)); err != nil || c.Cluster.Enabled() {
 		t.Fatalf("no cluster section: enabled %v, %v", c != nil && c.Cluster.Enabled(), err)
 	}

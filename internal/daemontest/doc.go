@@ -12,6 +12,9 @@
 // Kafka exactly-once a read_committed consumer sees no repeat at all.
 // History that no longer continues from a checkpoint (expired snapshots,
 // a rollback, a re-created table) stops that table, and only that table.
+// An on-demand snapshot (`icecdc snapshot`) places the table's rows between
+// two commits and resumes by index after a SIGKILL; `icecdc reset` removes
+// a table's retention hold.
 //
 // The package also holds the pipeline's benchmarks: throughput to a
 // discarding sink and to kfake, and the latency from commit to delivery.

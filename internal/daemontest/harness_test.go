@@ -96,6 +96,7 @@ func newEnv(t testing.TB, dir string) *scenario.Env {
 // tableConf is one entry of tables: in the config.
 type tableConf struct {
 	Name, Start string
+	Hold        bool // hold: true, a retention branch on the table
 }
 
 // daemonConf is what the tests vary in icecdc.yaml; it renders the file.
@@ -107,6 +108,9 @@ type daemonConf struct {
 	Chunk     int
 	StatePath string
 	Listen    string
+	Token     string // http.token: the bearer token of POST /snapshot
+	// HoldInterval is hold_interval (0: the default).
+	HoldInterval time.Duration
 	// Sink is the sink: section, indented by two spaces per level.
 	Sink string
 }
@@ -133,13 +137,19 @@ func (c daemonConf) write(t testing.TB, path string) {
 	b.WriteString("tables:\n")
 	for _, tc := range c.Tables {
 		fmt.Fprintf(&b, "  - name: %s\n    start: %s\n", tc.Name, tc.Start)
+		if tc.Hold {
+			b.WriteString("    hold: true\n")
+		}
+	}
+	if c.HoldInterval > 0 {
+		fmt.Fprintf(&b, "hold_interval: %s\n", c.HoldInterval)
 	}
 	fmt.Fprintf(&b, "poll: {interval: %s}\n", c.Poll)
 	fmt.Fprintf(&b, "chunk: %d\n", c.Chunk)
 	fmt.Fprintf(&b, "sink:\n%s", c.Sink)
 	fmt.Fprintf(&b, "state: {path: %q}\n", c.StatePath)
 	if c.Listen != "" {
-		fmt.Fprintf(&b, "http: {listen: %q}\n", c.Listen)
+		fmt.Fprintf(&b, "http: {listen: %q, token: %q}\n", c.Listen, c.Token)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)

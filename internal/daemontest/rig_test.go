@@ -20,6 +20,7 @@ type rig struct {
 	pipeline string
 	listen   string // http.listen
 	table    string // the first table
+	conf     daemonConf
 }
 
 // start starts the daemon and waits until it is ready.
@@ -53,12 +54,19 @@ func newRig(t *testing.T, sink func(dir string) string, tables ...string) *rig {
 		conf.Tables = append(conf.Tables, tableConf{Name: name, Start: "earliest"})
 	}
 	conf.write(t, r.cfg)
+	r.conf = conf
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("daemon log (last lines):\n%s", tail(r.log, 40))
 		}
 	})
 	return r
+}
+
+// rewrite writes the configuration again after a change to r.conf.
+func (r *rig) rewrite() {
+	r.t.Helper()
+	r.conf.write(r.t, r.cfg)
 }
 
 // fileRig is a rig whose sink is a file; it returns the file's path too.
