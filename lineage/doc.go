@@ -7,5 +7,7 @@
 // manifest entry. A file without first_row_id carries no lineage: both are
 // null. Classification is pure: the caller hands in the rows a snapshot
 // removed (with their old locations) and the live rows of the files it added,
-// and gets back the events' row ids in contract order, plus anomalies.
+// and gets back the events' row ids in contract order, plus anomalies. Sets
+// computes the same classes as bitmaps a file at a time, for commits too
+// large to hold.
 package lineage

@@ -123,6 +123,20 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	if err != nil {
 		return nil, err
 	}
+	if r.streamable(groups) {
+		if err := r.stream(ctx, c, groups, plan.files, info.KeyFields); err != nil {
+			return nil, err
+		}
+		c.Anomalies = r.anoms
+		// A small commit is held, read once here, as MaxHeldRows allows.
+		if c.Total <= r.t.maxHeldRows() {
+			if err := c.Materialize(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return c, nil
+	}
+	// Equality deletes: the rows are held (see streamable).
 	var (
 		removed []lineage.Removed
 		added   []lineage.Added

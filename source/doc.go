@@ -13,6 +13,13 @@
 // for up to 1,024 keys, key tuple by key tuple (equality.go). Files outside the commit are located through a cache of
 // data-file metadata that every processed snapshot feeds.
 //
+// A commit's events are a stream (stream.go): it is classified with row-id
+// bitmaps, then its deletes, updates and inserts are read file by file in
+// position order, a record batch at a time. Only the before images of its
+// updates are held, encoded, within Options.MaxMemory, and spilled to a
+// temporary file past it (imagestore.go). Commits with equality deletes,
+// which decide by value, are held.
+//
 // Tables live on object storage, where a request costs a round trip: a
 // commit's manifests, footers, vectors and data files are read
 // concurrently, at most Options.IOConcurrency at a time (pool.go), and the

@@ -36,7 +36,7 @@ func checkExpiredParents(t *testing.T, f *fixture, steps []replay.Step) int {
 		si := steps[k].Snapshot
 		path := filepath.Join(filepath.Dir(meta), fmt.Sprintf("expired-before-%d.metadata.json", si.SequenceNumber))
 		writeExpiredBefore(t, raw, si.SequenceNumber, path)
-		src, err := source.Open(f.ctx, source.Options{MetadataPath: path, MaxHeldRows: f.held})
+		src, err := source.Open(f.ctx, source.Options{MetadataPath: path, MaxHeldRows: f.held, MaxMemory: f.memory})
 		if err != nil {
 			t.Fatal(err)
 		}

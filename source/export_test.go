@@ -1,5 +1,9 @@
 package source
 
+// SpilledCommits is how many commits spilled their before images to a
+// temporary file since the process started.
+func SpilledCommits() int64 { return spills.Load() }
+
 // SetWholeRead sets the largest data file read whole (0: none over a tail
 // read), for the latency benchmark; the returned func restores it.
 func SetWholeRead(n int64) (restore func()) {

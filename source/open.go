@@ -36,9 +36,18 @@ type Options struct {
 	Table       string            // namespace.name; with MetadataPath, the name events carry (default: from the table location)
 	Branch      string            // default main
 	KeyFields   []string          // event key; default the identifier fields
-	// MaxHeldRows bounds the inserted rows a commit holds in memory: past
-	// it, rows of files that only insert are streamed (default 100,000).
+	// MaxHeldRows bounds the events a commit holds in memory: a commit with
+	// more is streamed, a record batch at a time (default 100,000). A commit
+	// with equality deletes is held whole but for the inserts of files that
+	// only insert, which are streamed past it.
 	MaxHeldRows int
+	// MaxMemory is the memory budget of one commit's events, in bytes
+	// (default 512 MiB). Deletes, updates and inserts are streamed a
+	// record batch at a time; the before images of a commit's updates
+	// are held, encoded, in a quarter of it (the rest is for the reads in
+	// flight and the garbage collector's headroom) and past that spilled
+	// to a temporary file (in $TMPDIR).
+	MaxMemory int64
 	// AllowedLocations are the location prefixes the table's files may be
 	// read from (file:/x, file:///x and /x are one local path; s3a and s3n
 	// are s3). Manifest lists, manifests, data and delete files elsewhere
@@ -274,6 +283,19 @@ func withBusyTimeout(uri string) string {
 		sep = "&"
 	}
 	return uri + sep + "_pragma=busy_timeout(10000)"
+}
+
+// DefaultMaxMemory is Options.MaxMemory when unset.
+const DefaultMaxMemory = 512 << 20
+
+// imageBudget is the bytes of before images a commit holds before it
+// spills them.
+func (t *Table) imageBudget() int64 {
+	m := t.opts.MaxMemory
+	if m <= 0 {
+		m = DefaultMaxMemory
+	}
+	return m / 4
 }
 
 // defaultMaxHeldRows is Options.MaxHeldRows when unset.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,17 +14,53 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/source"
 )
 
 // TestRandomHistories builds tables from seeded random sequences of every
 // kind of commit the scenario writer makes and checks the contract by
-// replay at every snapshot: the contract, not particular cases.
+// replay at every snapshot: the contract, not particular cases. Commits
+// are held (read whole, as small commits are) unless the seed streams
+// them.
 func TestRandomHistories(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4, 5, 6}
+	testRandomHistories(t, []uint64{1, 2, 3, 4, 5, 6}, held)
+}
+
+// TestRandomHistoriesStreamed checks the same contract with every commit
+// of two or more events streamed a record batch at a time, and resumed
+// from every index.
+func TestRandomHistoriesStreamed(t *testing.T) {
+	testRandomHistories(t, []uint64{7, 8, 9}, streamed)
+}
+
+// TestRandomHistoriesSpilled streams every commit with a memory budget of
+// one byte, so that every update's before image goes through the
+// temporary file.
+func TestRandomHistoriesSpilled(t *testing.T) {
+	before := source.SpilledCommits()
+	t.Cleanup(func() { // after the parallel seeds
+		if source.SpilledCommits() == before {
+			t.Error("no commit spilled its before images: the spill path went unchecked")
+		}
+	})
+	testRandomHistories(t, []uint64{10, 11, 12}, spilled)
+}
+
+// historyMode is how a random history's commits are read.
+type historyMode int
+
+const (
+	held     historyMode = iota // as the seed says (every third seed streams appends)
+	streamed                    // every commit of 2+ events streamed
+	spilled                     // streamed, before images spilled
+)
+
+func testRandomHistories(t *testing.T, seeds []uint64, mode historyMode) {
 	if testing.Short() {
-		seeds = seeds[:2]
+		seeds = seeds[:min(2, len(seeds))]
 	}
 	// ICECDC_RANDOM_SEEDS=N widens the search to seeds 1..N.
 	if n, err := strconv.Atoi(os.Getenv("ICECDC_RANDOM_SEEDS")); err == nil && n > 0 {
@@ -37,7 +74,7 @@ func TestRandomHistories(t *testing.T) {
 	t.Cleanup(func() {
 		// The generator must reach every kind of commit, or the test
 		// checks less than it claims.
-		if len(seeds) >= 6 {
+		if mode == held && len(seeds) >= 6 {
 			for _, k := range []string{"append", "delete", "update", "compact", "equality delete", "upsert", "cow delete", "cow overwrite"} {
 				if seen[k] == 0 {
 					t.Errorf("no %q commit drawn: %v", k, seen)
@@ -48,7 +85,7 @@ func TestRandomHistories(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
-			kinds := randomHistory(t, seed, 24)
+			kinds := randomHistory(t, seed, 24, mode)
 			mu.Lock()
 			defer mu.Unlock()
 			for _, k := range kinds {
@@ -58,7 +95,7 @@ func TestRandomHistories(t *testing.T) {
 	}
 }
 
-func randomHistory(t *testing.T, seed uint64, commits int) (kinds []string) {
+func randomHistory(t *testing.T, seed uint64, commits int, mode historyMode) (kinds []string) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var spec *iceberg.PartitionSpec
 	if seed%2 == 0 {
@@ -66,8 +103,11 @@ func randomHistory(t *testing.T, seed uint64, commits int) (kinds []string) {
 		spec = &s
 	}
 	f := newFixture(t, 3, spec, nil)
-	if seed%3 == 0 {
-		f.held = 1 // stream the inserts of appends instead of holding them
+	switch {
+	case mode == spilled:
+		f.held, f.memory = 1, 1
+	case mode == streamed || seed%3 == 0:
+		f.held = 1
 	}
 	statuses := []string{"new", "paid", "shipped"}
 	next := int64(1)
@@ -227,6 +267,9 @@ func randomHistory(t *testing.T, seed uint64, commits int) (kinds []string) {
 	if err != nil {
 		t.Fatalf("%v\nhistory: %v", err, log)
 	}
+	if mode != held {
+		checkResume(t, f, steps)
+	}
 	// Net changes (DESIGN §3) against full replay, for every range.
 	ranges, err := replay.CheckNet(f.ctx, steps, f.tbl)
 	if err != nil {
@@ -250,4 +293,48 @@ func randomHistory(t *testing.T, seed uint64, commits int) (kinds []string) {
 		kinds = append(kinds, strings.TrimRight(w, " 0123456789[]"))
 	}
 	return kinds
+}
+
+// checkResume resumes every streamed commit of steps from every index and
+// wants exactly the tail of its events, as a restart from a checkpoint
+// inside the commit reads them.
+func checkResume(t *testing.T, f *fixture, steps []replay.Step) {
+	t.Helper()
+	src := f.open()
+	resumed := 0
+	for _, s := range steps {
+		if len(s.Events) < 2 {
+			continue
+		}
+		for from := 1; from < len(s.Events); from++ {
+			c, err := src.Commit(f.ctx, s.Snapshot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Rest == nil {
+				break // held: a commit with equality deletes
+			}
+			resumed++
+			var tail []cdc.Event
+			if err := c.EachBatch(f.ctx, from, func(evs []cdc.Event) error { tail = append(tail, evs...); return nil }); err != nil {
+				t.Fatalf("snapshot seq %d from %d: %v", s.Snapshot.SequenceNumber, from, err)
+			}
+			c.Events, c.Rest, c.Total = tail, nil, 0
+			got, err := replay.Encode(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tail {
+				if tail[i].Index != from+i {
+					t.Fatalf("snapshot seq %d from %d: event %d has index %d", s.Snapshot.SequenceNumber, from, i, tail[i].Index)
+				}
+			}
+			if want := s.Events[from:]; !reflect.DeepEqual(got, want) {
+				t.Fatalf("snapshot seq %d resumed from %d:\n got %v\nwant %v", s.Snapshot.SequenceNumber, from, got, want)
+			}
+		}
+	}
+	if resumed == 0 {
+		t.Fatal("no commit was streamed")
+	}
 }

@@ -34,6 +34,7 @@ type readOpts struct {
 	lay       layout
 	positions *roaring64.Bitmap // nil: every row; else only row groups holding one
 	narrow    bool              // only the lineage columns (and one small data column)
+	fields    []string          // when set, only these columns: the others read as null
 	// each, when set, receives the wanted rows a record batch at a time
 	// instead of scanFile returning them: a streamed read holds one batch.
 	each func([]fileRow) error
@@ -53,6 +54,9 @@ func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.
 		// A projection of the lineage columns alone fails in iceberg-go:
 		// one data column rides along.
 		opts = append(opts, table.WithSelectedFields(narrowColumn(sc)))
+	}
+	if len(o.fields) > 0 {
+		opts = append(opts, table.WithSelectedFields(o.fields...))
 	}
 	scan := t.reader.Scan(opts...)
 	spans := o.lay.spansFor(o.positions)

@@ -38,7 +38,10 @@ type fixture struct {
 	env   *scenario.Env
 	ident table.Identifier
 	tbl   *table.Table
-	held  int // MaxHeldRows of the source; 1 streams every append of 2+ rows
+	held  int // MaxHeldRows of the source; 1 streams every commit of 2+ events
+	// memory is MaxMemory of the source; 1 spills every update's before image
+	memory int64
+	keys   []string // KeyFields of the source
 }
 
 func newFixture(t *testing.T, version int, spec *iceberg.PartitionSpec, sc *iceberg.Schema) *fixture {
@@ -74,7 +77,7 @@ func (f *fixture) open() *source.Table {
 	f.t.Helper()
 	src, err := source.Open(f.ctx, source.Options{
 		CatalogType: "sql", CatalogURI: f.env.CatalogURI, Warehouse: f.env.Warehouse,
-		Table: strings.Join(f.ident, "."), MaxHeldRows: f.held,
+		Table: strings.Join(f.ident, "."), MaxHeldRows: f.held, MaxMemory: f.memory, KeyFields: f.keys,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -399,8 +402,8 @@ func TestStreamedInserts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Rest == nil || len(c.Events) != 1 || c.Len() != 6 {
-		t.Fatalf("append and delete: want 1 held delete and 5 streamed inserts, got %d held, rest %v, len %d", len(c.Events), c.Rest != nil, c.Len())
+	if c.Rest == nil || len(c.Events) != 0 || c.Len() != 6 {
+		t.Fatalf("append and delete: want 6 streamed events (1 delete, 5 inserts), got %d held, rest %v, len %d", len(c.Events), c.Rest != nil, c.Len())
 	}
 	// resuming inside the streamed file yields exactly the tail
 	var tail []int
@@ -482,4 +485,44 @@ func secondDataFile(t *testing.T, dir string) string {
 		t.Fatalf("data files: %v", found)
 	}
 	return found[1]
+}
+
+// TestKeyChange: an update that changes the event key is a delete (in the
+// delete phase) and an insert (in the insert phase), held, streamed and
+// with its before images spilled alike.
+func TestKeyChange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		held   int
+		memory int64
+	}{{"held", 0, 0}, {"streamed", 1, 0}, {"spilled", 1, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, 3, nil, nil)
+			f.held, f.memory, f.keys = tc.held, tc.memory, []string{"order_id"}
+			f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.Append(ctx, tb, orders(1, 6))
+			})
+			f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.Update(ctx, tb, in("order_id", 2, 3, 5), func(r map[string]any) map[string]any {
+					if r["order_id"] == int64(3) {
+						r["order_id"] = int64(300)
+					}
+					r["status"] = "paid"
+					return r
+				})
+			})
+			f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.Delete(ctx, tb, in("order_id", 1, 300))
+			})
+			steps := f.check()
+			wantOps(t, steps, "d:0 u:0 c:6", "d:1 u:2 c:1", "d:2 u:0 c:0")
+			var got []string
+			for _, e := range steps[1].Events {
+				got = append(got, fmt.Sprint(e.Op, e.Source.RowID))
+			}
+			if want := "[d2 u1 u4 c2]"; fmt.Sprint(got) != want {
+				t.Fatalf("update events: %v, want %s", got, want)
+			}
+		})
+	}
 }

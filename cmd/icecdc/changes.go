@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -31,6 +32,8 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	fl.StringVar(&o.Branch, "branch", "main", "branch to follow")
 	fl.Var(props, "catalog-prop", "catalog property key=value (repeatable)")
 	fl.Var((*listFlag)(&o.AllowedLocations), "allowed-location", "read the table's files only from this location prefix (repeatable; default the table location and warehouse)")
+	var maxMemory byteSize
+	fl.Var(&maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
 	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
 	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
 	format := fl.String("format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
@@ -76,6 +79,17 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", *from, *to)
 	}
 	o.Props = props
+	o.MaxMemory = int64(maxMemory)
+	// One table, one commit at a time: the budget is the process's too,
+	// so that the garbage collector works to stay within it rather than
+	// let the heap double (GOMEMLIMIT, when set, wins).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit := int64(maxMemory)
+		if limit == 0 {
+			limit = source.DefaultMaxMemory
+		}
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(max(limit, 64<<20)))
+	}
 	if o.MetadataPath == "" {
 		if err := source.CheckCatalogType(o.CatalogType); err != nil {
 			return fmt.Errorf("changes: --catalog-type %w", err)

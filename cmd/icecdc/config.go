@@ -49,6 +49,11 @@ type Config struct {
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
+	// MaxMemory is the memory budget of one commit's events (default
+	// 512MiB): deletes, updates and inserts are streamed, and the before
+	// images of updates past a quarter of it are spilled to a temporary
+	// file. A table may set its own.
+	MaxMemory byteSize `yaml:"max_memory"`
 	// AllowedLocations are the location prefixes tables' files may be read
 	// from; manifest lists, manifests, data and delete files elsewhere are
 	// refused. Default: each table's own location (and write paths) and
@@ -83,6 +88,8 @@ type TableConfig struct {
 	Branch   string   `yaml:"branch"`
 	Start    string   `yaml:"start"`
 	Key      []string `yaml:"key"`
+	// MaxMemory overrides the pipeline's max_memory for this table.
+	MaxMemory byteSize `yaml:"max_memory"`
 	// Columns subscribes to these columns: only updates that change one
 	// are emitted, images projected to them and the key.
 	Columns []string `yaml:"columns"`
@@ -173,12 +180,18 @@ func (c *Config) defaults() {
 	if c.IO.Concurrency == 0 {
 		c.IO.Concurrency = 16
 	}
+	if c.MaxMemory == 0 {
+		c.MaxMemory = source.DefaultMaxMemory
+	}
 	if c.HoldInterval == 0 {
 		c.HoldInterval = time.Minute
 	}
 	for i := range c.Tables {
 		if c.Tables[i].Branch == "" {
 			c.Tables[i].Branch = "main"
+		}
+		if c.Tables[i].MaxMemory == 0 {
+			c.Tables[i].MaxMemory = c.MaxMemory
 		}
 	}
 	var sinkKafka *kafka.Config

@@ -264,3 +264,30 @@ func TestClusterConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigMaxMemory(t *testing.T) {
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	c, err := parseConfig([]byte(goodConfig), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxMemory != 512<<20 || c.Tables[0].MaxMemory != 512<<20 {
+		t.Fatalf("max_memory %d (table %d), want the default 512MiB", c.MaxMemory, c.Tables[0].MaxMemory)
+	}
+	cfg := strings.Replace(goodConfig+"max_memory: 1GiB\n", "key: [order_id]", "key: [order_id]\n    max_memory: 64MB", 1)
+	if c, err = parseConfig([]byte(cfg), secret); err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxMemory != 1<<30 || c.Tables[0].MaxMemory != 64_000_000 || c.Tables[1].MaxMemory != 1<<30 {
+		t.Fatalf("max_memory %d, tables %d and %d", c.MaxMemory, c.Tables[0].MaxMemory, c.Tables[1].MaxMemory)
+	}
+	if c, err = parseConfig([]byte(goodConfig+"max_memory: 1048576\n"), secret); err != nil || c.MaxMemory != 1<<20 {
+		t.Fatalf("max_memory in bytes: %v, %v", c, err)
+	}
+	for _, bad := range []string{"lots", "-1MiB", "12 parsecs"} {
+		_, err := parseConfig([]byte(goodConfig+"max_memory: "+bad+"\n"), secret)
+		if err == nil || !strings.Contains(err.Error(), "max_memory") {
+			t.Fatalf("max_memory %s: error %v, want one naming the field", bad, err)
+		}
+	}
+}

@@ -123,6 +123,16 @@ func TestChangesFromCatalogAndMetadata(t *testing.T) {
 			t.Fatalf("changes:\n%s", strings.Join(got, "\n"))
 		}
 	}
+	// A budget of one byte spills every before image: the same events.
+	out3, e3, c3 := runCmd(append([]string{"changes", "--max-memory", "1"}, catArgs...)...)
+	var got []string
+	for _, l := range parseLines(t, out3) {
+		got = append(got, l.summary())
+	}
+	if c3 != 0 || strings.Join(got, "\n") != strings.Join(bookshopEvents, "\n") {
+		t.Fatalf("--max-memory 1: exit %d %s\n%s", c3, e3, out3)
+	}
+	failsWith(t, append([]string{"--max-memory", "lots"}, catArgs...), "max-memory", `"lots"`)
 	// --from-seq is exclusive, --to-seq inclusive.
 	out, _, code := runCmd(append([]string{"changes", "--from-seq", "1", "--to-seq", "3"}, catArgs...)...)
 	ls := parseLines(t, out)

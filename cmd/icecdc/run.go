@@ -287,6 +287,7 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 		for _, name := range names {
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
+			o.MaxMemory = int64(t.MaxMemory)
 			out = append(out, tableSource{name: name, start: start, hold: t.Hold, columns: t.Columns, net: t.Net,
 				netMaxRows: cfg.NetMaxRows, opts: o})
 		}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dustin/go-humanize"
+	"go.yaml.in/yaml/v3"
+)
+
+// byteSize is a size in bytes, written as a number of bytes or with a
+// unit: 512MiB, 1GiB (powers of 1024), 500MB (powers of 1000).
+type byteSize int64
+
+func parseByteSize(s string) (byteSize, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n > math.MaxInt64 {
+		return 0, fmt.Errorf("max_memory %q is not a size: want bytes, or a number with a unit such as 512MiB or 1GiB", s)
+	}
+	return byteSize(n), nil
+}
+
+func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseByteSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = v
+	return nil
+}
+
+// Set and String make it a flag.
+func (b *byteSize) Set(s string) error {
+	v, err := parseByteSize(s)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
+func (b *byteSize) String() string {
+	if *b == 0 {
+		return "512MiB"
+	}
+	return humanize.IBytes(uint64(*b))
+}

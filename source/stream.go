@@ -1,0 +1,516 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/lineage"
+)
+
+// A streamed commit (DESIGN §2.5–6) holds no rows: it classifies by row-id
+// bitmaps read from the lineage columns (or computed, for files that store
+// none), then yields its events phase by phase, reading each file a record
+// batch at a time in position order: deletes from the removed positions,
+// updates from the added files with their before images looked up by row
+// id, inserts from the added files. The before images of updates are the
+// one thing held, encoded, up to the memory budget, and spilled to a
+// temporary file past it.
+
+// removedPart is one removal of a streamed commit.
+type removedPart struct {
+	g    groupRead
+	ids  *roaring64.Bitmap // the row ids of its first occurrences
+	emit *roaring64.Bitmap // of them, those emitted as deletes
+}
+
+// addedPart is one added data file of a streamed commit.
+type addedPart struct {
+	f        *addedFile
+	ids      *roaring64.Bitmap // row ids of its first occurrences
+	changed  *roaring64.Bitmap // of them, those with lusn == s
+	pos      *roaring64.Bitmap // positions of the changed rows
+	upd, ins *roaring64.Bitmap // of the changed, those emitted as updates and as inserts
+}
+
+// streamPlan is what a streamed commit's events are read from.
+type streamPlan struct {
+	r       *commitRun
+	removed []removedPart
+	added   []addedPart
+	skip    map[lineage.Loc]bool // later occurrences of a row id: no event
+	updates *roaring64.Bitmap    // every updated row id; its rank is the before image's slot
+	keyIdx  []int
+	// keySorted is keyIdx ascending, without repeats.
+	keySorted []int
+	width     int    // the number of fields of the events' schema
+	name      string // the table's, for errors
+	// held is the before images read to find key changes, kept for the
+	// first pass over the updates (later passes read them again).
+	held *imageStore
+
+	nDel, nUpd, nIns int
+}
+
+// streamable reports whether a commit can be streamed: not when
+// equality deletes decide by value which rows left, or pair deletes with
+// inserts by key (both need the rows' values together).
+func (r *commitRun) streamable(groups []groupRead) bool {
+	if len(r.eqFile) > 0 {
+		return false
+	}
+	for _, g := range groups {
+		if g.eq != nil || len(g.older) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// stream classifies the commit and makes c's events a stream.
+func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRead, files []*addedFile, keyFields []string) error {
+	p := &streamPlan{r: r, skip: map[lineage.Loc]bool{}, keyIdx: keyPositions(r.sc, keyFields)}
+	p.keySorted = slices.Compact(slices.Sorted(slices.Values(p.keyIdx)))
+	p.width, p.name = len(r.sc.Fields()), r.t.name(r.t.tbl)
+	sets := lineage.NewSets(r.snap.SequenceNumber)
+	var anoms []lineage.Anomaly
+
+	// Removed row ids, each file read concurrently, recorded in order.
+	type removedIDs struct {
+		ids  *roaring64.Bitmap
+		dups []lineage.Anomaly
+	}
+	rem := make([]removedIDs, len(groups))
+	err := r.t.pool.each(ctx, len(groups), func(i int) error {
+		var err error
+		rem[i].ids, rem[i].dups, err = r.removedIDs(ctx, groups[i])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, g := range groups {
+		anoms = append(anoms, p.skipAll(rem[i].dups)...)
+		if cross := sets.RemoveAll(rem[i].ids); !cross.IsEmpty() {
+			dups, err := p.findRows(ctx, g.m, g.lay, g.pos, g.fi, cross, lineage.DuplicateRemoved)
+			if err != nil {
+				return err
+			}
+			anoms = append(anoms, p.skipAll(dups)...)
+			rem[i].ids.AndNot(cross)
+		}
+		p.removed = append(p.removed, removedPart{g: g, ids: rem[i].ids})
+	}
+
+	// Added rows, each file read concurrently once every removed row is
+	// known, recorded in order.
+	type addedIDs struct {
+		part  addedPart
+		anoms []lineage.Anomaly
+	}
+	add := make([]addedIDs, len(files))
+	err = r.t.pool.each(ctx, len(files), func(i int) error {
+		var err error
+		add[i].part, add[i].anoms, err = r.addedIDs(ctx, files[i], sets)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, f := range files {
+		part := add[i].part
+		cross := sets.AddedBefore(part.ids)
+		for _, a := range add[i].anoms {
+			if a.Kind == lineage.DuplicateAdded || !cross.Contains(uint64(a.RowID)) {
+				anoms = append(anoms, p.skipAll([]lineage.Anomaly{a})...)
+			}
+		}
+		if !cross.IsEmpty() {
+			live := roaring64.New()
+			live.AddRange(0, uint64(f.m.file.Count()))
+			if f.dead != nil {
+				live.AndNot(f.dead)
+			}
+			dups, err := p.findRows(ctx, f.m, f.lay, live, f.fi, cross, lineage.DuplicateAdded)
+			if err != nil {
+				return err
+			}
+			for _, a := range p.skipAll(dups) {
+				anoms = append(anoms, a)
+				part.pos.Remove(uint64(a.Loc.Pos))
+			}
+			part.ids.AndNot(cross)
+			part.changed.AndNot(cross)
+		}
+		sets.AddFile(part.ids, part.changed)
+		p.added = append(p.added, part)
+	}
+	for _, a := range anoms {
+		r.anoms = append(r.anoms, cdc.Anomaly{Kind: a.Kind, File: r.files[a.Loc.File], Position: a.Loc.Pos, RowID: a.RowID})
+	}
+
+	deletes, inserts := sets.Deletes(), sets.Inserts()
+	p.updates = sets.Updates()
+	// An update that changes the key is a delete and an insert (as
+	// Debezium emits it): that needs both images before the first event.
+	keyed := roaring64.New()
+	if len(p.keyIdx) > 0 && !p.updates.IsEmpty() {
+		if keyed, err = p.keyChanges(ctx); err != nil {
+			return err
+		}
+	}
+	deletes.Or(keyed)
+	inserts.Or(keyed)
+	updates := roaring64.AndNot(p.updates, keyed)
+	for i := range p.removed {
+		x := &p.removed[i]
+		x.emit = roaring64.And(x.ids, deletes)
+		p.nDel += int(x.emit.GetCardinality())
+	}
+	for i := range p.added {
+		x := &p.added[i]
+		x.upd, x.ins = roaring64.And(x.changed, updates), roaring64.And(x.changed, inserts)
+		p.nUpd += int(x.upd.GetCardinality())
+		p.nIns += int(x.ins.GetCardinality())
+	}
+	c.Total = p.nDel + p.nUpd + p.nIns
+	c.Rest = p.rest
+	return nil
+}
+
+// skipAll marks the rows of anomalies that are later occurrences of a row
+// id, so that they yield no event, and returns the anomalies not seen yet.
+func (p *streamPlan) skipAll(as []lineage.Anomaly) []lineage.Anomaly {
+	out := as[:0]
+	for _, a := range as {
+		if a.Kind == lineage.DuplicateAdded || a.Kind == lineage.DuplicateRemoved {
+			if p.skip[a.Loc] {
+				continue
+			}
+			p.skip[a.Loc] = true
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func (p *streamPlan) skipped(fi int, pos int64) bool {
+	return len(p.skip) > 0 && p.skip[lineage.Loc{File: fi, Pos: pos}]
+}
+
+// removedIDs returns the row ids at a removal's positions: computed when
+// the file stores no _row_id, else read from it. Row ids found twice in
+// the file are anomalies (the first occurrence counts).
+func (r *commitRun) removedIDs(ctx context.Context, g groupRead) (*roaring64.Bitmap, []lineage.Anomaly, error) {
+	ids := roaring64.New()
+	if !g.lay.storesRowID {
+		if g.m.firstRowID == nil {
+			return ids, nil, nil // no lineage: no row ids (DESIGN §1)
+		}
+		it := g.pos.Iterator()
+		for it.HasNext() {
+			if id, ok := lineage.RowID(nil, g.m.firstRowID, int64(it.Next())); ok {
+				ids.Add(uint64(id))
+			}
+		}
+		return ids, nil, nil
+	}
+	var dups []lineage.Anomaly
+	_, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, readOpts{lay: g.lay, positions: g.pos, narrow: true}, func(pos, id, _ int64, hasID bool) (bool, error) {
+		if hasID && g.pos.Contains(uint64(pos)) && !ids.CheckedAdd(uint64(id)) {
+			dups = append(dups, lineage.Anomaly{Kind: lineage.DuplicateRemoved, RowID: id, Loc: lineage.Loc{File: g.fi, Pos: pos}})
+		}
+		return false, nil
+	})
+	return ids, dups, err
+}
+
+// addedIDs reads the row ids and lusn of an added file's live rows (or
+// computes them, for a file that stores neither), and classifies them
+// against the removed row ids, which sets holds complete.
+func (r *commitRun) addedIDs(ctx context.Context, f *addedFile, sets *lineage.Sets) (addedPart, []lineage.Anomaly, error) {
+	seq := r.snap.SequenceNumber
+	part := addedPart{f: f, ids: roaring64.New(), changed: roaring64.New(), pos: roaring64.New()}
+	var anoms []lineage.Anomaly
+	if !f.lay.storesRowID && !f.lay.storesLUSN {
+		first, n := *f.m.firstRowID, f.m.file.Count()
+		if first < 0 || first+n < first {
+			return part, nil, fmt.Errorf("data file %s: first_row_id %d with %d rows overflows the row ids", f.m.path(), first, n)
+		}
+		part.pos.AddRange(0, uint64(n))
+		if f.dead != nil {
+			part.pos.AndNot(f.dead)
+		}
+		if f.dead == nil {
+			part.ids.AddRange(uint64(first), uint64(first+n))
+		} else {
+			it := part.pos.Iterator()
+			for it.HasNext() {
+				part.ids.Add(uint64(first) + it.Next())
+			}
+		}
+		lusn := f.m.dataSeq
+		if lusn == seq {
+			part.changed = part.ids.Clone()
+			return part, nil, nil
+		}
+		it := part.pos.Iterator()
+		for it.HasNext() {
+			pos := int64(it.Next())
+			if k := sets.Anomaly(first+pos, lusn); k != "" {
+				anoms = append(anoms, lineage.Anomaly{Kind: k, RowID: first + pos, Loc: lineage.Loc{File: f.fi, Pos: pos}})
+			}
+		}
+		part.pos.Clear()
+		return part, anoms, nil
+	}
+	_, err := r.t.scanFile(ctx, r.snap, r.sc, f.m, readOpts{lay: f.lay, narrow: true}, func(pos, id, lusn int64, hasID bool) (bool, error) {
+		if f.dead != nil && f.dead.Contains(uint64(pos)) {
+			return false, nil
+		}
+		if !hasID {
+			return false, fmt.Errorf("row at position %d has no row id", pos)
+		}
+		loc := lineage.Loc{File: f.fi, Pos: pos}
+		if !part.ids.CheckedAdd(uint64(id)) {
+			anoms = append(anoms, lineage.Anomaly{Kind: lineage.DuplicateAdded, RowID: id, Loc: loc})
+			return false, nil
+		}
+		if lusn == seq {
+			part.changed.Add(uint64(id))
+			part.pos.Add(uint64(pos))
+		} else if k := sets.Anomaly(id, lusn); k != "" {
+			anoms = append(anoms, lineage.Anomaly{Kind: k, RowID: id, Loc: loc})
+		}
+		return false, nil
+	})
+	return part, anoms, err
+}
+
+// findRows returns, as anomalies of kind, every row of a file at
+// positions whose row id is in ids: the later occurrences of
+// row ids an earlier file had.
+func (p *streamPlan) findRows(ctx context.Context, m dataFileMeta, lay layout, positions *roaring64.Bitmap, fi int, ids *roaring64.Bitmap, kind string) ([]lineage.Anomaly, error) {
+	var out []lineage.Anomaly
+	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, narrow: true}, func(pos, id, _ int64, hasID bool) (bool, error) {
+		if hasID && positions.Contains(uint64(pos)) && ids.Contains(uint64(id)) {
+			out = append(out, lineage.Anomaly{Kind: kind, RowID: id, Loc: lineage.Loc{File: fi, Pos: pos}})
+		}
+		return false, nil
+	})
+	return out, err
+}
+
+// rest yields the events from index from on: deletes, updates, inserts.
+func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event) error) (err error) {
+	// A malformed file read here fails the stream, as it fails Commit.
+	defer recoverAs(&err, "table %s: snapshot %d", p.name, p.r.snap.SnapshotID)
+	idx := 0
+	for _, x := range p.removed {
+		n := int(x.emit.GetCardinality())
+		if idx+n > from {
+			err := p.emit(ctx, x.g.m, x.g.lay, x.g.pos, x.g.fi, x.emit, idx, from, func(fr fileRow) (cdc.Event, error) {
+				return cdc.Event{Op: cdc.OpDelete, RowID: fr.rowID, LUSN: fr.lusn, Before: fr.row}, nil
+			}, yield)
+			if err != nil {
+				return err
+			}
+		}
+		idx += n
+	}
+	held := p.held
+	p.held = nil
+	if held != nil {
+		defer held.close()
+	}
+	if p.nUpd > 0 && idx+p.nUpd > from {
+		store := held
+		if store == nil {
+			var err error
+			if store, err = p.beforeImages(ctx); err != nil {
+				return err
+			}
+		}
+		defer store.close()
+		for _, x := range p.added {
+			n := int(x.upd.GetCardinality())
+			if idx+n > from {
+				err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.upd, idx, from, func(fr fileRow) (cdc.Event, error) {
+					before, err := p.before(store, fr.rowID)
+					return cdc.Event{Op: cdc.OpUpdate, RowID: fr.rowID, LUSN: fr.lusn, Before: before, After: fr.row}, err
+				}, yield)
+				if err != nil {
+					return err
+				}
+			}
+			idx += n
+		}
+		store.close()
+	} else {
+		idx += p.nUpd
+	}
+	for _, x := range p.added {
+		n := int(x.ins.GetCardinality())
+		if idx+n > from {
+			err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.ins, idx, from, func(fr fileRow) (cdc.Event, error) {
+				return cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row}, nil
+			}, yield)
+			if err != nil {
+				return err
+			}
+		}
+		idx += n
+	}
+	return nil
+}
+
+// emit yields, a record batch at a time, events for the rows of a file at
+// positions whose row id is in want, numbered from idx, from index from on.
+// The file must give exactly want's rows.
+func (p *streamPlan) emit(ctx context.Context, m dataFileMeta, lay layout, positions *roaring64.Bitmap, fi int, want *roaring64.Bitmap,
+	idx, from int, event func(fileRow) (cdc.Event, error), yield func([]cdc.Event) error) error {
+	next, seen := idx, idx
+	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, each: func(rows []fileRow) error {
+		if len(rows) == 0 {
+			return nil
+		}
+		evs := make([]cdc.Event, len(rows))
+		for k, fr := range rows {
+			ev, err := event(fr)
+			if err != nil {
+				return fmt.Errorf("data file %s position %d: %w", m.path(), fr.pos, err)
+			}
+			ev.Index = next + k
+			evs[k] = ev
+		}
+		next += len(evs)
+		return yield(evs)
+	}}, func(pos, id, _ int64, hasID bool) (bool, error) {
+		if !hasID || !positions.Contains(uint64(pos)) || !want.Contains(uint64(id)) || p.skipped(fi, pos) {
+			return false, nil
+		}
+		seen++
+		if seen <= from {
+			next = seen // counted, not read
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if n := int(want.GetCardinality()); seen-idx != n {
+		return fmt.Errorf("data file %s: found %d of the commit's %d rows in it", m.path(), seen-idx, n)
+	}
+	return nil
+}
+
+// beforeImages reads the before images of the commit's updates, in the
+// order of the removals, into a store by update slot.
+func (p *streamPlan) beforeImages(ctx context.Context) (*imageStore, error) {
+	r := p.r
+	store := newImageStore(int(p.updates.GetCardinality()), r.t.imageBudget(), "")
+	var buf []byte
+	for _, x := range p.removed {
+		if !x.ids.Intersects(p.updates) {
+			continue
+		}
+		g := x.g
+		_, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, readOpts{lay: g.lay, positions: g.pos, each: func(rows []fileRow) error {
+			for _, fr := range rows {
+				var err error
+				if buf, err = appendRow(buf[:0], fr.row); err != nil {
+					return fmt.Errorf("data file %s position %d: %w", g.m.path(), fr.pos, err)
+				}
+				if err := store.put(int(p.updates.Rank(uint64(fr.rowID))-1), buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}, func(pos, id, _ int64, hasID bool) (bool, error) {
+			return hasID && g.pos.Contains(uint64(pos)) && x.ids.Contains(uint64(id)) && p.updates.Contains(uint64(id)) && !p.skipped(g.fi, pos), nil
+		})
+		if err != nil {
+			store.close()
+			return nil, err
+		}
+	}
+	if err := store.done(); err != nil {
+		store.close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// before returns the before image of the update of row id.
+func (p *streamPlan) before(store *imageStore, id int64) (cdc.Row, error) {
+	rec, ok, err := store.get(int(p.updates.Rank(uint64(id)) - 1))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("row id %d: no before image among the removed rows", id)
+	}
+	d := rowDecoder{b: rec}
+	return d.row()
+}
+
+// beforeKey returns the key fields of the before image of the update of
+// row id, in a row of the schema's width.
+func (p *streamPlan) beforeKey(store *imageStore, id int64) (cdc.Row, error) {
+	rec, ok, err := store.get(int(p.updates.Rank(uint64(id)) - 1))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("row id %d: no before image among the removed rows", id)
+	}
+	d := rowDecoder{b: rec}
+	return d.fields(p.keySorted, p.width)
+}
+
+// keyChanges returns the updated row ids whose key differs between the
+// before and after images.
+func (p *streamPlan) keyChanges(ctx context.Context) (*roaring64.Bitmap, error) {
+	store, err := p.beforeImages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := roaring64.New()
+	r := p.r
+	// Only the key columns are read and compared.
+	var keyNames []string
+	for _, i := range p.keyIdx {
+		keyNames = append(keyNames, r.sc.Fields()[i].Name)
+	}
+	for _, x := range p.added {
+		want := roaring64.And(x.changed, p.updates)
+		if want.IsEmpty() {
+			continue
+		}
+		f := x.f
+		_, err := r.t.scanFile(ctx, r.snap, r.sc, f.m, readOpts{lay: f.lay, positions: x.pos, fields: keyNames, each: func(rows []fileRow) error {
+			for _, fr := range rows {
+				before, err := p.beforeKey(store, fr.rowID)
+				if err != nil {
+					return fmt.Errorf("data file %s position %d: %w", f.m.path(), fr.pos, err)
+				}
+				if keyChanged(before, fr.row, p.keyIdx) {
+					out.Add(uint64(fr.rowID))
+				}
+			}
+			return nil
+		}}, func(pos, id, _ int64, hasID bool) (bool, error) {
+			return hasID && x.pos.Contains(uint64(pos)) && want.Contains(uint64(id)) && !p.skipped(f.fi, pos), nil
+		})
+		if err != nil {
+			store.close()
+			return nil, err
+		}
+	}
+	p.held = store
+	return out, nil
+}
