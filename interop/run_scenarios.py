@@ -188,12 +188,13 @@ def spark_part(spark, sc, out, heads=None):
     t0 = time.monotonic()
     steps = build(spark, sc)
     t["build"] = time.monotonic() - t0
-    return read_part(spark, sc, out, t, steps)
+    return read_part(spark, sc, out, t, steps, heads)
 
 
-def read_part(spark, sc, out, t, steps):
+def read_part(spark, sc, out, t, steps, heads=None):
     """Spark's reads of every snapshot of a table already written; steps
-    as build returns them, for the labels."""
+    as build returns them, for the labels; heads, when given, gets Spark's
+    rows at a local table's head."""
     labels = {}
     for label, ran, refused, h in steps:
         if h is not None and h not in labels:
