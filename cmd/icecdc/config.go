@@ -116,7 +116,11 @@ type WebhookConfig struct {
 	Secret      string        `yaml:"secret"`
 	Timeout     time.Duration `yaml:"timeout"`
 	CloudEvents bool          `yaml:"cloudevents"`
-	Batch       struct {
+	// CloudEventsMode: structured (default, a CloudEvents JSON batch per
+	// request) or binary (one event per request, attributes in ce-*
+	// headers).
+	CloudEventsMode string `yaml:"cloudevents_mode"`
+	Batch           struct {
 		MaxEvents int `yaml:"max_events"`
 		MaxBytes  int `yaml:"max_bytes"`
 	} `yaml:"batch"`

@@ -244,8 +244,9 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 		w := cfg.Sink.Webhook
 		return webhook.New(webhook.Config{
 			URL: w.URL, Secret: w.Secret, Pipeline: cfg.Name, Timeout: w.Timeout, CloudEvents: w.CloudEvents,
-			Batch:    webhook.BatchConfig{MaxEvents: w.Batch.MaxEvents, MaxBytes: w.Batch.MaxBytes},
-			Observer: webhookMetrics{m},
+			CloudEventsMode: w.CloudEventsMode,
+			Batch:           webhook.BatchConfig{MaxEvents: w.Batch.MaxEvents, MaxBytes: w.Batch.MaxBytes},
+			Observer:        webhookMetrics{m},
 		})
 	}
 	return nil, fmt.Errorf("config: sink.type %q: want kafka, webhook, stdout or file", cfg.Sink.Type)

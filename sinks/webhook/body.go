@@ -19,6 +19,9 @@ type request struct {
 	id   string // webhook-id
 	body []byte
 	n    int // events in body
+	// ce holds the ce-* headers of a binary-mode CloudEvent (nil in
+	// every other form), values already percent-encoded.
+	ce [][2]string
 }
 
 // encoder cuts a batch into requests.
@@ -28,6 +31,10 @@ type encoder struct {
 	// of a batch; nil for plain JSON arrays.
 	ceSource []byte
 	ceTime   []byte // the quoted commit time of the batch's snapshot
+	// binary: one event per request, attributes in headers; source and
+	// time are then the unquoted values.
+	binary             bool
+	rawSource, rawTime string
 }
 
 func newEncoder(cfg Config, b *cdc.Batch) *encoder {
@@ -38,13 +45,66 @@ func newEncoder(cfg Config, b *cdc.Batch) *encoder {
 		e.ceSource = appendJSONString(nil, "icecdc/"+url.PathEscape(cfg.Pipeline)+"/"+
 			url.PathEscape(b.Table.Namespace)+"."+url.PathEscape(b.Table.Name))
 		e.ceTime = appendJSONString(nil, time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano))
+		if cfg.CloudEventsMode == CloudEventsBinary {
+			e.binary = true
+			e.rawSource = "icecdc/" + url.PathEscape(cfg.Pipeline) + "/" +
+				url.PathEscape(b.Table.Namespace) + "." + url.PathEscape(b.Table.Name)
+			e.rawTime = time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano)
+		}
 	}
 	return e
+}
+
+// nextBinary encodes msgs[0] alone as a binary-mode CloudEvent: the
+// encoded event is the body, the attributes are ce-* headers.
+func (e *encoder) nextBinary(m *cdc.Message) request {
+	return request{
+		id:   m.ID,
+		body: appendValue(nil, m.Value),
+		n:    1,
+		ce: [][2]string{
+			{"ce-specversion", "1.0"},
+			{"ce-id", ceHeaderValue(m.ID)},
+			{"ce-source", ceHeaderValue(e.rawSource)},
+			{"ce-type", "io.icecdc.change." + m.Op.String()},
+			{"ce-time", e.rawTime},
+			{"ce-subject", ceHeaderValue(string(cdc.KeyPayload(m.Key)))},
+		},
+	}
+}
+
+// ceHeaderValue percent-encodes what the CloudEvents HTTP binding says a
+// header value must not hold as is: space, '"', '%' and every byte
+// outside printable ASCII (UTF-8 bytes one by one). Written here because
+// no library in the module encodes this set.
+func ceHeaderValue(s string) string {
+	const hex = "0123456789ABCDEF"
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c > ' ' && c < 0x7f && c != '"' && c != '%' {
+			if out != nil {
+				out = append(out, c)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(s)+8), s[:i]...)
+		}
+		out = append(out, '%', hex[c>>4], hex[c&15])
+	}
+	if out == nil {
+		return s
+	}
+	return string(out)
 }
 
 // next encodes the request that starts at msgs[0]: as many messages as fit
 // the limits, and always at least one.
 func (e *encoder) next(msgs []cdc.Message) request {
+	if e.binary {
+		return e.nextBinary(&msgs[0])
+	}
 	// A fresh buffer per request: the HTTP transport may still be reading
 	// a previous body after the response came back.
 	body := make([]byte, 0, min(e.maxBytes, 64<<10))

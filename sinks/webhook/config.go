@@ -42,9 +42,13 @@ type Config struct {
 	Batch BatchConfig
 	// Retry paces the re-sending of failed requests.
 	Retry RetryConfig
-	// CloudEvents sends a CloudEvents JSON batch instead of a plain
-	// JSON array of the encoded events.
-	CloudEvents bool
+	// CloudEvents sends CloudEvents instead of a plain JSON array of the
+	// encoded events: in structured mode (the default) a CloudEvents JSON
+	// batch per request; with CloudEventsMode "binary", one event per
+	// request, its attributes in ce-* headers and the event as the body
+	// (the CloudEvents HTTP binding's binary content mode).
+	CloudEvents     bool
+	CloudEventsMode string
 	// MaxResponseBody is how much of a response body is read (default
 	// 64 KiB); the rest is dropped with the connection. The body is only
 	// quoted, truncated, in errors.
@@ -56,6 +60,12 @@ type Config struct {
 	// Observer, when set, is told about retries and deliveries.
 	Observer Observer
 }
+
+// The CloudEvents HTTP content modes (Config.CloudEventsMode).
+const (
+	CloudEventsStructured = "structured"
+	CloudEventsBinary     = "binary"
+)
 
 // BatchConfig bounds one request. A single event larger than MaxBytes is
 // still sent, alone: splitting cannot make it smaller, and whether it is
@@ -111,6 +121,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CloudEvents && c.Pipeline == "" {
 		return c, errors.New("webhook pipeline: required for cloudevents (it names the event source)")
+	}
+	switch c.CloudEventsMode {
+	case "", CloudEventsStructured:
+	case CloudEventsBinary:
+		if !c.CloudEvents {
+			return c, errors.New("webhook cloudevents_mode: binary needs cloudevents: true")
+		}
+	default:
+		return c, fmt.Errorf("webhook cloudevents_mode %q: want structured or binary", c.CloudEventsMode)
 	}
 	setDefault(&c.Timeout, DefaultTimeout)
 	setDefault(&c.Batch.MaxEvents, DefaultMaxEvents)

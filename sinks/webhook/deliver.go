@@ -71,7 +71,7 @@ func (s *Sink) post(ctx context.Context, r request) error {
 		return fmt.Errorf("webhook post %s: %w", s.endpoint, err)
 	}
 	ct := contentTypeJSON
-	if s.cfg.CloudEvents {
+	if s.cfg.CloudEvents && r.ce == nil {
 		ct = contentTypeCloudEvents
 	}
 	// A fresh timestamp and signature on every attempt: a receiver
@@ -82,6 +82,9 @@ func (s *Sink) post(ctx context.Context, r request) error {
 	req.Header.Set(HeaderID, r.id)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, signature(s.key, r.id, ts, r.body))
+	for _, h := range r.ce {
+		req.Header.Set(h[0], h[1])
+	}
 
 	resp, err := s.client.Do(req)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -125,6 +126,65 @@ func TestBatchSplitByBytes(t *testing.T) {
 	}
 	if got := rc.events(); !slices.Equal(got, batchIDs(b)) {
 		t.Errorf("order: got %v\nwant %v", got, batchIDs(b))
+	}
+}
+
+// TestCloudEventsBinary: in binary content mode every event is one request
+// whose body is the event and whose attributes are ce-* headers, percent-
+// encoded where the CloudEvents HTTP binding requires it; the request is
+// signed like any other.
+func TestCloudEventsBinary(t *testing.T) {
+	rc := newReceiver(t, nil)
+	s := rc.sink(t, func(c *Config) { c.CloudEvents, c.CloudEventsMode = true, CloudEventsBinary })
+	b := testBatch(0, 3, nil)
+	b.Messages[1].Op = cdc.OpDelete
+	b.Messages[2].Key = []byte(`{"name":"a b\"é%"}`)
+	if err := s.Write(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	_, acc := rc.snapshot()
+	if len(acc) != len(b.Messages) {
+		t.Fatalf("%d requests for %d events, want one each", len(acc), len(b.Messages))
+	}
+	for i, a := range acc {
+		m := b.Messages[i]
+		if a.verifyErr != nil {
+			t.Errorf("request %d: %v", i, a.verifyErr)
+		}
+		if string(a.body) != string(m.Value) {
+			t.Errorf("request %d body %s, want the event %s", i, a.body, m.Value)
+		}
+		subject, err := url.PathUnescape(a.header.Get("ce-subject"))
+		if err != nil {
+			t.Errorf("request %d ce-subject %q: %v", i, a.header.Get("ce-subject"), err)
+		}
+		want := map[string]string{
+			"Content-Type":   "application/json",
+			"ce-specversion": "1.0",
+			"ce-id":          m.ID,
+			"ce-source":      "icecdc/shop-cdc/shop.orders",
+			"ce-type":        "io.icecdc.change." + m.Op.String(),
+			"ce-time":        time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano),
+		}
+		for k, v := range want {
+			if got := a.header.Get(k); got != v {
+				t.Errorf("request %d %s = %q, want %q", i, k, got, v)
+			}
+		}
+		if subject != string(m.Key) {
+			t.Errorf("request %d subject %q, want the key %q", i, subject, m.Key)
+		}
+		for _, c := range a.header.Get("ce-subject") {
+			if c <= ' ' || c >= 0x7f || c == '"' {
+				t.Errorf("request %d ce-subject %q holds %q unencoded", i, a.header.Get("ce-subject"), c)
+			}
+		}
+	}
+	for mode, want := range map[string]string{"binary": "needs cloudevents: true", "xml": `cloudevents_mode "xml"`} {
+		_, err := New(Config{URL: "http://127.0.0.1/", Secret: testSecret, Pipeline: "p", CloudEventsMode: mode})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("cloudevents_mode %s without cloudevents: %v, want an error saying %q", mode, err, want)
+		}
 	}
 }
 
