@@ -103,32 +103,7 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	}
 	dst = append(dst, `,"db":`...)
 	dst = appendJSONString(dst, c.Table.Catalog)
-	dst = append(dst, `,"schema":`...)
-	dst = appendJSONString(dst, c.Table.Namespace)
-	dst = append(dst, `,"table":`...)
-	dst = appendJSONString(dst, c.Table.Name)
-	dst = append(dst, `,"table_uuid":`...)
-	dst = appendJSONString(dst, c.Table.UUID)
-	dst = append(dst, `,"snapshot_id":`...)
-	dst = strconv.AppendInt(dst, c.Snapshot.ID, 10)
-	dst = append(dst, `,"sequence_number":`...)
-	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
-	dst = append(dst, `,"operation":`...)
-	dst = appendJSONString(dst, c.Snapshot.Operation)
-	dst = append(dst, `,"row_id":`...)
-	dst = strconv.AppendInt(dst, e.RowID, 10)
-	dst = append(dst, `,"last_updated_sequence_number":`...)
-	dst = strconv.AppendInt(dst, e.LUSN, 10)
-	dst = append(dst, `,"event_index":`...)
-	dst = strconv.AppendInt(dst, int64(e.Index), 10)
-	if e.Source != "" {
-		// A paired update replaced a row by value: name the removed row
-		// too, or a consumer keyed by _row_id would keep it forever.
-		dst = append(dst, `,"paired":`...)
-		dst = appendJSONString(dst, e.Source)
-		dst = append(dst, `,"paired_row_id":`...)
-		dst = strconv.AppendInt(dst, e.PairedRowID, 10)
-	}
+	dst = appendSourceTail(dst, c, e, false)
 
 	// One Iceberg snapshot is one transaction of one table, so the total
 	// order and the per-table order coincide.
@@ -289,4 +264,40 @@ func (p *jsonKeyPart) lookup(row Row) (any, error) {
 		}
 	}
 	return nil, nil
+}
+
+// appendSourceTail appends the source block's fields from "schema" on,
+// shared by both Debezium forms. A paired update replaced a row by value:
+// it names the removed row too, or a consumer keyed by _row_id would keep
+// it forever. explicitNulls writes the pairing fields as null when there
+// is none (the Connect form, whose schema declares them).
+func appendSourceTail(dst []byte, c *Commit, e *Event, explicitNulls bool) []byte {
+	dst = append(dst, `,"schema":`...)
+	dst = appendJSONString(dst, c.Table.Namespace)
+	dst = append(dst, `,"table":`...)
+	dst = appendJSONString(dst, c.Table.Name)
+	dst = append(dst, `,"table_uuid":`...)
+	dst = appendJSONString(dst, c.Table.UUID)
+	dst = append(dst, `,"snapshot_id":`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.ID, 10)
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
+	dst = append(dst, `,"operation":`...)
+	dst = appendJSONString(dst, c.Snapshot.Operation)
+	dst = append(dst, `,"row_id":`...)
+	dst = strconv.AppendInt(dst, e.RowID, 10)
+	dst = append(dst, `,"last_updated_sequence_number":`...)
+	dst = strconv.AppendInt(dst, e.LUSN, 10)
+	dst = append(dst, `,"event_index":`...)
+	dst = strconv.AppendInt(dst, int64(e.Index), 10)
+	switch {
+	case e.Source != "":
+		dst = append(dst, `,"paired":`...)
+		dst = appendJSONString(dst, e.Source)
+		dst = append(dst, `,"paired_row_id":`...)
+		dst = strconv.AppendInt(dst, e.PairedRowID, 10)
+	case explicitNulls:
+		dst = append(dst, `,"paired":null,"paired_row_id":null`...)
+	}
+	return dst
 }
