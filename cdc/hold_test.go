@@ -447,7 +447,6 @@ func TestPipelineHoldMovesDuringStuckWrite(t *testing.T) {
 	// The test commits while the hold commits: its catalog waits for the
 	// SQLite lock, as every process on the file must.
 	props := h.env.CatalogProperties()
-	props["uri"] = h.env.CatalogURI + "?_pragma=busy_timeout(10000)"
 	cat, err := catalog.Load(h.ctx, scenario.CatalogName, props)
 	if err != nil {
 		t.Fatal(err)

@@ -307,7 +307,6 @@ func TestPipelineTableIsolation(t *testing.T) {
 	// Committed through a catalog handle that waits for the pipeline's
 	// readers' locks instead of failing with SQLITE_BUSY.
 	props := h.env.CatalogProperties()
-	props["uri"] = h.env.CatalogURI + "?_pragma=busy_timeout(10000)"
 	cat, err := catalog.Load(h.ctx, scenario.CatalogName, props)
 	if err != nil {
 		t.Fatal(err)

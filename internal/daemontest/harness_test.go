@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/scenario"
@@ -72,21 +71,13 @@ func icecdcBinary(t testing.TB) string {
 // with SQLITE_BUSY: the writer and the daemon share the catalog file.
 const busyTimeout = "?_pragma=busy_timeout(10000)"
 
-// newEnv makes a warehouse and SQL catalog under dir whose catalog handle
-// waits for locks (busyTimeout), as every process on the file must.
+// newEnv makes a warehouse and SQL catalog under dir (its handle waits for
+// the SQLite lock, as every process on the file must).
 func newEnv(t testing.TB, dir string) *scenario.Env {
 	t.Helper()
 	ctx := context.Background()
 	env, err := scenario.NewEnv(ctx, dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Close(); err != nil {
-		t.Fatal(err)
-	}
-	props := env.CatalogProperties()
-	props["uri"] = env.CatalogURI + busyTimeout
-	if env.Catalog, err = catalog.Load(ctx, scenario.CatalogName, props); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.Close() })

@@ -94,9 +94,11 @@ func (e *Env) CatalogProperties() iceberg.Properties {
 	if p == nil {
 		p = iceberg.Properties{}
 	}
+	// The writers of a test share the SQLite file with a daemon that polls
+	// it: wait for its lock instead of failing with SQLITE_BUSY.
 	maps.Copy(p, iceberg.Properties{
 		"type":                "sql",
-		"uri":                 e.CatalogURI,
+		"uri":                 e.CatalogURI + "?_pragma=busy_timeout(10000)",
 		"warehouse":           e.Warehouse,
 		"init_catalog_tables": "true",
 		sqlcat.DriverKey:      sqliteshim.ShimName,
