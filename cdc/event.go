@@ -118,6 +118,9 @@ type Commit struct {
 	// is then the number of all events.
 	Rest  func(ctx context.Context, from int, yield func([]Event) error) error
 	Total int
+	// SchemaChange, when set, is the change of the table's schema this
+	// snapshot brings (nil: the parent's schema is kept).
+	SchemaChange *SchemaChange
 }
 
 // Len returns the number of events of the commit.

@@ -199,7 +199,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 		for lo := max(skip-g, 0); lo < m; {
 			hi := min(lo+f.p.ChunkSize, m)
 			cp := pos(g + hi)
-			if err := f.write(ctx, c, c.Events[lo:hi], lo, m, cp, "false"); err != nil {
+			if err := f.write(ctx, c, c.Events[lo:hi], lo, m, cp, "false", nil); err != nil {
 				return err
 			}
 			if err := save(cp); err != nil {

@@ -88,6 +88,11 @@ type Pipeline struct {
 	// HoldInterval is the least time between two moves of a table's
 	// retention hold (default 1m).
 	HoldInterval time.Duration
+	// SchemaChanges makes every batch that starts a snapshot with a schema
+	// change (Commit.SchemaChange) carry its record (Batch.SchemaChange),
+	// encoded by Encoder, which must be a SchemaChangeEncoder. A snapshot
+	// delivered again after a restart mid-way does not repeat it.
+	SchemaChanges bool
 
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
@@ -490,6 +495,10 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 	epoch := f.cp.Epoch
 	n := c.Len()
 	next, done := from, false
+	var change *SchemaChange // delivered with the first batch of the snapshot
+	if f.p.SchemaChanges && from == 0 {
+		change = c.SchemaChange
+	}
 	chunk := make([]Event, 0, min(f.p.ChunkSize, max(n-from, 0)))
 	flush := func() error {
 		lo := next
@@ -501,10 +510,11 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 			// the write below marks this last chunk's events with it.
 			cp.Initial, cp.Next = false, 0
 		}
-		if len(chunk) > 0 {
-			if err := f.write(ctx, c, chunk, lo, n, cp, marker); err != nil {
+		if len(chunk) > 0 || change != nil {
+			if err := f.write(ctx, c, chunk, lo, n, cp, marker, change); err != nil {
 				return err
 			}
+			change = nil
 			if initial {
 				f.p.Progress.Add(0, int64(len(chunk)))
 			}
@@ -538,13 +548,13 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 	if next+len(chunk) != n {
 		return fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+len(chunk), n)
 	}
-	if len(chunk) > 0 || !done {
+	if len(chunk) > 0 || !done || change != nil {
 		return flush() // the tail, or the Done checkpoint of a commit with no events left
 	}
 	return nil
 }
 
-func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string) error {
+func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string, change *SchemaChange) error {
 	enc, last := f.p.Encoder, f.p.Encoder
 	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
 		enc, last = m.WithSnapshotMarker(marker, cp.Resync), m.WithSnapshotMarker("last", cp.Resync)
@@ -554,7 +564,7 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		if c, evs, err = f.sub.Apply(c, evs); err != nil {
 			return err
 		}
-		if len(evs) == 0 {
+		if len(evs) == 0 && change == nil {
 			return nil // nothing subscribed in this chunk: only its checkpoint moves
 		}
 	}
@@ -575,6 +585,13 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 		}
 	}
 	b := bb.batch(c, cp)
+	if change != nil {
+		m, err := encodeSchemaChange(f.p.Encoder, c, change, now)
+		if err != nil {
+			return fmt.Errorf("%w: encode the schema change of snapshot %d: %w", ErrPermanent, c.Snapshot.ID, err)
+		}
+		b.SchemaChange = m
+	}
 	name := f.spec.Name
 	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })
 	stopHold := f.keepHold(ctx)

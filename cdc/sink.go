@@ -87,6 +87,11 @@ type Batch struct {
 	// writing JSON lines writes it as is instead of copying the values
 	// again. Nil when some value spans lines or has no JSON form.
 	Lines []byte
+	// SchemaChange, when set, is the encoded record of the snapshot's
+	// schema change (Pipeline.SchemaChanges), on the batch that starts the
+	// snapshot, which may then hold no message: the sink writes it before
+	// the messages, to its schema-change topic.
+	SchemaChange *Message
 }
 
 // Sink delivers batches. Implementations live in sinks/.

@@ -65,7 +65,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 	sc := t.schemaFor(snap)
 	info := t.Info()
 	info.Schema = sc
-	c := &cdc.Commit{Table: info, Snapshot: si}
+	c := &cdc.Commit{Table: info, Snapshot: si, SchemaChange: t.schemaChange(snap, sc)}
 
 	// A replace (compaction, rewrite) has no logical change: it is passed
 	// after its manifest list is checked, before any manifest is read. The file index needs nothing from it

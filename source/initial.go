@@ -88,7 +88,8 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	}
 	info := t.Info()
 	info.Schema = sc
-	c := &cdc.Commit{Table: info, Snapshot: si}
+	// The read starts the stream: its schema is described whole.
+	c := &cdc.Commit{Table: info, Snapshot: si, SchemaChange: cdc.NewSchemaChange(nil, true, sc)}
 	type part struct {
 		m     dataFileMeta
 		lay   layout

@@ -348,6 +348,18 @@ func (t *Table) schemaFor(s *table.Snapshot) *iceberg.Schema {
 	return t.tbl.Schema()
 }
 
+// schemaChange compares snapshot s's schema sc with its parent's.
+func (t *Table) schemaChange(s *table.Snapshot, sc *iceberg.Schema) *cdc.SchemaChange {
+	if s.ParentSnapshotID == nil {
+		return cdc.NewSchemaChange(nil, true, sc)
+	}
+	p := t.tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
+	if p == nil {
+		return cdc.NewSchemaChange(nil, false, sc)
+	}
+	return cdc.NewSchemaChange(t.schemaFor(p), true, sc)
+}
+
 // Head returns the followed branch's head snapshot.
 func (t *Table) Head() (cdc.SnapshotInfo, bool) {
 	if t.tbl == nil {

@@ -40,12 +40,8 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	kc := cfg.Cluster.Kafka
 	if cfg.Sink.Type == "kafka" {
 		kc = cfg.Sink.Kafka
-		if cfg.Debezium.ProvideTransactionMetadata {
-			te, ok := enc.(cdc.TransactionEncoder)
-			if !ok {
-				return fmt.Errorf("config: debezium.provide.transaction.metadata: format %s has no transaction records", cfg.Format)
-			}
-			kc.Transactions, kc.TransactionTopic = te, cfg.Debezium.prefix()+".transaction"
+		if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+			return err
 		}
 	}
 	ready := make(chan struct{})
@@ -80,13 +76,14 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		NewPipeline: func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline {
 			p := &cdc.Pipeline{
 				Name: cfg.Name, Tables: []cdc.TableSpec{spec}, Sink: sink, Store: store,
-				Encoder:      enc,
-				Poll:         cfg.Poll.Interval,
-				ChunkSize:    cfg.Chunk,
-				Log:          log,
-				Metrics:      metrics,
-				Health:       health,
-				HoldInterval: cfg.HoldInterval,
+				Encoder:       enc,
+				Poll:          cfg.Poll.Interval,
+				ChunkSize:     cfg.Chunk,
+				Log:           log,
+				Metrics:       metrics,
+				Health:        health,
+				HoldInterval:  cfg.HoldInterval,
+				SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 			}
 			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 			return p
@@ -120,7 +117,7 @@ func configFingerprint(cfg *Config) string {
 		cfg.Cluster.Group, cfg.Cluster.Topic, fmt.Sprint(cfg.Cluster.Partitions),
 		cfg.Catalog.Type, cfg.Catalog.Name}
 	d := cfg.Debezium
-	parts = append(parts, d.TopicPrefix, d.TimePrecisionMode, d.DecimalHandlingMode, fmt.Sprint(d.ProvideTransactionMetadata),
+	parts = append(parts, d.TopicPrefix, d.TimePrecisionMode, d.DecimalHandlingMode, fmt.Sprint(d.ProvideTransactionMetadata), fmt.Sprint(d.IncludeSchemaChanges),
 		fmt.Sprint(cfg.NetMaxRows))
 	for _, t := range cfg.Tables {
 		parts = append(parts, t.Name, t.Metadata, t.Branch, t.Start, strings.Join(t.Key, ","),

@@ -271,6 +271,9 @@ func (c *Config) validate() error {
 	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
 		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}
+	if c.Debezium.IncludeSchemaChanges && c.Sink.Type != "kafka" {
+		bad("debezium.include.schema.changes", "only the kafka sink writes schema-change records")
+	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/sinks/kafka"
 )
 
 // Event formats (`format:` and `icecdc changes --format`).
@@ -28,6 +29,29 @@ type DebeziumConfig struct {
 	// ProvideTransactionMetadata writes a BEGIN and an END record per
 	// snapshot to the <prefix>.transaction topic (Kafka only). Default false.
 	ProvideTransactionMetadata bool `yaml:"provide.transaction.metadata"`
+	// IncludeSchemaChanges writes a record per schema change to the
+	// <prefix>.schema-changes topic (Kafka only), as Debezium's
+	// include.schema.changes. Default false.
+	IncludeSchemaChanges bool `yaml:"include.schema.changes"`
+}
+
+// kafkaTopics sets the transaction and schema-change records of a Kafka
+// sink's config as d asks, encoded by enc.
+func (d DebeziumConfig) kafkaTopics(kc *kafka.Config, enc cdc.Encoder, format string) error {
+	if d.ProvideTransactionMetadata {
+		te, ok := enc.(cdc.TransactionEncoder)
+		if !ok {
+			return fmt.Errorf("config: debezium.provide.transaction.metadata: format %s has no transaction records", format)
+		}
+		kc.Transactions, kc.TransactionTopic = te, d.prefix()+".transaction"
+	}
+	if d.IncludeSchemaChanges {
+		if _, ok := enc.(cdc.SchemaChangeEncoder); !ok {
+			return fmt.Errorf("config: debezium.include.schema.changes: format %s has no schema-change records", format)
+		}
+		kc.SchemaChangeTopic = d.prefix() + ".schema-changes"
+	}
+	return nil
 }
 
 func (d DebeziumConfig) connectOptions() cdc.ConnectOptions {

@@ -111,6 +111,7 @@ tables: [{name: shop.orders}]
 		{"debezium: {time.precision.mode: nanos}\nsink: {type: stdout}\n", "", `config: debezium: time.precision.mode "nanos"`},
 		{"debezium: {decimal.handling.mode: exact}\nsink: {type: stdout}\n", "", `config: debezium: decimal.handling.mode "exact"`},
 		{"debezium: {provide.transaction.metadata: true}\nsink: {type: stdout}\n", "", "debezium.provide.transaction.metadata: only the kafka sink"},
+		{"debezium: {include.schema.changes: true}\nsink: {type: file, file: {path: /tmp/x}}\n", "", "debezium.include.schema.changes: only the kafka sink"},
 		{"debezium: {time.precision.mode: connect, decimal.handling.mode: string, topic.prefix: dbz, provide.transaction.metadata: true}\n" +
 			"sink: {type: kafka, kafka: {brokers: [b:9092]}}\n", formatDebeziumConnect, ""},
 	} {

@@ -116,7 +116,8 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		Progress:  cdc.NewProgress(terminal(logOut)),
 		Ready:     make(chan struct{}),
 		// Checked by validate.
-		HoldInterval: cfg.HoldInterval,
+		HoldInterval:  cfg.HoldInterval,
+		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 	}
 	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 	// Served while the tables are still being looked for: /healthz
@@ -232,12 +233,8 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 		kc := cfg.Sink.Kafka
 		kc.Pipeline = cfg.Name
 		kc.Logger = log
-		if cfg.Debezium.ProvideTransactionMetadata {
-			te, ok := enc.(cdc.TransactionEncoder)
-			if !ok {
-				return nil, fmt.Errorf("config: debezium.provide.transaction.metadata: format %s has no transaction records", cfg.Format)
-			}
-			kc.Transactions, kc.TransactionTopic = te, cfg.Debezium.prefix()+".transaction"
+		if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+			return nil, err
 		}
 		return kafka.New(kc)
 	case "webhook":

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/state"

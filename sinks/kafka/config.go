@@ -43,6 +43,11 @@ const DefaultTopic = "icecdc.{namespace}.{table}"
 // with the default prefix.
 const DefaultTransactionTopic = "icecdc.transaction"
 
+// DefaultSchemaChangeTopic is the topic of schema-change records when
+// Config.SchemaChangeTopic is empty: <topic.prefix>.schema-changes with the
+// default prefix.
+const DefaultSchemaChangeTopic = "icecdc.schema-changes"
+
 // DefaultCheckpointTopic is the compacted topic exactly-once delivery
 // keeps checkpoints in when Config.CheckpointTopic is empty.
 const DefaultCheckpointTopic = "icecdc.checkpoints"
@@ -72,6 +77,10 @@ type Config struct {
 	// TransactionTopic is the topic of transaction records, created with
 	// one partition. Default DefaultTransactionTopic.
 	TransactionTopic string `yaml:"-"`
+	// SchemaChangeTopic is the topic of the schema-change records that
+	// batches carry (cdc.Batch.SchemaChange), created with one partition.
+	// Default DefaultSchemaChangeTopic.
+	SchemaChangeTopic string `yaml:"-"`
 	// CloudEvents adds the headers of the CloudEvents Kafka protocol
 	// binding's binary mode to every event record: ce_specversion (1.0),
 	// ce_id (the event id), ce_source (icecdc/<pipeline>/<namespace>.<table>),

@@ -66,18 +66,9 @@ func (s *ExactlyOnceSink) Write(ctx context.Context, b *cdc.Batch) error {
 	if err := p.ensureTopic(ctx, p.cfg.CheckpointTopic, 1, checkpointTopicConfigs); err != nil {
 		return err
 	}
-	topic := ""
-	if len(b.Messages) > 0 {
-		var err error
-		if topic, err = p.topic(b.Table); err != nil {
-			return err
-		}
-		if err := p.ensureTopic(ctx, topic, p.cfg.TopicPartitions, nil); err != nil {
-			return err
-		}
-		if err := p.ensureTransactionTopic(ctx); err != nil {
-			return err
-		}
+	topic, err := p.ensureTopics(ctx, b)
+	if err != nil {
+		return err
 	}
 	ckpt, err := checkpointRecord(p.cfg, b)
 	if err != nil {

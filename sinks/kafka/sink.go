@@ -71,18 +71,12 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if s.p.closed.Load() {
 		return errClosed
 	}
-	if len(b.Messages) == 0 {
+	if len(b.Messages) == 0 && b.SchemaChange == nil {
 		return nil
 	}
 	defer s.p.watch(ctx)()
-	topic, err := s.p.topic(b.Table)
+	topic, err := s.p.ensureTopics(ctx, b)
 	if err != nil {
-		return err
-	}
-	if err := s.p.ensureTopic(ctx, topic, s.p.cfg.TopicPartitions, nil); err != nil {
-		return err
-	}
-	if err := s.p.ensureTransactionTopic(ctx); err != nil {
 		return err
 	}
 	return s.p.produce(ctx, s.p.records(topic, b, nil))
@@ -195,6 +189,35 @@ func (p *producer) ensureTransactionTopic(ctx context.Context) error {
 	return p.ensureTopic(ctx, p.cfg.TransactionTopic, 1, nil)
 }
 
+// ensureTopics creates the topics b is written to, and returns the topic
+// of its events ("" for a batch without any).
+func (p *producer) ensureTopics(ctx context.Context, b *cdc.Batch) (string, error) {
+	if b.SchemaChange != nil {
+		if err := p.ensureTopic(ctx, p.schemaChangeTopic(), 1, nil); err != nil {
+			return "", err
+		}
+	}
+	if len(b.Messages) == 0 {
+		return "", nil
+	}
+	topic, err := p.topic(b.Table)
+	if err != nil {
+		return "", err
+	}
+	if err := p.ensureTopic(ctx, topic, p.cfg.TopicPartitions, nil); err != nil {
+		return "", err
+	}
+	return topic, p.ensureTransactionTopic(ctx)
+}
+
+// schemaChangeTopic returns the topic of schema-change records.
+func (p *producer) schemaChangeTopic() string {
+	if p.cfg.SchemaChangeTopic != "" {
+		return p.cfg.SchemaChangeTopic
+	}
+	return DefaultSchemaChangeTopic
+}
+
 // transactionRecord encodes a transaction marker as a record of the
 // transaction topic; nil for no marker.
 func (p *producer) transactionRecord(m *cdc.TransactionMarker) *kgo.Record {
@@ -231,7 +254,15 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 	}
 	// One backing array for records and one for headers: a batch is
 	// produced and waited for as a unit, so they live and die together.
-	recs := make([]*kgo.Record, 0, n+3)
+	recs := make([]*kgo.Record, 0, n+4)
+	if sc := b.SchemaChange; sc != nil {
+		// Before the events it describes, as Debezium writes a DDL's
+		// record before the changes that follow it.
+		recs = append(recs, &kgo.Record{Topic: p.schemaChangeTopic(), Key: sc.Key, Value: sc.Value,
+			Headers: []kgo.RecordHeader{{Key: headerID, Value: []byte(sc.ID)},
+				{Key: headerSequence, Value: []byte(strconv.FormatInt(b.Snapshot.SequenceNumber, 10))},
+				{Key: headerSnapshot, Value: []byte(strconv.FormatInt(b.Snapshot.ID, 10))}}})
+	}
 	if r := p.transactionRecord(begin); r != nil {
 		recs = append(recs, r)
 	}
