@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"iter"
 	"slices"
 
@@ -281,44 +282,119 @@ func (t *Table) locate(ctx context.Context, fs iceio.IO, list []iceberg.Manifest
 
 // searchManifests decodes ms, a wave of io.concurrency manifests at a
 // time, indexing them, until every path of want is found (and moved to
-// out).
+// out). Without a stored index (a `changes` run, whose index dies with
+// it) a wave's manifests are first scanned for the paths' bytes and only
+// those that hold one are decoded; the others are decoded only if some
+// path is still missing after every wave.
 func (t *Table) searchManifests(ctx context.Context, fs iceio.IO, ms []iceberg.ManifestFile, want map[string]struct{}, out map[string]dataFileMeta, nextRowID int64) error {
+	wave := cap(t.pool.slots)
+	scan := t.files.store == nil && len(want) <= maxScannedPaths
+	var skipped []iceberg.ManifestFile
+	for start := 0; start < len(ms) && len(want) > 0; start += wave {
+		batch := ms[start:min(start+wave, len(ms))]
+		if scan {
+			var err error
+			var rest []iceberg.ManifestFile
+			if batch, rest, err = t.scanManifests(ctx, fs, batch, want); err != nil {
+				return err
+			}
+			skipped = append(skipped, rest...)
+		}
+		if err := t.decodeManifests(ctx, fs, batch, want, out, nextRowID); err != nil {
+			return err
+		}
+	}
+	for start := 0; start < len(skipped) && len(want) > 0; start += wave {
+		if err := t.decodeManifests(ctx, fs, skipped[start:min(start+wave, len(skipped))], want, out, nextRowID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxScannedPaths is the most paths a byte scan looks for: past it, most
+// manifests are likely to hold one, and decoding them is cheaper.
+const maxScannedPaths = 16
+
+// scanManifests splits ms into the manifests whose bytes hold one of the
+// paths of want, or that could not be scanned, and the others.
+func (t *Table) scanManifests(ctx context.Context, fs iceio.IO, ms []iceberg.ManifestFile, want map[string]struct{}) (hit, miss []iceberg.ManifestFile, err error) {
+	paths := make([][]byte, 0, len(want))
+	for p := range want {
+		paths = append(paths, []byte(p))
+	}
+	found := make([]bool, len(ms))
+	err = t.pool.each(ctx, len(ms), func(i int) error {
+		found[i] = true
+		m := ms[i]
+		if m.Length() <= 0 || m.Length() > scanLimit {
+			return nil
+		}
+		f, err := fs.Open(m.FilePath())
+		if err != nil {
+			return nil // the decode reports it
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, m.Length()+1))
+		if err != nil || int64(len(data)) != m.Length() {
+			return nil
+		}
+		if ok, err := scanContainer(data, paths); err == nil && !ok {
+			found[i] = false
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, m := range ms {
+		if found[i] {
+			hit = append(hit, m)
+		} else {
+			miss = append(miss, m)
+		}
+	}
+	return hit, miss, nil
+}
+
+// decodeManifests decodes ms at once, indexing them, and moves the paths
+// of want they hold to out.
+func (t *Table) decodeManifests(ctx context.Context, fs iceio.IO, ms []iceberg.ManifestFile, want map[string]struct{}, out map[string]dataFileMeta, nextRowID int64) error {
+	if len(ms) == 0 {
+		return nil
+	}
 	fi := t.files
 	// Column statistics are most of a manifest entry's decoding cost and a
 	// lookup needs none of them.
 	entries := func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
 		return iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{})
 	}
-	wave := cap(t.pool.slots)
-	for start := 0; start < len(ms) && len(want) > 0; start += wave {
-		batch := ms[start:min(start+wave, len(ms))]
-		reads, err := t.readManifests(ctx, batch, entries, nil)
-		if err != nil {
-			return err
+	reads, err := t.readManifests(ctx, ms, entries, nil)
+	if err != nil {
+		return err
+	}
+	for i, m := range ms {
+		im := newIndexedManifest(m)
+		for _, e := range reads[i].entries {
+			if err := checkEntry(e, nextRowID); err != nil {
+				return fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			}
+			dm := metaOf(e)
+			if _, ok := want[dm.path()]; ok {
+				out[dm.path()] = dm
+				delete(want, dm.path())
+				fi.remember(dm, m.FilePath())
+			}
+			im = im.addFile(dm)
 		}
-		for i, m := range batch {
-			im := newIndexedManifest(m)
-			for _, e := range reads[i].entries {
-				if err := checkEntry(e, nextRowID); err != nil {
-					return fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-				}
-				dm := metaOf(e)
-				if _, ok := want[dm.path()]; ok {
-					out[dm.path()] = dm
-					delete(want, dm.path())
-					fi.remember(dm, m.FilePath())
-				}
-				im = im.addFile(dm)
-			}
-			if err := reads[i].err; err != nil {
-				return decodeError("manifest", m.FilePath(), err)
-			}
-			if im != nil {
-				fi.add(im)
-			}
-			if len(want) == 0 {
-				break
-			}
+		if err := reads[i].err; err != nil {
+			return decodeError("manifest", m.FilePath(), err)
+		}
+		if im != nil {
+			fi.add(im)
+		}
+		if len(want) == 0 {
+			break
 		}
 	}
 	return nil

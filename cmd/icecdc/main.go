@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
@@ -61,6 +62,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		stop()
 	}()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if path := os.Getenv("ICECDC_CPUPROFILE"); path != "" {
+		// A CPU profile of the whole command, for `go tool pprof`.
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "icecdc: ICECDC_CPUPROFILE %s: %v\n", path, err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 
 	var err error
 	switch args[0] {
