@@ -19,6 +19,9 @@ type batchBuilder struct {
 	multiline       bool     // some value spans lines or is empty
 	idPrefix        []byte   // "<table_uuid>:<seq>:"
 	hint            int      // bytes of the previous batch, to size the next
+	// reuse keeps the buffers from batch to batch: the sink keeps no part
+	// of a batch once written (RetainsNoBatch).
+	reuse bool
 }
 
 type msgOffsets struct {
@@ -28,10 +31,14 @@ type msgOffsets struct {
 
 // start empties the builder for a batch of c's events.
 func (bb *batchBuilder) start(c *Commit, events int) {
-	bb.hint = max(bb.hint, len(bb.vals))
-	bb.vals = make([]byte, 0, bb.hint+bb.hint/8)
-	bb.keys, bb.ids = nil, nil
-	bb.offs = make([]msgOffsets, 0, min(events, 1<<16))
+	if bb.reuse && bb.vals != nil {
+		bb.vals, bb.keys, bb.ids, bb.offs = bb.vals[:0], bb.keys[:0], bb.ids[:0], bb.offs[:0]
+	} else {
+		bb.hint = max(bb.hint, len(bb.vals))
+		bb.vals = make([]byte, 0, bb.hint+bb.hint/8)
+		bb.keys, bb.ids = nil, nil
+		bb.offs = make([]msgOffsets, 0, min(events, 1<<16))
+	}
 	bb.ops = [256]int{}
 	bb.multiline = false
 	bb.idPrefix = strconv.AppendInt(append(append(bb.idPrefix[:0], c.Table.UUID...), ':'), c.Snapshot.SequenceNumber, 10)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,13 +57,19 @@ var ErrHistory = errors.New("history does not continue from the checkpoint")
 // error reloads the checkpoint and retries with backoff; a permanent one
 // (sink ErrPermanent / ErrDisabled, ErrHistory) stops that table only.
 type Pipeline struct {
-	Name      string
-	Tables    []TableSpec
-	Sink      Sink
-	Store     Store
-	Encoder   Encoder
-	Poll      time.Duration // default 1s
-	ChunkSize int           // events per batch; default 500
+	Name    string
+	Tables  []TableSpec
+	Sink    Sink
+	Store   Store
+	Encoder Encoder
+	Poll    time.Duration // default 1s
+	// ChunkSize is the most events of a batch (default 2048, Debezium's
+	// max.batch.size), and ChunkBytes about the most bytes of their keys
+	// and values (default 1 MiB): a batch ends at either. Bytes are
+	// measured on the batches written; the next batch's event count is
+	// sized from the previous one's bytes per event.
+	ChunkSize  int
+	ChunkBytes int
 	// RetryInitial and RetryMax bound the backoff after transient errors
 	// (defaults 500ms and 30s).
 	RetryInitial, RetryMax time.Duration
@@ -97,12 +104,21 @@ type Pipeline struct {
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
 
+// The defaults of Pipeline.ChunkSize and ChunkBytes.
+const (
+	DefaultChunkSize  = 2048
+	DefaultChunkBytes = 1 << 20
+)
+
 func (p *Pipeline) defaults() {
 	if p.Poll <= 0 {
 		p.Poll = time.Second
 	}
 	if p.ChunkSize <= 0 {
-		p.ChunkSize = 500
+		p.ChunkSize = DefaultChunkSize
+	}
+	if p.ChunkBytes <= 0 {
+		p.ChunkBytes = DefaultChunkBytes
 	}
 	if p.RetryInitial <= 0 {
 		p.RetryInitial = 500 * time.Millisecond
@@ -148,6 +164,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
+			_, f.batch.reuse = p.Sink.(NonRetainingSink)
 			err := f.run(ctx, ready.Done)
 			p.requests.stopped(spec.Name, err)
 			if cerr := spec.Source.Close(); cerr != nil {
@@ -182,8 +199,11 @@ type follower struct {
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
 	sub    *Subscription // nil: every column
-	held   heldState     // the retention hold, see hold.go
-	batch  batchBuilder  // encodes the batches, see batch.go
+	// perEvent is the key and value bytes per event of the last batch,
+	// which sizes the next (ChunkBytes).
+	perEvent atomic.Int64
+	held     heldState    // the retention hold, see hold.go
+	batch    batchBuilder // encodes the batches, see batch.go
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -489,6 +509,13 @@ func (f *follower) initialRead(ctx context.Context) error {
 // checkpointed too, so the position follows the head. Events of a
 // streamed commit are taken a batch at a time, so at most a chunk of them
 // is held.
+//
+// Reading and encoding a chunk overlaps with writing the previous one
+// and storing its checkpoint (a sender goroutine, handed one chunk at a
+// time): a sink that waits for its destination (an fsync, Kafka's acks)
+// no longer stalls the reads. The order of writes and checkpoints is
+// unchanged, and a chunk is encoded into the buffers of the chunk before
+// the one in flight, which is confirmed by then.
 func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
 	initial := marker == "true"
 	resync := initial && f.cp.Resync
@@ -499,7 +526,41 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 	if f.p.SchemaChanges && from == 0 {
 		change = c.SchemaChange
 	}
-	chunk := make([]Event, 0, min(f.p.ChunkSize, max(n-from, 0)))
+	limit := f.chunkLimit()
+	chunk := make([]Event, 0, min(limit, max(n-from, 0)))
+
+	jobs := make(chan *outgoing) // unbuffered: see the builders below
+	sent := make(chan error, 1)
+	go func() {
+		// On an error the sender stops taking chunks: the encoder meets
+		// the error instead of a hand-over.
+		for o := range jobs {
+			if err := f.send(ctx, o); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	var failed error
+	// wait ends the sender and returns its error.
+	wait := func() error {
+		if jobs != nil {
+			close(jobs)
+			jobs = nil
+			failed = <-sent
+		}
+		return failed
+	}
+	defer wait()
+	// Two builders: while the sender writes one chunk's batch, the next is
+	// encoded into the other; the hand-over blocks until the sender took
+	// it, so a builder is reused only once its batch was confirmed.
+	var builders [2]batchBuilder
+	for i := range builders {
+		builders[i].reuse = f.batch.reuse
+	}
+	turn := 0
 	flush := func() error {
 		lo := next
 		hi := lo + len(chunk)
@@ -510,31 +571,33 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 			// the write below marks this last chunk's events with it.
 			cp.Initial, cp.Next = false, 0
 		}
+		o := &outgoing{c: c, cp: cp, events: len(chunk), initial: initial}
 		if len(chunk) > 0 || change != nil {
-			if err := f.write(ctx, c, chunk, lo, n, cp, marker, change); err != nil {
+			bb := &builders[turn]
+			turn ^= 1
+			var err error
+			if o.b, err = f.encode(bb, c, chunk, lo, n, cp, marker, change); err != nil {
 				return err
 			}
+			o.ops = bb.ops
 			change = nil
-			if initial {
-				f.p.Progress.Add(0, int64(len(chunk)))
-			}
 		}
-		// The batch is confirmed: its checkpoint is stored even when a
-		// shutdown began meanwhile, so a restart does not resend it.
-		if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
-			return err
+		select {
+		case jobs <- o:
+		case failed = <-sent:
+			jobs = nil // the sender stopped on an error
+			return failed
 		}
-		f.cp = cp
-		f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(cp.Seq))
 		next, chunk, done = hi, chunk[:0], hi >= n
+		limit = f.chunkLimit()
 		return nil
 	}
 	err := c.EachBatch(ctx, from, func(evs []Event) error {
 		for len(evs) > 0 {
-			k := min(f.p.ChunkSize-len(chunk), len(evs))
+			k := min(limit-len(chunk), len(evs))
 			chunk = append(chunk, evs[:k]...)
 			evs = evs[k:]
-			if len(chunk) == f.p.ChunkSize {
+			if len(chunk) >= limit {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -542,19 +605,70 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		}
 		return nil
 	})
-	if err != nil {
+	if err == nil && next+len(chunk) != n {
+		err = fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+len(chunk), n)
+	}
+	if err == nil && (len(chunk) > 0 || !done || change != nil) {
+		err = flush() // the tail, or the Done checkpoint of a commit with no events left
+	}
+	if serr := wait(); serr != nil {
+		return serr // what the sender met first: the chunks after it were not sent
+	}
+	return err
+}
+
+// outgoing is a chunk handed to deliver's sender: its batch (nil when the
+// subscription left no event and no schema change), then its checkpoint.
+type outgoing struct {
+	c       *Commit
+	b       *Batch
+	ops     [256]int
+	cp      Checkpoint
+	events  int
+	initial bool
+}
+
+// send writes o's batch, then stores its checkpoint, even when a shutdown
+// began meanwhile, so a restart does not resend it.
+func (f *follower) send(ctx context.Context, o *outgoing) error {
+	if o.b != nil {
+		if err := f.sendBatch(ctx, o.c, o.b, &o.ops); err != nil {
+			return err
+		}
+	}
+	if o.initial {
+		f.p.Progress.Add(0, int64(o.events))
+	}
+	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, o.cp); err != nil {
 		return err
 	}
-	if next+len(chunk) != n {
-		return fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+len(chunk), n)
-	}
-	if len(chunk) > 0 || !done || change != nil {
-		return flush() // the tail, or the Done checkpoint of a commit with no events left
-	}
+	f.cp = o.cp
+	f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(o.cp.Seq))
 	return nil
 }
 
+// chunkLimit returns the events of the next batch: ChunkSize, or fewer
+// when the last batch's bytes per event would take it past ChunkBytes.
+func (f *follower) chunkLimit() int {
+	per := f.perEvent.Load()
+	if per <= 0 {
+		return f.p.ChunkSize
+	}
+	return max(1, min(f.p.ChunkSize, f.p.ChunkBytes/int(per)))
+}
+
+// write encodes and sends one chunk (the net ranges' path).
 func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string, change *SchemaChange) error {
+	b, err := f.encode(&f.batch, c, evs, lo, total, cp, marker, change)
+	if err != nil || b == nil {
+		return err
+	}
+	return f.sendBatch(ctx, c, b, &f.batch.ops)
+}
+
+// encode encodes a chunk into bb; nil when the subscription left nothing
+// to write.
+func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string, change *SchemaChange) (*Batch, error) {
 	enc, last := f.p.Encoder, f.p.Encoder
 	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
 		enc, last = m.WithSnapshotMarker(marker, cp.Resync), m.WithSnapshotMarker("last", cp.Resync)
@@ -562,14 +676,13 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 	if f.sub != nil {
 		var err error
 		if c, evs, err = f.sub.Apply(c, evs); err != nil {
-			return err
+			return nil, err
 		}
 		if len(evs) == 0 && change == nil {
-			return nil // nothing subscribed in this chunk: only its checkpoint moves
+			return nil, nil // nothing subscribed in this chunk: only its checkpoint moves
 		}
 	}
 	now := time.Now().UnixMilli()
-	bb := &f.batch
 	bb.start(c, len(evs))
 	for k := range evs {
 		e, i := &evs[k], lo+k
@@ -581,17 +694,25 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 			enc = last // the last row of an initial read says so
 		}
 		if err := bb.add(enc, c, e, now); err != nil {
-			return fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
+			return nil, fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
 		}
 	}
 	b := bb.batch(c, cp)
+	if len(evs) > 0 {
+		f.perEvent.Store(int64(max(1, bb.size()/len(evs))))
+	}
 	if change != nil {
 		m, err := encodeSchemaChange(f.p.Encoder, c, change, now)
 		if err != nil {
-			return fmt.Errorf("%w: encode the schema change of snapshot %d: %w", ErrPermanent, c.Snapshot.ID, err)
+			return nil, fmt.Errorf("%w: encode the schema change of snapshot %d: %w", ErrPermanent, c.Snapshot.ID, err)
 		}
 		b.SchemaChange = m
 	}
+	return b, nil
+}
+
+// sendBatch writes an encoded batch to the sink and counts it.
+func (f *follower) sendBatch(ctx context.Context, c *Commit, b *Batch, ops *[256]int) error {
 	name := f.spec.Name
 	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })
 	stopHold := f.keepHold(ctx)
@@ -608,7 +729,7 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 	f.p.Health.OK(name)
 	// Counted per batch: a labelled counter looked up per event costs
 	// more than encoding it.
-	for op, k := range bb.ops {
+	for op, k := range ops {
 		if k > 0 {
 			f.p.Metrics.Events.WithLabelValues(f.spec.Name, Op(op).String()).Add(float64(k))
 		}

@@ -107,6 +107,14 @@ type Sink interface {
 	Close(ctx context.Context) error
 }
 
+// NonRetainingSink is a sink that keeps no part of a batch (its messages'
+// bytes, its lines) once Write returned: it writes them out or copies
+// them. The pipeline then encodes the next batch into the same buffers.
+type NonRetainingSink interface {
+	Sink
+	RetainsNoBatch()
+}
+
 // CheckpointSink is a sink that stores checkpoints itself, atomically with
 // the events (Kafka exactly-once). On start, its checkpoint is the truth.
 type CheckpointSink interface {

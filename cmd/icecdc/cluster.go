@@ -76,9 +76,9 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		NewPipeline: func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline {
 			p := &cdc.Pipeline{
 				Name: cfg.Name, Tables: []cdc.TableSpec{spec}, Sink: sink, Store: store,
-				Encoder:       enc,
-				Poll:          cfg.Poll.Interval,
-				ChunkSize:     cfg.Chunk,
+				Encoder:   enc,
+				Poll:      cfg.Poll.Interval,
+				ChunkSize: cfg.Chunk, ChunkBytes: int(cfg.ChunkBytes),
 				Log:           log,
 				Metrics:       metrics,
 				Health:        health,
@@ -113,7 +113,7 @@ type clusterStatus struct {
 func configFingerprint(cfg *Config) string {
 	// Only values, never pointers: the fingerprint must be the same in
 	// every process that reads the same file.
-	parts := []string{cfg.Name, cfg.Format, fmt.Sprint(cfg.Chunk), cfg.Sink.Type,
+	parts := []string{cfg.Name, cfg.Format, fmt.Sprint(cfg.Chunk), fmt.Sprint(cfg.ChunkBytes), cfg.Sink.Type,
 		cfg.Cluster.Group, cfg.Cluster.Topic, fmt.Sprint(cfg.Cluster.Partitions),
 		cfg.Catalog.Type, cfg.Catalog.Name}
 	d := cfg.Debezium

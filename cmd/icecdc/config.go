@@ -45,7 +45,10 @@ type Config struct {
 	// HoldInterval is the least time between two moves of a table's
 	// retention hold (default 1m).
 	HoldInterval time.Duration `yaml:"hold_interval"`
-	Chunk        int           `yaml:"chunk"` // events per batch, default 500
+	// Chunk is the most events per batch (and per checkpoint), default
+	// 2048; ChunkBytes about the most bytes, default 1MiB.
+	Chunk      int      `yaml:"chunk"`
+	ChunkBytes byteSize `yaml:"chunk_bytes"`
 	// MaxHeldRows is how many inserted rows a commit may hold in memory
 	// before the rows of bulk appends are streamed (default 100,000).
 	MaxHeldRows int `yaml:"max_held_rows"`
@@ -276,6 +279,9 @@ func (c *Config) validate() error {
 	}
 	if c.Chunk < 0 {
 		bad("chunk", "must be positive")
+	}
+	if c.ChunkBytes < 0 {
+		bad("chunk_bytes", "must be positive")
 	}
 	if c.NetMaxRows < 0 {
 		bad("net_max_rows", "must not be negative")

@@ -171,3 +171,6 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// RetainsNoBatch says that Write keeps nothing of a batch once written.
+func (s *Sink) RetainsNoBatch() {}

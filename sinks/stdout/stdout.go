@@ -130,3 +130,7 @@ func AppendLines(dst []byte, msgs []cdc.Message) ([]byte, error) {
 	}
 	return dst, nil
 }
+
+// RetainsNoBatch says that Write keeps nothing of a batch: the writer
+// must not retain what it is given (io.Writer's contract).
+func (s *Sink) RetainsNoBatch() {}
