@@ -145,13 +145,18 @@ def connect_value(v, t):
     return v  # timestamptz: the ISO string as it is; binary: base64 as it is
 
 
-def table_schemas(catalog_db, table):
-    """({snapshot_id: [(name, type)]}, location of the current metadata)."""
+def table_metadata(catalog_db, table):
+    """The table's current metadata.json, parsed."""
     with sqlite3.connect(catalog_db) as c:
         loc = c.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND table_name = ?",
                         (NS, table)).fetchone()[0]
     with open(loc.removeprefix("file:").removeprefix("//"), encoding="utf-8") as fh:
-        meta = json.load(fh)
+        return json.load(fh)
+
+
+def table_schemas(catalog_db, table):
+    """{snapshot_id: [(name, type)]}."""
+    meta = table_metadata(catalog_db, table)
     schemas = {s["schema-id"]: [(f["name"], f["type"]) for f in s["fields"]] for s in meta["schemas"]}
     return {s["snapshot-id"]: schemas[s.get("schema-id", meta["current-schema-id"])] for s in meta.get("snapshots", [])}
 
@@ -257,6 +262,10 @@ def decode(schema, v, where):
         return v
     if t == "bytes":
         return base64.b64decode(v)
+    if t == "array":
+        if not isinstance(v, list):
+            raise SchemaError(f"{where}: array payload is {type(v).__name__}")
+        return [decode(schema["items"], x, f"{where}[{i}]") for i, x in enumerate(v)]
     raise SchemaError(f"{where}: schema type {t!r} (name {name!r}) not read here")
 
 
@@ -378,12 +387,74 @@ def run_native(a, tables, mode, log):
     for t in tables:
         lines.append(f'  - {{name: "{NS}.{t}", start: earliest'
                      + (f", key: [{', '.join(key_columns(t))}]" if mode == "ident" else "") + "}")
+    if mode == "rowid":
+        lines.append("debezium: {include.schema.changes: true}")  # on icecdc.schema-changes, checked after
     lines += ["poll: {interval: 100ms}", f"chunk: {a.chunk}", "format: debezium-connect-json", "sink:", "  type: kafka",
               f'  kafka: {{brokers: ["{a.brokers}"], topic: "{mode}.{{namespace}}.{{table}}", tombstones: true}}',
               f'state: {{path: "{os.path.join(work, "state.db")}"}}']
     with open(cfg, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     return subprocess.Popen([a.icecdc, "run", "-c", cfg], stdout=log, stderr=subprocess.STDOUT)
+
+
+SCHEMA_CHANGES = "icecdc.schema-changes"
+
+
+def expected_schema_changes(catalog_db, table):
+    """[(sequence number, CREATE|ALTER, schema id, [top-level columns])] for the
+    main branch's snapshots whose schema differs from their parent's: what
+    `include.schema.changes` must write for a table followed from earliest."""
+    meta = table_metadata(catalog_db, table)
+    snaps = {s["snapshot-id"]: s for s in meta.get("snapshots", [])}
+    head = meta.get("refs", {}).get("main", {}).get("snapshot-id", meta.get("current-snapshot-id"))
+    chain = []
+    while head in snaps:
+        chain.append(snaps[head])
+        head = snaps[head].get("parent-snapshot-id")
+    chain.reverse()
+    cols = {s["schema-id"]: [f["name"] for f in s["fields"]] for s in meta["schemas"]}
+    out, prev = [], None
+    for i, s in enumerate(chain):
+        sid = s.get("schema-id", meta["current-schema-id"])
+        if i == 0:
+            kind = "CREATE" if s.get("parent-snapshot-id") is None else "ALTER"
+            out.append((s["sequence-number"], kind, sid, cols[sid]))
+        elif sid != prev:
+            out.append((s["sequence-number"], "ALTER", sid, cols[sid]))
+        prev = sid
+    return out
+
+
+def check_schema_changes(a, tables):
+    """The rowid daemon's schema-change records, read as a schemas.enable
+    consumer reads them, against the tables' snapshot schemas."""
+    got = {t: [] for t in tables}
+    problems = []
+    for i, (k, v) in enumerate(consume_topic(a.brokers, SCHEMA_CHANGES)):
+        try:
+            kj, vj = json.loads(k), json.loads(v)
+            decode(kj["schema"], kj["payload"], f"{SCHEMA_CHANGES} record {i} key")
+            rec = decode(vj["schema"], vj["payload"], f"{SCHEMA_CHANGES} record {i} value")
+        except (SchemaError, ValueError, KeyError, TypeError) as err:
+            problems.append(str(err))
+            continue
+        t = rec["source"]["table"]
+        if t in got:
+            tc = rec["tableChanges"][0]
+            got[t].append((rec["source"]["sequence_number"], tc["type"], rec["schema_id"],
+                           [c["name"] for c in tc["table"]["columns"]]))
+    ok = not problems
+    for p in problems[:5]:
+        print(f"connect schema-changes: {p}")
+    for t in tables:
+        want = expected_schema_changes(a.catalog_db, t)
+        exact = got[t] == want
+        ok = ok and exact
+        alters = sum(1 for w in want if w[1] == "ALTER")
+        print(f"connect schema-changes {t}: {len(want)} records ({alters} ALTER): {'exact' if exact else 'NOT exact'}")
+        if not exact:
+            print(f"  want {want}\n  got  {got[t]}")
+    return ok
 
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -539,6 +610,8 @@ def main():
                 shown_types = True
                 print("connect: column types the JDBC sink created for types: "
                       + ", ".join(f"{n} {ty}" for n, ty in pg_types(conn, table).items()))
+    if a.producer == "native" and not check_schema_changes(a, tables):
+        ok = False
     print(f"connect: compared in {time.monotonic() - t1:.1f}s")
     return 0 if ok else 1
 

@@ -76,7 +76,10 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 		if err != nil {
 			return nil, err
 		}
-		return c, t.checkReplace(snap, list)
+		if err := t.checkReplace(snap, list); err != nil {
+			return nil, err
+		}
+		return c, t.checkRenumbered(ctx, fs, snap, list)
 	}
 	d, err := t.readDelta(ctx, fs, snap, t.nextRowID())
 	if err != nil {

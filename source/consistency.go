@@ -2,12 +2,15 @@ package source
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -299,4 +302,92 @@ func (t *Table) checkSchemas() error {
 		}
 	}
 	return nil
+}
+
+// checkRenumbered stops at a replace snapshot that gives unchanged rows
+// new row ids. A replace has no logical change, so it emits nothing; but
+// a writer that rewrites manifests and writes EXISTING entries without
+// their first_row_id into a manifest with a new first_row_id range (Iceberg
+// 1.11's rewrite_manifests does) changes the ids every reader sees for
+// those rows. No event of a replace can say so, and passing it silently
+// would leave consumers keyed by _row_id with ids that no longer exist:
+// DESIGN §4's rewrites are detected, never papered over. Only the data
+// manifests the snapshot wrote that hold EXISTING entries are read, and a
+// file counts as renumbered when its first_row_id differs from the
+// parent's and it does not store a _row_id in every row.
+func (t *Table) checkRenumbered(ctx context.Context, fs iceio.IO, s *table.Snapshot, list []iceberg.ManifestFile) error {
+	var mine []iceberg.ManifestFile
+	for _, m := range list {
+		if m.SnapshotID() == s.SnapshotID && m.ManifestContent() == iceberg.ManifestContentData && m.ExistingDataFiles() != 0 {
+			mine = append(mine, m)
+		}
+	}
+	if len(mine) == 0 || s.ParentSnapshotID == nil {
+		return nil
+	}
+	p := t.tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
+	if p == nil {
+		return nil // nothing to compare with; the parent's loss is reported where it matters
+	}
+	existing := func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
+		return iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{})
+	}
+	reads, err := t.readManifests(ctx, mine, existing, func(e iceberg.ManifestEntry) bool {
+		return e.Status() == iceberg.EntryStatusEXISTING
+	})
+	if err != nil {
+		return err
+	}
+	now := map[string]dataFileMeta{}
+	where := map[string]string{}
+	var paths []string
+	for i, m := range mine {
+		if err := reads[i].err; err != nil {
+			return decodeError("manifest", m.FilePath(), err)
+		}
+		for _, e := range reads[i].entries {
+			dm := metaOf(e)
+			now[dm.path()], where[dm.path()] = dm, m.FilePath()
+			paths = append(paths, dm.path())
+		}
+	}
+	plist, err := manifestList(fs, p)
+	if err != nil {
+		return err
+	}
+	before, err := t.locate(ctx, fs, plist, paths, t.nextRowID())
+	if err != nil {
+		return err
+	}
+	var moved []string
+	for _, path := range paths {
+		o, ok := before[path]
+		n := now[path]
+		if !ok || o.firstRowID == nil || n.firstRowID == nil || *o.firstRowID == *n.firstRowID {
+			continue
+		}
+		l, err := readLayout(fs, n.file, t.footers)
+		if err != nil {
+			return err
+		}
+		if !l.allRowIDs {
+			moved = append(moved, path)
+		}
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	first := moved[0]
+	return &graphError{history: true, msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d, %s) gives the unchanged rows of %d data files new row ids "+
+		"(%s: first_row_id %d in the parent, %d in manifest %s, which lists it as EXISTING; Iceberg 1.11's rewrite_manifests does this): "+
+		"a replace has no event to say so, and consumers keyed by _row_id would keep ids no reader sees any more; "+
+		"on_history_loss: resync re-emits the table's rows under their new ids, or reset the table ('icecdc reset --table') and restart with start: initial",
+		t.name(t.tbl), s.SnapshotID, s.SequenceNumber, operationOf(s), len(moved), first, *before[first].firstRowID, *now[first].firstRowID, where[first])}
+}
+
+func operationOf(s *table.Snapshot) string {
+	if s.Summary == nil {
+		return "no operation"
+	}
+	return string(s.Summary.Operation)
 }

@@ -21,6 +21,9 @@ import (
 type layout struct {
 	rows                    []int64
 	storesRowID, storesLUSN bool
+	// allRowIDs: the file stores a non-null _row_id in every row, by its
+	// row groups' statistics (false when any lacks them).
+	allRowIDs bool
 }
 
 // readLayout reads the footer of a Parquet data file. iceberg-go reads
@@ -78,12 +81,29 @@ func readLayout(fs iceio.IO, df iceberg.DataFile, footers *footerCache) (layout,
 		switch sc.Column(i).SchemaNode().FieldID() {
 		case iceberg.RowIDFieldID:
 			l.storesRowID = true
+			l.allRowIDs = noNulls(pr, i)
 		case iceberg.LastUpdatedSequenceNumberFieldID:
 			l.storesLUSN = true
 		}
 	}
 	footers.put(df.FilePath(), ft)
 	return l, nil
+}
+
+// noNulls reports whether column col has no null in any row group, by the
+// row groups' statistics.
+func noNulls(pr *file.Reader, col int) bool {
+	for rg := 0; rg < pr.NumRowGroups(); rg++ {
+		cc, err := pr.MetaData().RowGroup(rg).ColumnChunk(col)
+		if err != nil {
+			return false
+		}
+		st, err := cc.Statistics()
+		if err != nil || st == nil || !st.HasNullCount() || st.NullCount() != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // fileSize is the size of an open file: its Stat, or failing that the
