@@ -24,21 +24,34 @@ echo "built in $(( $(date +%s) - t0 ))s" >&2
 meta() { awk -v n="$1" '$1==n {print $2}' "$tmp/tables.txt" | sed 's|^file://||'; }
 head_seq() { awk -v n="$1" '$1==n {print $3}' "$tmp/tables.txt"; }
 
-# measure NAME CMD...: runs CMD $runs times, stdout to $tmp/out, and
-# records the medians "wall_s cpu_s rss_mib" in $tmp/NAME.
+# once NAME CMD...: runs CMD once, stdout to $tmp/out, and appends
+# "wall_s cpu_s rss_mib" to $tmp/NAME.all.
+once() {
+  local name=$1; shift
+  /usr/bin/time -v -o "$tmp/time.txt" "$@" > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  awk -F': ' '
+    /Elapsed \(wall clock\)/ { n=split($2,p,":"); w=0; for(i=1;i<=n;i++) w=w*60+p[i] }
+    /User time/ { u=$2 } /System time/ { s=$2 } /Maximum resident/ { r=$2 }
+    END { printf "%.4f %.4f %.1f\n", w, u+s, r/1024 }' "$tmp/time.txt" >> "$tmp/$name.all"
+}
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# summarize NAME: the medians "wall_s cpu_s rss_mib" of $tmp/NAME.all in $tmp/NAME.
+summarize() {
+  for col in 1 2 3; do cut -d' ' -f$col "$tmp/$1.all" | median; done | paste -sd' ' > "$tmp/$1"
+}
+# measure NAME CMD...: runs CMD $runs times and summarizes.
 measure() {
   local name=$1; shift
   : > "$tmp/$name.all"
-  for _ in $(seq "$runs"); do
-    /usr/bin/time -v -o "$tmp/time.txt" "$@" > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
-    awk -F': ' '
-      /Elapsed \(wall clock\)/ { n=split($2,p,":"); w=0; for(i=1;i<=n;i++) w=w*60+p[i] }
-      /User time/ { u=$2 } /System time/ { s=$2 } /Maximum resident/ { r=$2 }
-      END { printf "%.4f %.4f %.1f\n", w, u+s, r/1024 }' "$tmp/time.txt" >> "$tmp/$name.all"
-  done
-  for col in 1 2 3; do
-    cut -d' ' -f$col "$tmp/$name.all" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-  done | paste -sd' ' > "$tmp/$name"
+  for _ in $(seq "$runs"); do once "$name" "$@"; done
+  summarize "$name"
+}
+# pairratio A B: the medians of the run-by-run ratios A/B ("wall cpu") of
+# two commands measured in turn, A B A B …, so that a drift of the
+# machine's speed moves both sides of each ratio.
+pairratio() {
+  paste -d' ' "$tmp/$1.all" "$tmp/$2.all" > "$tmp/pairs"
+  for col in 1 2; do awk -v c="$col" '{ printf "%.4f\n", $c / $(c+3) }' "$tmp/pairs" | median; done | paste -sd' '
 }
 get() { cut -d' ' -f"$2" "$tmp/$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a/b }'; }
@@ -75,14 +88,21 @@ done
 cat > "$tmp/run.yaml" <<YAML
 name: bench
 tables: [{name: shop.orders, metadata: "$(meta append)", start: sequence:$(( $(head_seq append) - 1 ))}]
-chunk: ${ICECDC_BENCH_CHUNK:-500}
+${ICECDC_BENCH_CHUNK:+chunk: $ICECDC_BENCH_CHUNK}
 sink: {type: file, file: {path: "$tmp/events.jsonl"}}
 state: {path: "$tmp/state.db"}
 http: {listen: ""}
 YAML
 printf '#!/bin/sh\nrm -f "%s/events.jsonl" "%s/state.db"\nexec "%s/icecdc" run -c "%s/run.yaml" --once\n' "$tmp" "$tmp" "$tmp" "$tmp" > "$tmp/runonce"
 chmod +x "$tmp/runonce"
-measure runfile "$tmp/runonce"
+# run --once and changes in turn, for the ratio of each pair.
+: > "$tmp/runfile.all"; : > "$tmp/appendpair.all"
+for _ in $(seq "$runs"); do
+  once runfile "$tmp/runonce"
+  once appendpair "$tmp/icecdc" changes --metadata "$(meta append)" --from-seq $(( $(head_seq append) - 1 ))
+done
+summarize runfile
 [ "$(wc -l < "$tmp/events.jsonl")" -eq "$rows" ] || { echo "bench: run --once wrote $(wc -l < "$tmp/events.jsonl") events, want $rows" >&2; exit 1; }
-printf '| run --once to the file sink, %s rows append | %s | %s | %s | %.0f events/s; %s× / %s× of changes |\n' "$rows" "$(get runfile 1)" "$(get runfile 2)" "$(get runfile 3)" \
-  "$(awk -v r="$rows" -v w="$(get runfile 1)" 'BEGIN { print r/w }')" "$(ratio "$(get runfile 1)" "$(get append 1)")" "$(ratio "$(get runfile 2)" "$(get append 2)")"
+r=$(pairratio runfile appendpair)
+printf '| run --once to the file sink, %s rows append | %s | %s | %s | %.0f events/s; %.2f× / %.2f× of changes (run by run) |\n' "$rows" "$(get runfile 1)" "$(get runfile 2)" "$(get runfile 3)" \
+  "$(awk -v r="$rows" -v w="$(get runfile 1)" 'BEGIN { print r/w }')" "${r% *}" "${r#* }"
