@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icecdc/icecdc/internal/javatables"
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
@@ -81,5 +82,44 @@ func TestCommitSchemaChange(t *testing.T) {
 	}
 	if ch := init.SchemaChange; ch == nil || ch.Type != "CREATE" || init.Table.Schema.Fields()[0].Name != "note" {
 		t.Fatalf("initial read: %+v", ch)
+	}
+}
+
+// TestJavaSchemaChanges: on the table Spark wrote with a RENAME COLUMN and
+// a DROP COLUMN (testdata/java/rename-drop), the snapshots that first
+// carry each new schema report that change, by field id, and no other
+// snapshot reports one.
+func TestJavaSchemaChanges(t *testing.T) {
+	tb := javatables.Load(t, "rename-drop")
+	src := openJava(t, tb)
+	defer src.Close()
+	ctx := context.Background()
+	snaps, err := src.Snapshots(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, si := range snaps {
+		c, err := src.Commit(ctx, si)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := fmt.Sprintf("seq %d:", si.SequenceNumber)
+		if ch := c.SchemaChange; ch != nil {
+			s += " " + ch.Type
+			for _, fc := range ch.Changes {
+				s += fmt.Sprintf(" %s:%s(%s>%s)", fc.Kind, fc.Path, fc.From, fc.To)
+			}
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"seq 1: CREATE",
+		"seq 2: ALTER rename_column:label(name>label)",
+		"seq 3: ALTER drop_column:note(string>)",
+		"seq 4:",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("schema changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
