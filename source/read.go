@@ -151,6 +151,11 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values bo
 		}
 	}
 	var out []fileRow
+	// The rows' values are cut from blocks of a few rows each, not
+	// allocated one by one; a block grows as the batch's wanted rows do, so
+	// a row held from a sparse batch keeps few others' slots alive.
+	var arena []any
+	block := 8
 	for i := 0; i < int(rec.NumRows()); i++ {
 		hasID := !ids.IsNull(i) && !seqs.IsNull(i)
 		var id, lusn int64
@@ -168,7 +173,12 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values bo
 			out = append(out, fileRow{pos: base + int64(i), rowID: id, lusn: lusn})
 			continue
 		}
-		row := make(cdc.Row, len(fields))
+		if len(arena) < len(fields) {
+			arena = make([]any, block*len(fields))
+			block = min(block*2, 256)
+		}
+		row := cdc.Row(arena[:len(fields):len(fields)])
+		arena = arena[len(fields):]
 		for k, f := range fields {
 			if cols[k] == nil {
 				continue
