@@ -17,6 +17,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/icecdc-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/icecdc" ./cmd/icecdc
 go build -o "$tmp/tables" ./bench/tables
+go build -o "$tmp/kfake" ./bench/kfake
 echo "building tables in $tmp (files: $files; rows: $rows)" >&2
 t0=$(date +%s)
 "$tmp/tables" -dir "$tmp/t" -files "$files" -rows "$rows" > "$tmp/tables.txt"
@@ -106,3 +107,26 @@ summarize runfile
 r=$(pairratio runfile appendpair)
 printf '| run --once to the file sink, %s rows append | %s | %s | %s | %.0f events/s; %.2f× / %.2f× of changes (run by run) |\n' "$rows" "$(get runfile 1)" "$(get runfile 2)" "$(get runfile 3)" \
   "$(awk -v r="$rows" -v w="$(get runfile 1)" 'BEGIN { print r/w }')" "${r% *}" "${r#* }"
+# 4. The same append into Kafka: a kfake broker in its own process, a new
+# one per run (not timed), at least once with acks=all, in both formats.
+for fmt in debezium-json debezium-connect-json; do
+  : > "$tmp/kafka-$fmt.all"
+  for _ in $(seq "$runs"); do
+    "$tmp/kfake" > "$tmp/kfake.addr" & kpid=$!
+    for _ in $(seq 50); do [ -s "$tmp/kfake.addr" ] && break; sleep 0.1; done
+    cat > "$tmp/runk.yaml" <<YAML
+name: bench
+tables: [{name: shop.orders, metadata: "$(meta append)", start: sequence:$(( $(head_seq append) - 1 ))}]
+format: $fmt
+sink: {type: kafka, kafka: {brokers: ["$(cat "$tmp/kfake.addr")"], topic: bench}}
+state: {path: "$tmp/statek.db"}
+http: {listen: ""}
+YAML
+    rm -f "$tmp/statek.db"
+    once "kafka-$fmt" "$tmp/icecdc" run -c "$tmp/runk.yaml" --once
+    kill "$kpid"; wait "$kpid" 2>/dev/null || true; rm -f "$tmp/kfake.addr"
+  done
+  summarize "kafka-$fmt"
+  printf '| run --once to Kafka (kfake, own process), %s rows append, %s | %s | %s | %s | %.0f events/s |\n' "$rows" "$fmt" \
+    "$(get "kafka-$fmt" 1)" "$(get "kafka-$fmt" 2)" "$(get "kafka-$fmt" 3)" "$(awk -v r="$rows" -v w="$(get "kafka-$fmt" 1)" 'BEGIN { print r/w }')"
+done

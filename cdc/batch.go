@@ -9,9 +9,9 @@ import (
 // values one after another, each followed by a newline (which, when no
 // value spans lines, is the batch's JSON-lines form as is), the keys, and
 // the event ids. A batch costs a handful of allocations, not several per
-// event; the buffers are new for every batch, since a sink's client may
-// still hold a confirmed batch's bytes (franz-go's records, say) when
-// Write returns.
+// event. The buffers are kept from batch to batch when the sink keeps
+// nothing of a batch once written (NonRetainingSink: the file, stdout and
+// Kafka sinks); otherwise they are new for every batch.
 type batchBuilder struct {
 	vals, keys, ids []byte
 	offs            []msgOffsets

@@ -303,3 +303,7 @@ func (s *ExactlyOnceSink) acquire(ctx context.Context) error {
 }
 
 func (s *ExactlyOnceSink) release() { <-s.sem }
+
+// RetainsNoBatch: see Sink.RetainsNoBatch; a transaction's records are
+// all acknowledged before it ends.
+func (s *ExactlyOnceSink) RetainsNoBatch() {}

@@ -384,3 +384,8 @@ func (p *producer) close(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RetainsNoBatch says that Write keeps nothing of a batch once it
+// returned: ProduceSync returns only once every record's promise ran, and
+// franz-go reads a record's bytes no more after that.
+func (s *Sink) RetainsNoBatch() {}
