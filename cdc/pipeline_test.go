@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +43,11 @@ type harness struct {
 	out   string
 	state string
 	held  int // MaxHeldRows of the source
-	spec  func(*cdc.TableSpec)
+	// failAt makes the sink fail its failAt-th Write once; attempts is
+	// the first event index of every Write of the last run.
+	failAt   int
+	attempts []int
+	spec     func(*cdc.TableSpec)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -95,13 +101,14 @@ func (h *harness) run(start string, chunk int, stopAfter int) {
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
-	sink := &countingSink{Sink: fs, stopAfter: stopAfter, cancel: cancel}
+	sink := &countingSink{Sink: fs, stopAfter: stopAfter, cancel: cancel, failAt: h.failAt}
+	defer func() { h.attempts = sink.attempts }()
 	spec := cdc.TableSpec{Name: "shop.orders", Source: src, Start: st}
 	if h.spec != nil {
 		h.spec(&spec)
 	}
 	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{spec},
-		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: chunk}
+		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: chunk, RetryInitial: 10 * time.Millisecond}
 	head := h.tbl.CurrentSnapshot().SequenceNumber
 	go func() {
 		for ctx.Err() == nil {
@@ -121,9 +128,22 @@ type countingSink struct {
 	cdc.Sink
 	n, stopAfter int
 	cancel       func()
+	// failAt fails the Write with that number (from 1) once; attempts
+	// records the first event index of every Write.
+	failAt   int
+	writes   int
+	attempts []int
 }
 
+// RetainsNoBatch: the file sink underneath keeps nothing of a batch.
+func (s *countingSink) RetainsNoBatch() {}
+
 func (s *countingSink) Write(ctx context.Context, b *cdc.Batch) error {
+	s.writes++
+	s.attempts = append(s.attempts, b.Checkpoint.Next-len(b.Messages))
+	if s.writes == s.failAt {
+		return errors.New("the destination is away for a moment")
+	}
 	if err := s.Sink.Write(ctx, b); err != nil {
 		return err
 	}
@@ -210,6 +230,32 @@ func resumeInsideASnapshot(t *testing.T, held int) {
 	for i, e := range evs {
 		if e.Source.Index != i || e.Source.RowID != int64(i) {
 			t.Fatalf("event %d: index %d row %d", i, e.Source.Index, e.Source.RowID)
+		}
+	}
+}
+
+// TestPipelineSinkFailureStopsTheChunksAfterIt: the next chunk is read and
+// encoded while one is written, but when that write fails, the chunk
+// encoded ahead is dropped: the retry starts at the failed chunk, from the
+// checkpoint, and every event arrives once, in order.
+func TestPipelineSinkFailureStopsTheChunksAfterIt(t *testing.T) {
+	for _, held := range []int{0, 1} {
+		h := newHarness(t)
+		h.held = held
+		h.append(1, 10)
+		h.failAt = 2
+		h.run("earliest", 3, 0)
+		if got := fmt.Sprint(h.attempts); got != "[0 3 3 6 9]" {
+			t.Fatalf("held %d: writes started at events %s, want [0 3 3 6 9]", held, got)
+		}
+		evs := h.events()
+		if len(evs) != 10 {
+			t.Fatalf("held %d: %d events, want 10", held, len(evs))
+		}
+		for i, e := range evs {
+			if e.Source.Index != i {
+				t.Fatalf("held %d: event %d has index %d", held, i, e.Source.Index)
+			}
 		}
 	}
 }
