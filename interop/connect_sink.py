@@ -430,7 +430,8 @@ def check_schema_changes(a, tables):
     consumer reads them, against the tables' snapshot schemas."""
     got = {t: [] for t in tables}
     problems = []
-    for i, (k, v) in enumerate(consume_topic(a.brokers, SCHEMA_CHANGES)):
+    recs = consume_topic(a.brokers, SCHEMA_CHANGES)
+    for i, (k, v) in enumerate(recs):
         try:
             kj, vj = json.loads(k), json.loads(v)
             decode(kj["schema"], kj["payload"], f"{SCHEMA_CHANGES} record {i} key")
@@ -446,6 +447,23 @@ def check_schema_changes(a, tables):
     ok = not problems
     for p in problems[:5]:
         print(f"connect schema-changes: {p}")
+    n = len(recs)
+    if a.schema_changes_file:
+        # Connect's own JsonConverter read the same records: the file sink
+        # writes one Struct per record it converted.
+        lines, deadline = [], time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if os.path.exists(a.schema_changes_file):
+                with open(a.schema_changes_file, encoding="utf-8") as fh:
+                    lines = fh.read().splitlines()
+            if len(lines) >= n:
+                break
+            time.sleep(0.5)
+        structs = sum(1 for ln in lines if ln.startswith("Struct{source=Struct{version="))
+        jexact = structs == n == len(lines)
+        ok = ok and jexact
+        print(f"connect schema-changes: Connect's JsonConverter converted {structs} of {n} records "
+              f"(FileStreamSink, {len(lines)} lines): {'exact' if jexact else 'NOT exact'}")
     for t in tables:
         want = expected_schema_changes(a.catalog_db, t)
         exact = got[t] == want
@@ -499,6 +517,7 @@ def main():
     ap.add_argument("--producer", choices=("native", "translated"), required=True)
     ap.add_argument("--chunk", type=int, default=7)
     ap.add_argument("--timeout", type=float, default=300, help="seconds to wait for the topics to be complete")
+    ap.add_argument("--schema-changes-file", help="where Connect's FileStreamSink writes the schema-change topic")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     import psycopg

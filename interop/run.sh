@@ -759,6 +759,16 @@ schema.evolution=basic
 collection.name.format=${m}_\${source.table}
 EOF
   done
+  # Connect's JsonConverter (schemas.enable=true) reads icecdc's
+  # schema-change records; the file sink writes each as the Struct it
+  # converted to, or its task fails on a record it cannot convert.
+  cat >"$dir/file-schema-changes.properties" <<EOF
+name=file-schema-changes
+connector.class=org.apache.kafka.connect.file.FileStreamSinkConnector
+tasks.max=1
+topics.regex=icecdc\\.schema-changes
+file=$dir/schema-changes.txt
+EOF
   cat >"$dir/log4j2.properties" <<EOF
 rootLogger.level=INFO
 rootLogger.appenderRef.file.ref=file
@@ -771,10 +781,12 @@ EOF
   java -Xmx512m -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$CACHE/jars/connect/*" \
     org.apache.kafka.connect.cli.ConnectStandalone "$dir/worker.properties" \
     "$dir/jdbc-rowid.properties" "$dir/jdbc-ident.properties" "$dir/jdbc-replay.properties" \
+    "$dir/file-schema-changes.properties" \
     >"$LOGS/connect-stdout.log" 2>&1 &
   CONNECT_PID=$!
   PIDS+=("$CONNECT_PID")
-  echo "Kafka Connect standalone (pid $CONNECT_PID): Debezium JDBC sink connectors jdbc-rowid, jdbc-ident, jdbc-replay into PostgreSQL"
+  echo "Kafka Connect standalone (pid $CONNECT_PID): Debezium JDBC sink connectors jdbc-rowid, jdbc-ident, jdbc-replay into PostgreSQL," \
+    "FileStreamSink file-schema-changes"
 }
 
 # has_connect_format: whether this icecdc knows format debezium-connect-json
@@ -805,7 +817,8 @@ connect_sink() {
   fi
   (cd "$HERE" && "$PY" connect_sink.py --icecdc "$BIN" --brokers "$KAFKA" --pg "$PG_CONNINFO" \
     --catalog-db "$WORK/spark/catalog.db" --warehouse "$WORK/spark/wh" --heads "$WORK/heads.json" \
-    --work "$WORK/connect/check" --producer "$producer") 2>"$LOGS/connect-sink.stderr"
+    --work "$WORK/connect/check" --producer "$producer" \
+    --schema-changes-file "$WORK/connect/schema-changes.txt") 2>"$LOGS/connect-sink.stderr"
   local rc=$?
   [ $rc -eq 3 ] && return 3
   if [ $rc -ne 0 ]; then
