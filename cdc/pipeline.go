@@ -165,6 +165,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			defer wg.Done()
 			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
 			_, f.batch.reuse = p.Sink.(NonRetainingSink)
+			f.builders[0].reuse, f.builders[1].reuse = f.batch.reuse, f.batch.reuse
 			err := f.run(ctx, ready.Done)
 			p.requests.stopped(spec.Name, err)
 			if cerr := spec.Source.Close(); cerr != nil {
@@ -202,8 +203,9 @@ type follower struct {
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
-	held     heldState    // the retention hold, see hold.go
-	batch    batchBuilder // encodes the batches, see batch.go
+	held     heldState       // the retention hold, see hold.go
+	batch    batchBuilder    // encodes the batches of net ranges, see batch.go
+	builders [2]batchBuilder // deliver's, see there
 }
 
 func (f *follower) run(ctx context.Context, ready func()) error {
@@ -553,13 +555,11 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker stri
 		return failed
 	}
 	defer wait()
-	// Two builders: while the sender writes one chunk's batch, the next is
-	// encoded into the other; the hand-over blocks until the sender took
-	// it, so a builder is reused only once its batch was confirmed.
-	var builders [2]batchBuilder
-	for i := range builders {
-		builders[i].reuse = f.batch.reuse
-	}
+	// Two builders (f.builders, kept from commit to commit): while the
+	// sender writes one chunk's batch, the next is encoded into the other;
+	// the hand-over blocks until the sender took it, so a builder is
+	// reused only once its batch was confirmed.
+	builders := &f.builders
 	turn := 0
 	flush := func() error {
 		lo := next
