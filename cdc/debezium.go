@@ -108,12 +108,8 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	// One Iceberg snapshot is one transaction of one table, so the total
 	// order and the per-table order coincide.
 	order := int64(e.Index) + 1
-	dst = append(dst, `},"transaction":{"id":`...)
-	dst = appendJSONString(dst, c.Table.UUID)
-	dst = dst[:len(dst)-1] // reopen the string to add :<sequence_number>
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
-	dst = append(dst, `","total_order":`...)
+	dst = append(dst, '}')
+	dst = append(dst, c.encoded().transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
 	dst = append(dst, `,"data_collection_order":`...)
 	dst = strconv.AppendInt(dst, order, 10)
@@ -272,18 +268,7 @@ func (p *jsonKeyPart) lookup(row Row) (any, error) {
 // it forever. explicitNulls writes the pairing fields as null when there
 // is none (the Connect form, whose schema declares them).
 func appendSourceTail(dst []byte, c *Commit, e *Event, explicitNulls bool) []byte {
-	dst = append(dst, `,"schema":`...)
-	dst = appendJSONString(dst, c.Table.Namespace)
-	dst = append(dst, `,"table":`...)
-	dst = appendJSONString(dst, c.Table.Name)
-	dst = append(dst, `,"table_uuid":`...)
-	dst = appendJSONString(dst, c.Table.UUID)
-	dst = append(dst, `,"snapshot_id":`...)
-	dst = strconv.AppendInt(dst, c.Snapshot.ID, 10)
-	dst = append(dst, `,"sequence_number":`...)
-	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
-	dst = append(dst, `,"operation":`...)
-	dst = appendJSONString(dst, c.Snapshot.Operation)
+	dst = append(dst, c.encoded().source...)
 	dst = append(dst, `,"row_id":`...)
 	dst = strconv.AppendInt(dst, e.RowID, 10)
 	dst = append(dst, `,"last_updated_sequence_number":`...)
@@ -300,4 +285,44 @@ func appendSourceTail(dst []byte, c *Commit, e *Event, explicitNulls bool) []byt
 		dst = append(dst, `,"paired":null,"paired_row_id":null`...)
 	}
 	return dst
+}
+
+// commitBytes are the parts of every event's envelope that depend on its
+// commit only, encoded once per commit instead of once per event.
+type commitBytes struct {
+	// source is the source block's fields from "schema" to "operation".
+	source []byte
+	// transaction opens the transaction block up to total_order's value:
+	// ,"transaction":{"id":"<table_uuid>:<sequence_number>","total_order":
+	transaction []byte
+}
+
+// encoded returns c's commitBytes, built on first use. A commit is
+// encoded by one goroutine at a time (its table's follower, or
+// `changes`), so the lazy fill needs no lock.
+func (c *Commit) encoded() *commitBytes {
+	if c.bytes != nil {
+		return c.bytes
+	}
+	var b []byte
+	b = append(b, `,"schema":`...)
+	b = appendJSONString(b, c.Table.Namespace)
+	b = append(b, `,"table":`...)
+	b = appendJSONString(b, c.Table.Name)
+	b = append(b, `,"table_uuid":`...)
+	b = appendJSONString(b, c.Table.UUID)
+	b = append(b, `,"snapshot_id":`...)
+	b = strconv.AppendInt(b, c.Snapshot.ID, 10)
+	b = append(b, `,"sequence_number":`...)
+	b = strconv.AppendInt(b, c.Snapshot.SequenceNumber, 10)
+	b = append(b, `,"operation":`...)
+	b = appendJSONString(b, c.Snapshot.Operation)
+	t := []byte(`,"transaction":{"id":`)
+	t = appendJSONString(t, c.Table.UUID)
+	t = t[:len(t)-1] // reopen the string to add :<sequence_number>
+	t = append(t, ':')
+	t = strconv.AppendInt(t, c.Snapshot.SequenceNumber, 10)
+	t = append(t, `","total_order":`...)
+	c.bytes = &commitBytes{source: b, transaction: t}
+	return c.bytes
 }

@@ -281,12 +281,7 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 	dst = append(dst, `,"ts_ns":`...)
 	dst = strconv.AppendInt(dst, tsMs*1_000_000, 10)
 	order := int64(e.Index) + 1
-	dst = append(dst, `,"transaction":{"id":`...)
-	dst = appendJSONString(dst, c.Table.UUID)
-	dst = dst[:len(dst)-1]
-	dst = append(dst, ':')
-	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
-	dst = append(dst, `","total_order":`...)
+	dst = append(dst, c.encoded().transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
 	dst = append(dst, `,"data_collection_order":`...)
 	dst = strconv.AppendInt(dst, order, 10)

@@ -121,6 +121,8 @@ type Commit struct {
 	// SchemaChange, when set, is the change of the table's schema this
 	// snapshot brings (nil: the parent's schema is kept).
 	SchemaChange *SchemaChange
+
+	bytes *commitBytes // see encoded
 }
 
 // Len returns the number of events of the commit.
