@@ -9,12 +9,12 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-// SchemaChangeEncoder encodes a commit's schema change as a record of the
-// schema-change topic, in a format's form. Records are built once per
-// change, so they go through encoding/json.
+// SchemaChangeEncoder encodes a commit's schema change as the key and
+// value of a record of the schema-change topic, in a format's form; tsMs
+// is the processing time. Records are built once per change, so they go
+// through encoding/json.
 type SchemaChangeEncoder interface {
-	AppendSchemaChangeKey(dst []byte, c *Commit, s *SchemaChange) ([]byte, error)
-	AppendSchemaChangeValue(dst []byte, c *Commit, s *SchemaChange, tsMs int64) ([]byte, error)
+	EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error)
 }
 
 // The schema-change record, shaped as Debezium's (source, ts_ms,
@@ -203,24 +203,18 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
 }
 
-// AppendSchemaChangeKey appends {"databaseName": <catalog>}, the key of
-// Debezium's schema-change records.
-func (f *DebeziumJSON) AppendSchemaChangeKey(dst []byte, c *Commit, s *SchemaChange) ([]byte, error) {
-	k, _, err := schemaChangeRecord(&f.Envelope, c, s, 0)
+// EncodeSchemaChange encodes the record; its key is {"databaseName":
+// <catalog>}, as Debezium's.
+func (f *DebeziumJSON) EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error) {
+	k, v, err := schemaChangeRecord(&f.Envelope, c, s, tsMs)
 	if err != nil {
-		return dst, err
+		return nil, nil, err
 	}
-	return appendJSON(dst, k)
-}
-
-// AppendSchemaChangeValue appends the schema-change record; tsMs is the
-// processing time.
-func (f *DebeziumJSON) AppendSchemaChangeValue(dst []byte, c *Commit, s *SchemaChange, tsMs int64) ([]byte, error) {
-	_, v, err := schemaChangeRecord(&f.Envelope, c, s, tsMs)
-	if err != nil {
-		return dst, err
+	if key, err = appendJSON(nil, k); err != nil {
+		return nil, nil, err
 	}
-	return appendJSON(dst, v)
+	value, err = appendJSON(nil, v)
+	return key, value, err
 }
 
 // The Connect schemas of schema-change records.
@@ -281,28 +275,25 @@ var (
 			cfield("string", "from", true), cfield("string", "to", true), cfield("string", "after", true))))
 )
 
-// AppendSchemaChangeKey appends the key in Connect's form.
-func (f *DebeziumConnectJSON) AppendSchemaChangeKey(dst []byte, c *Commit, s *SchemaChange) ([]byte, error) {
-	k, _, err := schemaChangeRecord(&f.Envelope, c, s, 0)
+// EncodeSchemaChange encodes the record in Connect's form: key and value
+// each wrapped with their schema.
+func (f *DebeziumConnectJSON) EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error) {
+	k, v, err := schemaChangeRecord(&f.Envelope, c, s, tsMs)
 	if err != nil {
-		return dst, err
+		return nil, nil, err
 	}
-	return appendJSON(dst, struct {
+	key, err = appendJSON(nil, struct {
 		Schema  connectSchemaJSON `json:"schema"`
 		Payload schemaChangeKey   `json:"payload"`
 	}{connectSchemaChangeKeySchema, k})
-}
-
-// AppendSchemaChangeValue appends the record in Connect's form.
-func (f *DebeziumConnectJSON) AppendSchemaChangeValue(dst []byte, c *Commit, s *SchemaChange, tsMs int64) ([]byte, error) {
-	_, v, err := schemaChangeRecord(&f.Envelope, c, s, tsMs)
 	if err != nil {
-		return dst, err
+		return nil, nil, err
 	}
-	return appendJSON(dst, struct {
+	value, err = appendJSON(nil, struct {
 		Schema  connectSchemaJSON `json:"schema"`
 		Payload schemaChangeValue `json:"payload"`
 	}{connectSchemaChangeValueSchema, v})
+	return key, value, err
 }
 
 // encodeSchemaChange encodes a commit's schema change with enc as the
@@ -312,11 +303,7 @@ func encodeSchemaChange(enc Encoder, c *Commit, s *SchemaChange, tsMs int64) (*M
 	if !ok {
 		return nil, fmt.Errorf("the format has no schema-change records")
 	}
-	k, err := se.AppendSchemaChangeKey(nil, c, s)
-	if err != nil {
-		return nil, err
-	}
-	v, err := se.AppendSchemaChangeValue(nil, c, s, tsMs)
+	k, v, err := se.EncodeSchemaChange(c, s, tsMs)
 	if err != nil {
 		return nil, err
 	}

@@ -107,13 +107,9 @@ func TestSchemaChangeRecords(t *testing.T) {
 	ch := NewSchemaChange(a, true, b)
 	env := Envelope{Pipeline: "p", Version: "v"}
 	plain := &DebeziumJSON{env}
-	k, err := plain.AppendSchemaChangeKey(nil, c, ch)
+	k, v, err := plain.EncodeSchemaChange(c, ch, 2000)
 	if err != nil || string(k) != `{"databaseName":"lake"}` {
 		t.Fatalf("key %s %v", k, err)
-	}
-	v, err := plain.AppendSchemaChangeValue(nil, c, ch, 2000)
-	if err != nil {
-		t.Fatal(err)
 	}
 	var rec struct {
 		Source struct {
@@ -166,11 +162,7 @@ func TestSchemaChangeRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ch := range []*SchemaChange{ch, NewSchemaChange(nil, true, b), NewSchemaChange(nil, false, b)} {
-		ck, err := conn.AppendSchemaChangeKey(nil, c, ch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv, err := conn.AppendSchemaChangeValue(nil, c, ch, 2000)
+		ck, cv, err := conn.EncodeSchemaChange(c, ch, 2000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +173,7 @@ func TestSchemaChangeRecords(t *testing.T) {
 		}
 		var p1, p2 any
 		json.Unmarshal(vp, &p1)
-		plainV, _ := plain.AppendSchemaChangeValue(nil, c, ch, 2000)
+		_, plainV, _ := plain.EncodeSchemaChange(c, ch, 2000)
 		json.Unmarshal(plainV, &p2)
 		if fmt.Sprint(p1) != fmt.Sprint(p2) || string(kp) != `{"databaseName":"lake"}` {
 			t.Fatalf("Connect payload differs from the plain record:\n%s\n%s", vp, plainV)

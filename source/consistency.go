@@ -311,23 +311,25 @@ func (t *Table) checkSchemas() error {
 // 1.11's rewrite_manifests does) changes the ids every reader sees for
 // those rows. No event of a replace can say so, and passing it silently
 // would leave consumers keyed by _row_id with ids that no longer exist:
-// DESIGN §4's rewrites are detected, never papered over. Only the data
-// manifests the snapshot wrote that hold EXISTING entries are read, and a
-// file counts as renumbered when its first_row_id differs from the
-// parent's and it does not store a _row_id in every row.
+// DESIGN §4's rewrites are detected, never papered over.
+//
+// Only the data manifests the snapshot wrote that hold EXISTING entries
+// are read. The ids a snapshot assigns start at its first-row-id, above
+// every id assigned before it, so an EXISTING file (its rows were written
+// before S) whose first_row_id is at or past S's first-row-id was given
+// new ids by S — unless it stores a _row_id in every row, which wins.
 func (t *Table) checkRenumbered(ctx context.Context, fs iceio.IO, s *table.Snapshot, list []iceberg.ManifestFile) error {
+	if s.FirstRowID == nil {
+		return nil
+	}
 	var mine []iceberg.ManifestFile
 	for _, m := range list {
 		if m.SnapshotID() == s.SnapshotID && m.ManifestContent() == iceberg.ManifestContentData && m.ExistingDataFiles() != 0 {
 			mine = append(mine, m)
 		}
 	}
-	if len(mine) == 0 || s.ParentSnapshotID == nil {
+	if len(mine) == 0 {
 		return nil
-	}
-	p := t.tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
-	if p == nil {
-		return nil // nothing to compare with; the parent's loss is reported where it matters
 	}
 	existing := func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
 		return iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{})
@@ -338,40 +340,27 @@ func (t *Table) checkRenumbered(ctx context.Context, fs iceio.IO, s *table.Snaps
 	if err != nil {
 		return err
 	}
-	now := map[string]dataFileMeta{}
-	where := map[string]string{}
-	var paths []string
+	var moved []dataFileMeta
+	where := ""
 	for i, m := range mine {
 		if err := reads[i].err; err != nil {
 			return decodeError("manifest", m.FilePath(), err)
 		}
 		for _, e := range reads[i].entries {
 			dm := metaOf(e)
-			now[dm.path()], where[dm.path()] = dm, m.FilePath()
-			paths = append(paths, dm.path())
-		}
-	}
-	plist, err := manifestList(fs, p)
-	if err != nil {
-		return err
-	}
-	before, err := t.locate(ctx, fs, plist, paths, t.nextRowID())
-	if err != nil {
-		return err
-	}
-	var moved []string
-	for _, path := range paths {
-		o, ok := before[path]
-		n := now[path]
-		if !ok || o.firstRowID == nil || n.firstRowID == nil || *o.firstRowID == *n.firstRowID {
-			continue
-		}
-		l, err := readLayout(fs, n.file, t.footers)
-		if err != nil {
-			return err
-		}
-		if !l.allRowIDs {
-			moved = append(moved, path)
+			if dm.firstRowID == nil || *dm.firstRowID < *s.FirstRowID {
+				continue
+			}
+			l, err := readLayout(fs, dm.file, t.footers)
+			if err != nil {
+				return err
+			}
+			if !l.allRowIDs {
+				if len(moved) == 0 {
+					where = m.FilePath()
+				}
+				moved = append(moved, dm)
+			}
 		}
 	}
 	if len(moved) == 0 {
@@ -379,10 +368,10 @@ func (t *Table) checkRenumbered(ctx context.Context, fs iceio.IO, s *table.Snaps
 	}
 	first := moved[0]
 	return &graphError{history: true, msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d, %s) gives the unchanged rows of %d data files new row ids "+
-		"(%s: first_row_id %d in the parent, %d in manifest %s, which lists it as EXISTING; Iceberg 1.11's rewrite_manifests does this): "+
+		"(%s: first_row_id %d, at or past the snapshot's first-row-id %d, in manifest %s, which lists it as EXISTING; Iceberg 1.11's rewrite_manifests does this): "+
 		"a replace has no event to say so, and consumers keyed by _row_id would keep ids no reader sees any more; "+
 		"on_history_loss: resync re-emits the table's rows under their new ids, or reset the table ('icecdc reset --table') and restart with start: initial",
-		t.name(t.tbl), s.SnapshotID, s.SequenceNumber, operationOf(s), len(moved), first, *before[first].firstRowID, *now[first].firstRowID, where[first])}
+		t.name(t.tbl), s.SnapshotID, s.SequenceNumber, operationOf(s), len(moved), first.path(), *first.firstRowID, *s.FirstRowID, where)}
 }
 
 func operationOf(s *table.Snapshot) string {

@@ -139,13 +139,14 @@ func scanContainer(data []byte, want [][]byte) (bool, error) {
 // avroBytes reads Avro's binary encoding of longs and byte strings.
 type avroBytes struct{ b []byte }
 
+// long reads an Avro long: a zig-zag varint, as binary.Varint reads it.
 func (r *avroBytes) long() (int64, error) {
-	u, n := binary.Uvarint(r.b)
+	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		return 0, errScan
 	}
 	r.b = r.b[n:]
-	return int64(u>>1) ^ -int64(u&1), nil // zig-zag
+	return v, nil
 }
 
 func (r *avroBytes) bytes() ([]byte, error) {
