@@ -20,7 +20,7 @@ type batchBuilder struct {
 	idPrefix        []byte   // "<table_uuid>:<seq>:"
 	hint            int      // bytes of the previous batch, to size the next
 	// reuse keeps the buffers from batch to batch: the sink keeps no part
-	// of a batch once written (RetainsNoBatch).
+	// of a batch once written (a NonRetainingSink).
 	reuse bool
 }
 
@@ -34,7 +34,7 @@ func (bb *batchBuilder) start(c *Commit, events int) {
 	if bb.reuse && bb.vals != nil {
 		bb.vals, bb.keys, bb.ids, bb.offs = bb.vals[:0], bb.keys[:0], bb.ids[:0], bb.offs[:0]
 	} else {
-		bb.hint = max(bb.hint, len(bb.vals))
+		bb.hint = len(bb.vals)
 		bb.vals = make([]byte, 0, bb.hint+bb.hint/8)
 		bb.keys, bb.ids = nil, nil
 		bb.offs = make([]msgOffsets, 0, min(events, 1<<16))
@@ -45,7 +45,6 @@ func (bb *batchBuilder) start(c *Commit, events int) {
 	bb.idPrefix = append(bb.idPrefix, ':')
 }
 
-func (bb *batchBuilder) len() int  { return len(bb.offs) }
 func (bb *batchBuilder) size() int { return len(bb.vals) + len(bb.keys) }
 
 // add encodes one event.

@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -90,7 +91,7 @@ func (f *DebeziumConnectJSON) table(t *TableInfo) (*connectTable, error) {
 	if ct.err != nil {
 		return nil, ct.err
 	}
-	if ct.keyPrefix == nil || !equalStrings(ct.keyNames, t.KeyFields) {
+	if ct.keyPrefix == nil || !slices.Equal(ct.keyNames, t.KeyFields) {
 		// A new layout replaces the entry rather than change it under
 		// an encoder that holds it.
 		next := *ct
@@ -101,18 +102,6 @@ func (f *DebeziumConnectJSON) table(t *TableInfo) (*connectTable, error) {
 		c.tables[k] = ct
 	}
 	return ct, nil
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func (f *DebeziumConnectJSON) schemaName(t *TableInfo, suffix string) string {

@@ -197,7 +197,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 	for _, c := range commits {
 		m := len(c.Events)
 		for lo := max(skip-g, 0); lo < m; {
-			hi := min(lo+f.p.ChunkSize, m)
+			hi := min(lo+f.chunkLimit(), m)
 			cp := pos(g + hi)
 			if err := f.write(ctx, c, c.Events[lo:hi], lo, m, cp, "false", nil); err != nil {
 				return err

@@ -652,7 +652,9 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 func (f *follower) chunkLimit() int {
 	per := f.perEvent.Load()
 	if per <= 0 {
-		return f.p.ChunkSize
+		// No batch measured yet: at most the default count, so a large
+		// chunk setting cannot take the first batch past ChunkBytes.
+		return min(f.p.ChunkSize, DefaultChunkSize)
 	}
 	return max(1, min(f.p.ChunkSize, f.p.ChunkBytes/int(per)))
 }

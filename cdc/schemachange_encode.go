@@ -301,7 +301,7 @@ func (f *DebeziumConnectJSON) EncodeSchemaChange(c *Commit, s *SchemaChange, tsM
 func encodeSchemaChange(enc Encoder, c *Commit, s *SchemaChange, tsMs int64) (*Message, error) {
 	se, ok := enc.(SchemaChangeEncoder)
 	if !ok {
-		return nil, fmt.Errorf("the format has no schema-change records")
+		return nil, fmt.Errorf("format %T has no schema-change records (table %s.%s)", enc, c.Table.Namespace, c.Table.Name)
 	}
 	k, v, err := se.EncodeSchemaChange(c, s, tsMs)
 	if err != nil {

@@ -327,9 +327,15 @@ func (t *Table) scanManifests(ctx context.Context, fs iceio.IO, ms []iceberg.Man
 	err = t.pool.each(ctx, len(ms), func(i int) error {
 		found[i] = true
 		m := ms[i]
-		if m.Length() <= 0 || m.Length() > scanLimit {
+		if m.Length() <= 0 || m.Length() > scanRawLimit {
 			return nil
 		}
+		select {
+		case scanSlots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-scanSlots }()
 		f, err := fs.Open(m.FilePath())
 		if err != nil {
 			return nil // the decode reports it

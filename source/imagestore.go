@@ -148,7 +148,7 @@ func (s *imageStore) get(slot int) ([]byte, bool, error) {
 	}
 	n, k := binary.Uvarint(b)
 	if k <= 0 || int64(n) > s.size-off-int64(k) {
-		return nil, false, errShortImage
+		return nil, false, fmt.Errorf("spilled row images %s, offset %d: %w", s.f.Name(), off, errShortImage)
 	}
 	if int64(k)+int64(n) <= int64(len(b)) {
 		return b[k : k+int(n)], true, nil

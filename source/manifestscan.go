@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/flate"
@@ -28,8 +29,17 @@ import (
 // errScan is a container the scan does not read; the manifest is decoded.
 var errScan = errors.New("manifest scan: not scanned")
 
-// scanLimit bounds the decompressed bytes one manifest's scan may read.
-const scanLimit = 256 << 20
+// Bounds of one manifest's scan: the file read whole (scanRawLimit) and
+// the bytes inflated from it (scanLimit); a manifest past either is
+// decoded instead. At most scanSlots scans run at once (the scan is CPU
+// work), so the scans hold at most scanSlots × (scanRawLimit + scanLimit)
+// whatever io.concurrency is and whatever the manifest list claims.
+const (
+	scanRawLimit = 16 << 20
+	scanLimit    = 64 << 20
+)
+
+var scanSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 
 var (
 	flatePool = sync.Pool{New: func() any { return flate.NewReader(nil) }}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -15,6 +18,37 @@ import (
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
+)
+
+// lineRE finds the line a YAML error is at.
+var lineRE = regexp.MustCompile(`line (\d+): `)
+
+// nameLineKey adds the key of the line a YAML error points at ("line 27:
+// max_memory: …"), so that a value a setting's own type refuses (a size,
+// a duration) is named, whatever the setting.
+func nameLineKey(msg, doc string) string {
+	m := lineRE.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return msg
+	}
+	n, _ := strconv.Atoi(msg[m[2]:m[3]])
+	lines := strings.Split(doc, "\n")
+	if n < 1 || n > len(lines) {
+		return msg
+	}
+	key, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(lines[n-1]), "- "), ":")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" || strings.ContainsAny(key, " {[\"'") {
+		return msg
+	}
+	return msg[:m[1]] + key + ": " + msg[m[1]:]
+}
+
+// Upper bounds of settings that size what a table holds or runs at once.
+const (
+	maxChunk         = 1_000_000
+	maxChunkBytes    = 256 << 20
+	maxIOConcurrency = 1024
 )
 
 // Config is icecdc.yaml (DESIGN §6).
@@ -144,7 +178,7 @@ func parseConfig(raw []byte, getenv func(string) string, overrides ...func(*Conf
 	dec.KnownFields(true)
 	var c Config
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("config: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("config: %s", oneLine(nameLineKey(err.Error(), expanded)))
 	}
 	for _, o := range overrides {
 		o(&c)
@@ -274,14 +308,25 @@ func (c *Config) validate() error {
 	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
 		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}
+	if c.Debezium.ProvideTransactionMetadata {
+		for _, t := range c.Tables {
+			// BEGIN/END mark the first and last batch of a commit's events
+			// as delivered in full; a column subscription drops events and
+			// a net range merges commits.
+			if len(t.Columns) > 0 || t.Net {
+				bad("debezium.provide.transaction.metadata", "table %s: not with columns or net, whose batches are not a commit's whole events", t.Name)
+			}
+		}
+	}
 	if c.Debezium.IncludeSchemaChanges && c.Sink.Type != "kafka" {
 		bad("debezium.include.schema.changes", "only the kafka sink writes schema-change records")
 	}
-	if c.Chunk < 0 {
-		bad("chunk", "must be positive")
+	// A batch is held whole, encoded, until its sink confirms it.
+	if c.Chunk < 0 || c.Chunk > maxChunk {
+		bad("chunk", "%d: want 1 to %d events (0: the default, %d)", c.Chunk, maxChunk, cdc.DefaultChunkSize)
 	}
-	if c.ChunkBytes < 0 {
-		bad("chunk_bytes", "must be positive")
+	if c.ChunkBytes > maxChunkBytes {
+		bad("chunk_bytes", "%s: want at most %s (0: the default, %s)", c.ChunkBytes.String(), humanize.IBytes(maxChunkBytes), humanize.IBytes(cdc.DefaultChunkBytes))
 	}
 	if c.NetMaxRows < 0 {
 		bad("net_max_rows", "must not be negative")
@@ -289,8 +334,8 @@ func (c *Config) validate() error {
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")
 	}
-	if c.IO.Concurrency < 1 {
-		bad("io.concurrency", "%d: must be at least 1", c.IO.Concurrency)
+	if c.IO.Concurrency < 1 || c.IO.Concurrency > maxIOConcurrency {
+		bad("io.concurrency", "%d: want 1 to %d", c.IO.Concurrency, maxIOConcurrency)
 	}
 	switch c.Sink.Type {
 	case "stdout":
@@ -318,6 +363,15 @@ func (c *Config) validate() error {
 		}
 		if c.Sink.Webhook.Timeout < 0 {
 			bad("sink.webhook.timeout", "must not be negative")
+		}
+		switch m := c.Sink.Webhook.CloudEventsMode; m {
+		case "", webhook.CloudEventsStructured:
+		case webhook.CloudEventsBinary:
+			if !c.Sink.Webhook.CloudEvents {
+				bad("sink.webhook.cloudevents_mode", "binary needs sink.webhook.cloudevents: true")
+			}
+		default:
+			bad("sink.webhook.cloudevents_mode", "%q: want structured or binary", m)
 		}
 	case "":
 		// Once the default: a forgotten or mis-indented sink section then

@@ -291,3 +291,32 @@ func TestConfigMaxMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigBounds: sizes and counts out of range, and settings that do
+// not go together, are refused with one line naming the setting.
+func TestConfigBounds(t *testing.T) {
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	for _, tc := range []struct{ add, want string }{
+		{"chunk: 5000000\n", "chunk: 5000000: want 1 to 1000000 events"},
+		{"chunk: -1\n", "chunk: -1: want 1 to 1000000 events"},
+		{"chunk_bytes: 1GiB\n", "chunk_bytes: 1.0 GiB: want at most 256 MiB"},
+		{"chunk_bytes: 1Mx\n", `chunk_bytes: "1Mx" is not a size`},
+		{"io: {concurrency: 5000}\n", "io.concurrency: 5000: want 1 to 1024"},
+		{"hold_interval: soon\n", "hold_interval"},
+	} {
+		_, err := parseConfig([]byte(goodConfig+tc.add), secret)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error %v, want one line with %q", tc.add, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"timeout: 15s,", "timeout: 15s, cloudevents_mode: bin,", `sink.webhook.cloudevents_mode: "bin": want structured or binary`},
+		{"timeout: 15s,", "timeout: 15s, cloudevents_mode: binary,", "sink.webhook.cloudevents_mode: binary needs sink.webhook.cloudevents: true"},
+		{"format: debezium-json\n", "format: debezium-json\ndebezium: {provide.transaction.metadata: true}\n", "table shop.orders: not with columns or net"},
+	} {
+		_, err := parseConfig([]byte(strings.Replace(goodConfig, tc.from, tc.to, 1)), secret)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.to, err, tc.want)
+		}
+	}
+}

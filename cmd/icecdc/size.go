@@ -6,6 +6,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/icecdc/icecdc/source"
 )
 
 // byteSize is a size in bytes, written as a number of bytes or with a
@@ -15,7 +17,9 @@ type byteSize int64
 func parseByteSize(s string) (byteSize, error) {
 	n, err := humanize.ParseBytes(s)
 	if err != nil || n > math.MaxInt64 {
-		return 0, fmt.Errorf("max_memory %q is not a size: want bytes, or a number with a unit such as 512MiB or 1GiB", s)
+		// No setting name here: a YAML error gets the line of the key, a
+		// flag error the flag's name.
+		return 0, fmt.Errorf("%q is not a size: want bytes, or a number with a unit such as 512MiB or 1GiB", s)
 	}
 	return byteSize(n), nil
 }
@@ -41,7 +45,7 @@ func (b *byteSize) Set(s string) error {
 
 func (b *byteSize) String() string {
 	if *b == 0 {
-		return "512MiB"
+		return humanize.IBytes(source.DefaultMaxMemory)
 	}
 	return humanize.IBytes(uint64(*b))
 }

@@ -69,7 +69,11 @@ func readToEnd(ctx context.Context, base []kgo.Opt, committed bool, topics []str
 		}
 		start, ok := starts.Lookup(end.Topic, end.Partition)
 		if !ok || start.Err != nil {
-			listErr = errors.Join(listErr, fmt.Errorf("no start offset for %s[%d]", end.Topic, end.Partition))
+			err := fmt.Errorf("no start offset for %s[%d]", end.Topic, end.Partition)
+			if ok {
+				err = fmt.Errorf("start offset of %s[%d]: %w", end.Topic, end.Partition, start.Err)
+			}
+			listErr = errors.Join(listErr, err)
 			return
 		}
 		if end.Offset <= start.Offset {
