@@ -2,10 +2,7 @@ package source_test
 
 import (
 	"context"
-	"runtime"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -50,28 +47,7 @@ func BenchmarkBulkAppend(b *testing.B) {
 					b.Fatal(err)
 				}
 				snaps, _ := src.Snapshots(ctx, 0, 0)
-				runtime.GC()
-				var base runtime.MemStats
-				runtime.ReadMemStats(&base)
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				var max uint64
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var ms runtime.MemStats
-					for {
-						select {
-						case <-stop:
-							return
-						case <-time.After(5 * time.Millisecond):
-							runtime.ReadMemStats(&ms)
-							if ms.HeapAlloc > max {
-								max = ms.HeapAlloc
-							}
-						}
-					}
-				}()
+				stop := scenario.HeapPeak()
 				c, err := src.Commit(ctx, snaps[0])
 				if err != nil {
 					b.Fatal(err)
@@ -80,14 +56,11 @@ func BenchmarkBulkAppend(b *testing.B) {
 				if err := c.EachBatch(ctx, 0, func(evs []cdc.Event) error { count += len(evs); return nil }); err != nil {
 					b.Fatal(err)
 				}
-				close(stop)
-				wg.Wait()
+				p, _ := stop()
 				if count != n {
 					b.Fatalf("%d events, want %d", count, n)
 				}
-				if max > base.HeapAlloc && max-base.HeapAlloc > peak {
-					peak = max - base.HeapAlloc
-				}
+				peak = max(peak, p)
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")

@@ -6,11 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -66,7 +63,7 @@ func benchBulkChanges(b *testing.B, meta string, n, maxMemory int64) {
 		if err != nil || len(snaps) != 1 {
 			b.Fatalf("snapshots: %v %v", snaps, err)
 		}
-		_, stop := heapPeak()
+		stop := scenario.HeapPeak()
 		c, err := src.Commit(ctx, snaps[0])
 		if err != nil {
 			b.Fatal(err)
@@ -89,7 +86,7 @@ func benchBulkChanges(b *testing.B, meta string, n, maxMemory int64) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if p := stop(); p > peak {
+		if p, _ := stop(); p > peak {
 			peak = p
 		}
 		if int64(count) != n {
@@ -99,42 +96,6 @@ func benchBulkChanges(b *testing.B, meta string, n, maxMemory int64) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
-}
-
-// heapPeak samples the heap every 5 ms from now until stop, which returns
-// the highest heap seen above the heap at the start (after a GC).
-func heapPeak() (base uint64, stop func() uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base = ms.HeapAlloc
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	var max uint64
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-				runtime.ReadMemStats(&ms)
-				if ms.HeapAlloc > max {
-					max = ms.HeapAlloc
-				}
-			}
-		}
-	}()
-	return base, func() uint64 {
-		close(done)
-		wg.Wait()
-		if max < base {
-			return 0
-		}
-		return max - base
-	}
 }
 
 // bulkTable builds (or, under ICECDC_BENCH_TABLES, reuses) a table of

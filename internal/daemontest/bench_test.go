@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -140,32 +139,13 @@ func report(b *testing.B, events, bytes int64) {
 	b.ReportMetric(float64(bytes)/s/1e6, "MB/s")
 }
 
-// peakHeap samples the live heap every millisecond until stop is called,
-// which reports the highest sample in MiB.
+// peakHeap reports the highest live heap seen until stop is called, in
+// MiB.
 func peakHeap(b *testing.B) (stop func()) {
-	done := make(chan struct{})
-	var peak uint64
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var ms runtime.MemStats
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapAlloc)
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	sample := scenario.HeapPeak()
 	return func() {
-		close(done)
-		wg.Wait()
-		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+		_, top := sample()
+		b.ReportMetric(float64(top)/(1<<20), "peak-heap-MiB")
 	}
 }
 
