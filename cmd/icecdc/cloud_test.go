@@ -309,17 +309,7 @@ func testCloudBadInput(t *testing.T, cs *cloudStore, moreBad func(t *testing.T, 
 	var check badCheck = func(t *testing.T, args []string, parts ...string) int {
 		t.Helper()
 		_, errOut, code, n := run(t, args)
-		if code != 1 {
-			t.Fatalf("exit %d, want 1: %s", code, errOut)
-		}
-		if lines := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); lines != 0 {
-			t.Fatalf("error spans %d lines:\n%s", lines+1, errOut)
-		}
-		for _, p := range parts {
-			if !strings.Contains(errOut, p) {
-				t.Fatalf("error lacks %q:\n%s", p, errOut)
-			}
-		}
+		checkOneLineError(t, code, errOut, parts...)
 		return n
 	}
 	succeeds := func(t *testing.T, args []string) {

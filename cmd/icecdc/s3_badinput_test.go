@@ -56,17 +56,7 @@ func testS3BadInput(t *testing.T, fx *s3Fixture) {
 			}
 			return len(got)
 		}
-		if code != 1 {
-			t.Fatalf("exit %d, want 1: %s", code, errOut)
-		}
-		if n := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); n != 0 {
-			t.Fatalf("error spans %d lines:\n%s", n+1, errOut)
-		}
-		for _, p := range parts {
-			if !strings.Contains(errOut, p) {
-				t.Fatalf("error lacks %q:\n%s", p, errOut)
-			}
-		}
+		checkOneLineError(t, code, errOut, parts...)
 		return len(got)
 	}
 	data := func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, ".parquet") }
@@ -209,5 +199,22 @@ func removeObject(t *testing.T, srv *moto.Server, path string) {
 	}
 	if err != nil {
 		t.Fatalf("remove %s: %v", path, err)
+	}
+}
+
+// checkOneLineError fails t unless a command exited 1 with an error of one
+// line holding every one of parts.
+func checkOneLineError(t *testing.T, code int, errOut string, parts ...string) {
+	t.Helper()
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, errOut)
+	}
+	if n := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); n != 0 {
+		t.Fatalf("error spans %d lines:\n%s", n+1, errOut)
+	}
+	for _, p := range parts {
+		if !strings.Contains(errOut, p) {
+			t.Fatalf("error lacks %q:\n%s", p, errOut)
+		}
 	}
 }
