@@ -57,6 +57,14 @@ type clusterRig struct {
 
 func (r *clusterRig) start() *member {
 	r.t.Helper()
+	return r.startWith(r.cfg)
+}
+
+// startWith starts a member with configuration file cfg, which must
+// differ from r.cfg only in what the fingerprint leaves out (a file
+// sink's path).
+func (r *clusterRig) startWith(cfg string) *member {
+	r.t.Helper()
 	r.started++
 	m := &member{listen: freeAddr(r.t), n: r.started}
 	logf, err := os.OpenFile(r.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -65,7 +73,7 @@ func (r *clusterRig) start() *member {
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "=== start member %d %s\n", m.n, time.Now().Format(time.StampMilli))
-	cmd := exec.Command(r.bin, "run", "-c", r.cfg, "-listen", m.listen)
+	cmd := exec.Command(r.bin, "run", "-c", cfg, "-listen", m.listen)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
