@@ -215,6 +215,10 @@ images mapped by field id onto the snapshot's schema), the live rows Spark
 read, `anomalies` (reads no event stream can explain), and what Java wrote
 (`facts`: data sequence numbers, first_row_id, stored lineage columns,
 Puffin layout; d1, p1 … are short names for data and Puffin files).
+`go test ./internal/javatables -run 'Quirks|Size'` reads these facts back
+through iceberg-go and checks that each table still shows its quirk
+(`quirks` in `internal/javatables/quirks_test.go`) and that testdata/
+stays under 2 MiB.
 
 | table | quirk it pins | snapshots (main) | events d/u/c | size |
 |---|---|---|---|---|

@@ -47,8 +47,10 @@ type Snapshot struct {
 	Events []Event `json:"events"`
 	// Live are the snapshot's rows as Spark reads them, by row id (empty
 	// without lineage).
-	Live  []LiveRow `json:"live"`
-	Facts []string  `json:"facts"`
+	Live []LiveRow `json:"live"`
+	// Anomalies are reads of Spark's that no event stream can explain.
+	Anomalies []string `json:"anomalies"`
+	Facts     []string `json:"facts"`
 }
 
 // Event is one expected event. Values are JSON values (numbers as

@@ -2,10 +2,13 @@ package javatables
 
 import (
 	"bytes"
+	"cmp"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -71,4 +74,59 @@ func TestStoredTables(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testdataLimit is issue #13's bound on the stored tables: "keep the whole
+// folder under 2 MiB", the apparent size of every file under testdata/.
+const testdataLimit = 2 << 20
+
+type sizedFile struct {
+	path string
+	size int64
+}
+
+// sizes returns the regular files under dir with their apparent sizes,
+// biggest first, and their total.
+func sizes(dir string) ([]sizedFile, int64, error) {
+	var out []sizedFile
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		out = append(out, sizedFile{filepath.ToSlash(rel), info.Size()})
+		total += info.Size()
+		return err
+	})
+	slices.SortFunc(out, func(a, b sizedFile) int { return cmp.Or(cmp.Compare(b.size, a.size), strings.Compare(a.path, b.path)) })
+	return out, total, err
+}
+
+// testdata/ stays under the issue's 2 MiB: the sizes of its files summed
+// (directories, whose size depends on the file system, not counted).
+func TestTestdataSize(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(root) // testdata
+	files, total, err := sizes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("testdata/: %d files, %d bytes (%.0f KiB of %.0f KiB allowed)", len(files), total, float64(total)/1024, float64(testdataLimit)/1024)
+	if total <= testdataLimit {
+		return
+	}
+	var big []string
+	for _, f := range files[:min(10, len(files))] {
+		big = append(big, fmt.Sprintf("  testdata/%s: %d bytes", f.path, f.size))
+	}
+	t.Errorf("testdata/ holds %d bytes in %d files, over the limit of %d (%.2f MiB); the biggest files:\n%s",
+		total, len(files), testdataLimit, float64(testdataLimit)/(1<<20), strings.Join(big, "\n"))
 }
