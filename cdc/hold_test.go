@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +22,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
@@ -814,4 +819,105 @@ func TestPipelineHoldRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPipelineHoldIntervalAndAge: with a long hold_interval, a run over
+// many commits in many batches commits the hold once (its placement: one
+// metadata file), never per batch or per commit; icecdc_hold_age_seconds,
+// as a scrape of the registry shows it, is the age of the oldest snapshot
+// held, and follows the checkpoint when the next run places the hold
+// again.
+func TestPipelineHoldIntervalAndAge(t *testing.T) {
+	h := newHarness(t)
+	metadataFiles := func() int {
+		t.Helper()
+		names, err := filepath.Glob(filepath.Join(strings.TrimPrefix(h.tbl.Location(), "file://"), "metadata", "*.metadata.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(names)
+	}
+	// run delivers the commits made since the last run, in batches of 2
+	// events, and returns the metadata files it wrote and the hold age
+	// scraped, with the bounds the age must lie within (seconds since
+	// oldest, at the run's start and at its end).
+	run := func(oldest *table.Snapshot) (files int, age, lo, hi float64) {
+		t.Helper()
+		reg := prometheus.NewRegistry()
+		before := metadataFiles()
+		start := time.Now()
+		if err := h.runWith(runOpts{start: "earliest", hold: true, chunk: 2, holdInterval: time.Hour, metrics: cdc.NewMetrics(reg)}); err != nil {
+			t.Fatal(err)
+		}
+		end := time.Now()
+		rec := httptest.NewRecorder()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		const series = `icecdc_hold_age_seconds{table="shop.orders"} `
+		found := false
+		for line := range strings.Lines(rec.Body.String()) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
+				var err error
+				if age, err = strconv.ParseFloat(v, 64); err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no %s in the scrape:\n%s", series, rec.Body.String())
+		}
+		at := time.UnixMilli(oldest.TimestampMs)
+		return metadataFiles() - before, age, start.Sub(at).Seconds() - 0.001, end.Sub(at).Seconds() + 0.001
+	}
+	commits := func(n int) {
+		for range n {
+			from := int64(1)
+			if s := h.tbl.CurrentSnapshot(); s != nil {
+				from = s.SequenceNumber*5 + 1
+			}
+			h.append(from, from+4)
+			time.Sleep(20 * time.Millisecond) // distinct commit times
+		}
+	}
+
+	commits(6)
+	first := h.tbl.Metadata().Snapshots()[0]
+	files, age, lo, hi := run(&first)
+	if evs := len(h.consumed()); evs != 30 {
+		t.Fatalf("%d events delivered, want the 30 rows appended", evs)
+	}
+	if files != 1 {
+		t.Fatalf("a run over 6 commits in 15 batches with hold_interval 1h wrote %d metadata files, want 1 (the hold's placement)", files)
+	}
+	if age < lo || age > hi {
+		t.Fatalf("icecdc_hold_age_seconds %.3f, want the age of the first snapshot during the run, %.3f to %.3f", age, lo, hi)
+	}
+
+	// The next run places the hold from its checkpoint, the head the
+	// first run delivered: the age is that snapshot's.
+	delivered := h.tbl.CurrentSnapshot()
+	commits(4)
+	files, age, lo, hi = run(delivered)
+	if evs := len(h.consumed()); evs != 50 {
+		t.Fatalf("%d events delivered, want the 50 rows appended", evs)
+	}
+	if files != 1 {
+		t.Fatalf("a run over 4 commits in 10 batches with hold_interval 1h wrote %d metadata files, want 1 (the hold's placement)", files)
+	}
+	if age < lo || age > hi {
+		t.Fatalf("icecdc_hold_age_seconds %.3f, want the age of the checkpoint's snapshot during the run, %.3f to %.3f", age, lo, hi)
+	}
+	tbl, err := h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ref := range tbl.Metadata().Refs() {
+		if name == cdc.HoldRef("p") {
+			if ref.SnapshotID != h.tbl.CurrentSnapshot().SnapshotID || ref.MinSnapshotsToKeep == nil || *ref.MinSnapshotsToKeep != 5 {
+				t.Fatalf("hold at snapshot %d keeping %v snapshots, want the head keeping it and the 4 before it", ref.SnapshotID, ref.MinSnapshotsToKeep)
+			}
+			return
+		}
+	}
+	t.Fatal("no hold on the table")
 }
