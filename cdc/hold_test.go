@@ -58,8 +58,9 @@ type runOpts struct {
 	catalogURI string
 	// holdInterval is the pipeline's HoldInterval (default 10ms).
 	holdInterval time.Duration
-	// metrics, when set, are the pipeline's.
-	metrics *cdc.Metrics
+	// metrics and progress, when set, are the pipeline's.
+	metrics  *cdc.Metrics
+	progress *cdc.Progress
 }
 
 // runWith runs a one-table pipeline over the harness's table and returns
@@ -96,7 +97,7 @@ func (h *harness) runWith(o runOpts) error {
 	sink := &gateSink{countingSink: countingSink{Sink: fs, stopAfter: o.stopAfter, cancel: cancel}, blocked: o.blocked, stuck: o.stuck, writing: o.writing}
 	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Hold: o.hold}},
 		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: o.chunk, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-		OnHistoryLoss: o.policy, HoldInterval: o.holdInterval, Metrics: o.metrics, Ready: make(chan struct{})}
+		OnHistoryLoss: o.policy, HoldInterval: o.holdInterval, Metrics: o.metrics, Progress: o.progress, Ready: make(chan struct{})}
 	until := o.until
 	if until == nil {
 		head := h.tbl.CurrentSnapshot().SequenceNumber
