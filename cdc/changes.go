@@ -24,7 +24,8 @@ type ChangesOptions struct {
 	Net        bool
 	NetMaxRows int
 	Log        *slog.Logger
-	// Progress, when set, counts the snapshots and their events done.
+	// Progress, when set, counts the snapshots, their files (see
+	// readFiles) and their events done.
 	Progress *Progress
 	// What names the run on the progress line.
 	What string
@@ -41,7 +42,15 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 	if err != nil {
 		return err
 	}
-	o.Progress.Begin(o.What, len(snaps), 0)
+	files := 0 // of the range, when every snapshot's summary counts them
+	for _, s := range snaps {
+		if s.Files < 0 {
+			files = 0
+			break
+		}
+		files += readFiles(s)
+	}
+	o.Progress.Begin(o.What, len(snaps), files, 0)
 	defer o.Progress.Done()
 	limit := o.NetMaxRows
 	if limit <= 0 {
@@ -78,7 +87,7 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 			if err := emit(c); err != nil {
 				return err
 			}
-			o.Progress.Add(1, int64(c.Len()))
+			o.Progress.Add(1, readFiles(s), int64(c.Len()))
 			continue
 		}
 		if n.Snapshots() == 0 {
@@ -90,12 +99,23 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 		if n.Len() > limit {
 			return fmt.Errorf("%w: the snapshots with sequence numbers %d to %d changed more than %d rows", ErrNetTooLarge, first.SequenceNumber, s.SequenceNumber, limit)
 		}
-		o.Progress.Add(1, int64(c.Len()))
+		o.Progress.Add(1, readFiles(s), int64(c.Len()))
 	}
 	if o.Net {
 		return flush()
 	}
 	return nil
+}
+
+// readFiles is the files of snapshot s that its changes are computed
+// from, for the progress line: those it adds or removes, but none of a
+// replace with row lineage (a compaction), which changes no row and whose
+// files are not read.
+func readFiles(s SnapshotInfo) int {
+	if s.Files < 0 || s.HasLineage && s.Operation == "replace" {
+		return 0
+	}
+	return s.Files
 }
 
 // LogAnomalies reports a commit's lineage anomalies, one warning each.

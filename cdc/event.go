@@ -104,6 +104,9 @@ type SnapshotInfo struct {
 	Operation      string
 	HasLineage     bool // false for snapshots committed before the table carried row lineage
 	SchemaID       int
+	// Files is the data and delete files the snapshot adds or removes,
+	// as its summary counts them; -1 when its summary does not.
+	Files int
 }
 
 // Commit is the ordered events of one snapshot.
@@ -121,6 +124,10 @@ type Commit struct {
 	// SchemaChange, when set, is the change of the table's schema this
 	// snapshot brings (nil: the parent's schema is kept).
 	SchemaChange *SchemaChange
+	// FileEnds, for a read whose events come data file after data file
+	// (an initial read), is the event index at which each file's events
+	// end, ascending: the files done follow the events delivered.
+	FileEnds []int
 
 	bytes *commitBytes // see encoded
 }

@@ -92,7 +92,11 @@ func (f *follower) hold(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("retention hold %s: %w", ref, err)
+		verb := "placed"
+		if f.held.active {
+			verb = "moved"
+		}
+		return fmt.Errorf("retention hold %s could not be %s: %w", ref, verb, err)
 	}
 	if !f.held.active {
 		f.log.Info("retention hold placed", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)

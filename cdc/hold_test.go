@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +22,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
@@ -48,6 +54,13 @@ type runOpts struct {
 	during func(ctx context.Context, p *cdc.Pipeline)
 	// stopAfter cancels the run after that many confirmed batches.
 	stopAfter int
+	// catalogURI is the daemon's catalog (default: the harness's).
+	catalogURI string
+	// holdInterval is the pipeline's HoldInterval (default 10ms).
+	holdInterval time.Duration
+	// metrics and progress, when set, are the pipeline's.
+	metrics  *cdc.Metrics
+	progress *cdc.Progress
 }
 
 // runWith runs a one-table pipeline over the harness's table and returns
@@ -58,7 +71,14 @@ func (h *harness) runWith(o runOpts) error {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	src, err := source.New(source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders", MaxHeldRows: h.held})
+	uri := o.catalogURI
+	if uri == "" {
+		uri = h.env.CatalogURI
+	}
+	if o.holdInterval == 0 {
+		o.holdInterval = 10 * time.Millisecond
+	}
+	src, err := source.New(source.Options{CatalogURI: uri, Warehouse: h.env.Warehouse, Table: "shop.orders", MaxHeldRows: h.held})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -77,7 +97,7 @@ func (h *harness) runWith(o runOpts) error {
 	sink := &gateSink{countingSink: countingSink{Sink: fs, stopAfter: o.stopAfter, cancel: cancel}, blocked: o.blocked, stuck: o.stuck, writing: o.writing}
 	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Hold: o.hold}},
 		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: o.chunk, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-		OnHistoryLoss: o.policy, HoldInterval: 10 * time.Millisecond, Ready: make(chan struct{})}
+		OnHistoryLoss: o.policy, HoldInterval: o.holdInterval, Metrics: o.metrics, Progress: o.progress, Ready: make(chan struct{})}
 	until := o.until
 	if until == nil {
 		head := h.tbl.CurrentSnapshot().SequenceNumber
@@ -626,4 +646,279 @@ func TestPipelineOnDemandSnapshot(t *testing.T) {
 		t.Fatalf("the read is not placed between commit %d and the next", got.SequenceNumber)
 	}
 	replayConsumer(t, evs, h.checkLive(t))
+}
+
+// refuse makes the catalog refuse the daemon's commits as a real
+// deployment does, and returns the catalog URI the daemon must use and
+// the function that gives the right back.
+type refusal struct {
+	name string
+	// midRun: the refusal can start while the daemon runs (a move is
+	// refused), not only before it starts (the placement is).
+	midRun bool
+	apply  func(t *testing.T, h *harness) (uri string, undo func())
+}
+
+// holdRefusals are the catalogs that refuse a ref commit: a read-only
+// SQLite file (as root, whom file modes do not stop, the daemon opens it
+// with mode=ro, as a read-only identity would), and a warehouse whose
+// table metadata directory cannot be written (as root: an immutable
+// directory, where the file system and capabilities allow one).
+func holdRefusals() []refusal {
+	return []refusal{{
+		name: "sqlite-read-only",
+		apply: func(t *testing.T, h *harness) (string, func()) {
+			if os.Geteuid() == 0 {
+				return h.env.CatalogURI + "?mode=ro", func() {}
+			}
+			path := strings.TrimPrefix(h.env.CatalogURI, "file:")
+			if err := os.Chmod(path, 0o444); err != nil {
+				t.Fatal(err)
+			}
+			return h.env.CatalogURI, func() {
+				if err := os.Chmod(path, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+	}, {
+		name:   "warehouse-read-only",
+		midRun: true,
+		apply: func(t *testing.T, h *harness) (string, func()) {
+			dir := strings.TrimPrefix(h.tbl.Location(), "file://") + "/metadata"
+			if os.Geteuid() != 0 {
+				if err := os.Chmod(dir, 0o555); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.Chmod(dir, 0o755) })
+				return h.env.CatalogURI, func() {
+					if err := os.Chmod(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+				t.Skipf("running as root, and the metadata directory cannot be made immutable (chattr +i: %v %s)", err, bytes.TrimSpace(out))
+			}
+			t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+			return h.env.CatalogURI, func() {
+				if out, err := exec.Command("chattr", "-i", dir).CombinedOutput(); err != nil {
+					t.Fatalf("chattr -i %s: %v %s", dir, err, out)
+				}
+			}
+		},
+	}}
+}
+
+// TestPipelineHoldRefused: the catalog refuses the hold's ref commit (a
+// read-only SQLite file or warehouse). The table stops with one line
+// naming the table and the ref, saying the hold could not be placed or
+// moved and what to do; what it delivered before the stop is exact, the
+// hold it had stays, and once the catalog accepts commits again a restart
+// delivers the rest exactly.
+func TestPipelineHoldRefused(t *testing.T) {
+	for _, r := range holdRefusals() {
+		t.Run(r.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(17, 7))
+			h := newHarness(t)
+			var live []int64
+			h.randomCommits(rng, &live, 3)
+			if err := h.runWith(runOpts{start: "earliest", hold: true}); err != nil {
+				t.Fatal(err)
+			}
+			placed := h.tbl.CurrentSnapshot().SnapshotID
+			before := len(h.consumed())
+			h.randomCommits(rng, &live, 4)
+			var first int64 // the first snapshot after the checkpoint
+			for s := h.tbl.CurrentSnapshot(); s.SnapshotID != placed; s = h.tbl.SnapshotByID(*s.ParentSnapshotID) {
+				first = s.SnapshotID
+			}
+
+			var (
+				err  error
+				verb = "placed"
+				undo func()
+			)
+			if !r.midRun {
+				// Refused from the start: the new process places its
+				// hold before it delivers anything.
+				var uri string
+				uri, undo = r.apply(t, h)
+				err = h.runWith(runOpts{start: "earliest", hold: true, catalogURI: uri, until: func(*state.Store) bool { return false }})
+			} else {
+				// Refused while the daemon runs: the hold is placed, the
+				// first commit's write waits, the catalog turns read-only,
+				// and the move after that commit is refused.
+				verb = "moved"
+				var stuck atomic.Bool
+				var writing atomic.Int32
+				stuck.Store(true)
+				err = h.runWith(runOpts{start: "earliest", hold: true, stuck: &stuck, writing: &writing,
+					until: func(*state.Store) bool { return false },
+					during: func(ctx context.Context, p *cdc.Pipeline) {
+						for writing.Load() == 0 && ctx.Err() == nil {
+							time.Sleep(5 * time.Millisecond)
+						}
+						_, undo = r.apply(t, h)
+						stuck.Store(false)
+					}})
+			}
+			if undo == nil {
+				t.Fatal("the run ended before the catalog was made read-only")
+			}
+			if !errors.Is(err, cdc.ErrPermanent) {
+				t.Fatalf("run with a catalog refusing the hold: %v, want the table stopped", err)
+			}
+			msg := err.Error()
+			t.Logf("%s", msg)
+			if strings.Contains(msg, "\n") {
+				t.Fatalf("the error spans lines:\n%s", msg)
+			}
+			for _, part := range []string{"table shop.orders", "retention hold icecdc-p could not be " + verb, "refused", "or set hold: false"} {
+				if !strings.Contains(msg, part) {
+					t.Fatalf("the error lacks %q: %s", part, msg)
+				}
+			}
+			evs := h.consumed()
+			cp, _ := h.checkpoint()
+			if !r.midRun {
+				if len(evs) != before || cp.SnapshotID != placed || !cp.Done {
+					t.Fatalf("the refused table delivered %d events, checkpoint %v", len(evs)-before, cp)
+				}
+			} else if cp.SnapshotID != first || !cp.Done || len(evs) == before || evs[len(evs)-1].Source.ID != first {
+				t.Fatalf("checkpoint %v after %d events, want the one commit delivered before the refused move (snapshot %d)", cp, len(evs)-before, first)
+			}
+			replayConsumer(t, evs, h.checkLive(t))
+
+			// The hold the table had is still on the table.
+			tbl, lerr := h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"})
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			want := placed // where the first run placed it
+			if r.midRun {
+				want = h.tbl.CurrentSnapshot().SnapshotID // placed at the head the second run loaded
+			}
+			var got int64
+			for name, ref := range tbl.Metadata().Refs() {
+				if name == cdc.HoldRef("p") {
+					got = ref.SnapshotID
+				}
+			}
+			if got != want {
+				t.Fatalf("the hold is at snapshot %d, want %d", got, want)
+			}
+
+			undo()
+			if err := h.runWith(runOpts{start: "earliest", hold: true}); err != nil {
+				t.Fatalf("after the catalog accepts commits again: %v", err)
+			}
+			evs = h.consumed()
+			replayConsumer(t, evs, h.checkLive(t))
+			if last := evs[len(evs)-1].Source; last.Seq != h.tbl.CurrentSnapshot().SequenceNumber {
+				t.Fatalf("the restart stopped at sequence number %d, want the head's %d", last.Seq, h.tbl.CurrentSnapshot().SequenceNumber)
+			}
+		})
+	}
+}
+
+// TestPipelineHoldIntervalAndAge: with a long hold_interval, a run over
+// many commits in many batches commits the hold once (its placement: one
+// metadata file), never per batch or per commit; icecdc_hold_age_seconds,
+// as a scrape of the registry shows it, is the age of the oldest snapshot
+// held, and follows the checkpoint when the next run places the hold
+// again.
+func TestPipelineHoldIntervalAndAge(t *testing.T) {
+	h := newHarness(t)
+	metadataFiles := func() int {
+		t.Helper()
+		names, err := filepath.Glob(filepath.Join(strings.TrimPrefix(h.tbl.Location(), "file://"), "metadata", "*.metadata.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(names)
+	}
+	// run delivers the commits made since the last run, in batches of 2
+	// events, and returns the metadata files it wrote and the hold age
+	// scraped, with the bounds the age must lie within (seconds since
+	// oldest, at the run's start and at its end).
+	run := func(oldest *table.Snapshot) (files int, age, lo, hi float64) {
+		t.Helper()
+		reg := prometheus.NewRegistry()
+		before := metadataFiles()
+		start := time.Now()
+		if err := h.runWith(runOpts{start: "earliest", hold: true, chunk: 2, holdInterval: time.Hour, metrics: cdc.NewMetrics(reg)}); err != nil {
+			t.Fatal(err)
+		}
+		end := time.Now()
+		rec := httptest.NewRecorder()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		const series = `icecdc_hold_age_seconds{table="shop.orders"} `
+		found := false
+		for line := range strings.Lines(rec.Body.String()) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
+				var err error
+				if age, err = strconv.ParseFloat(v, 64); err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no %s in the scrape:\n%s", series, rec.Body.String())
+		}
+		at := time.UnixMilli(oldest.TimestampMs)
+		return metadataFiles() - before, age, start.Sub(at).Seconds() - 0.001, end.Sub(at).Seconds() + 0.001
+	}
+	commits := func(n int) {
+		for range n {
+			from := int64(1)
+			if s := h.tbl.CurrentSnapshot(); s != nil {
+				from = s.SequenceNumber*5 + 1
+			}
+			h.append(from, from+4)
+			time.Sleep(20 * time.Millisecond) // distinct commit times
+		}
+	}
+
+	commits(6)
+	first := h.tbl.Metadata().Snapshots()[0]
+	files, age, lo, hi := run(&first)
+	if evs := len(h.consumed()); evs != 30 {
+		t.Fatalf("%d events delivered, want the 30 rows appended", evs)
+	}
+	if files != 1 {
+		t.Fatalf("a run over 6 commits in 15 batches with hold_interval 1h wrote %d metadata files, want 1 (the hold's placement)", files)
+	}
+	if age < lo || age > hi {
+		t.Fatalf("icecdc_hold_age_seconds %.3f, want the age of the first snapshot during the run, %.3f to %.3f", age, lo, hi)
+	}
+
+	// The next run places the hold from its checkpoint, the head the
+	// first run delivered: the age is that snapshot's.
+	delivered := h.tbl.CurrentSnapshot()
+	commits(4)
+	files, age, lo, hi = run(delivered)
+	if evs := len(h.consumed()); evs != 50 {
+		t.Fatalf("%d events delivered, want the 50 rows appended", evs)
+	}
+	if files != 1 {
+		t.Fatalf("a run over 4 commits in 10 batches with hold_interval 1h wrote %d metadata files, want 1 (the hold's placement)", files)
+	}
+	if age < lo || age > hi {
+		t.Fatalf("icecdc_hold_age_seconds %.3f, want the age of the checkpoint's snapshot during the run, %.3f to %.3f", age, lo, hi)
+	}
+	tbl, err := h.env.LoadTable(h.ctx, table.Identifier{"shop", "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ref := range tbl.Metadata().Refs() {
+		if name == cdc.HoldRef("p") {
+			if ref.SnapshotID != h.tbl.CurrentSnapshot().SnapshotID || ref.MinSnapshotsToKeep == nil || *ref.MinSnapshotsToKeep != 5 {
+				t.Fatalf("hold at snapshot %d keeping %v snapshots, want the head keeping it and the 4 before it", ref.SnapshotID, ref.MinSnapshotsToKeep)
+			}
+			return
+		}
+	}
+	t.Fatal("no hold on the table")
 }

@@ -86,8 +86,8 @@ type Pipeline struct {
 	// benchmarks); Run returns when all did. Default false: follow for
 	// ever.
 	Once bool
-	// Progress, when set, shows the rows of initial reads as they are
-	// delivered (NewProgress: only to a terminal).
+	// Progress, when set, shows the files and rows of initial reads as
+	// they are delivered (NewProgress: only to a terminal).
 	Progress *Progress
 	// OnHistoryLoss is what a table does when its history no longer
 	// continues from its checkpoint (see resync.go; default stop).
@@ -500,8 +500,9 @@ func (f *follower) initialRead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.p.Progress.Begin("initial read of "+f.spec.Name, 0, int64(c.Len()))
-	f.p.Progress.Add(0, int64(f.cp.Next))
+	f.p.Progress.Begin("initial read of "+f.spec.Name, 0, 0, int64(c.Len()))
+	f.p.Progress.FilesByRows(c.FileEnds)
+	f.p.Progress.Add(0, 0, int64(f.cp.Next))
 	defer f.p.Progress.Done()
 	return f.deliver(ctx, c, f.cp.Next, "true")
 }
@@ -637,7 +638,7 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 		}
 	}
 	if o.initial {
-		f.p.Progress.Add(0, int64(o.events))
+		f.p.Progress.Add(0, 0, int64(o.events))
 	}
 	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, o.cp); err != nil {
 		return err

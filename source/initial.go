@@ -124,6 +124,12 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	// a large table's rows are streamed a record batch at a time.
 	if !held && total > t.maxHeldRows() {
 		c.Total = total
+		c.FileEnds = make([]int, len(parts))
+		end := 0
+		for i, p := range parts {
+			end += int(p.live.GetCardinality())
+			c.FileEnds[i] = end
+		}
 		c.Rest = func(ctx context.Context, from int, yield func([]cdc.Event) error) error {
 			idx := 0
 			for _, p := range parts {
@@ -158,6 +164,7 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 	if err != nil {
 		return nil, err
 	}
+	c.FileEnds = make([]int, len(parts))
 	for i, p := range parts {
 		for _, fr := range rows[i] {
 			if matchesAny(p.apply, fr.row, false) {
@@ -165,6 +172,7 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 			}
 			c.Events = append(c.Events, cdc.Event{Op: cdc.OpSnapshot, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: len(c.Events)})
 		}
+		c.FileEnds[i] = len(c.Events)
 	}
 	return c, nil
 }

@@ -526,3 +526,55 @@ func TestKeyChange(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressCounts: what the progress line counts comes with the
+// snapshots and reads, at no extra I/O: a snapshot's files (added or
+// removed, data and delete files) from its summary, and an initial read's
+// data files as the event index where each one's rows end, whether the
+// rows are held or streamed.
+func TestProgressCounts(t *testing.T) {
+	for _, held := range []int{0, 1} {
+		t.Run(fmt.Sprint("held=", held), func(t *testing.T) {
+			f := newFixture(t, 3, nil, nil)
+			f.held = held
+			f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.AppendFiles(ctx, tb, [][]map[string]any{orders(1, 3), orders(4, 8), orders(9, 9)})
+			})
+			f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.Delete(ctx, tb, in("order_id", 2, 9))
+			})
+			src := f.open()
+			defer src.Close()
+			snaps, err := src.Snapshots(f.ctx, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var files []int
+			for _, s := range snaps {
+				files = append(files, s.Files)
+			}
+			// The delete writes a vector for the file of order 2 and drops
+			// the file whose one row was order 9.
+			if fmt.Sprint(files) != "[3 2]" {
+				t.Fatalf("files of the snapshots %v, want [3 2]", files)
+			}
+			c, err := src.InitialRead(f.ctx, snaps[len(snaps)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (c.Rest != nil) != (held == 1) {
+				t.Fatalf("streamed %v with MaxHeldRows %d", c.Rest != nil, held)
+			}
+			var sizes []int
+			prev := 0
+			for _, end := range c.FileEnds {
+				sizes = append(sizes, end-prev)
+				prev = end
+			}
+			slices.Sort(sizes)
+			if fmt.Sprint(sizes) != "[2 5]" || prev != c.Len() {
+				t.Fatalf("file ends %v of a read of %d rows, want the 2 live files' rows (2 and 5) in turn", c.FileEnds, c.Len())
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -327,13 +328,34 @@ func snapshotInfo(s *table.Snapshot) cdc.SnapshotInfo {
 	if s.ParentSnapshotID != nil {
 		si.ParentID = *s.ParentSnapshotID
 	}
+	si.Files = -1
 	if s.Summary != nil {
 		si.Operation = string(s.Summary.Operation)
+		si.Files = summaryFiles(s.Summary.Properties)
 	}
 	if s.SchemaID != nil {
 		si.SchemaID = *s.SchemaID
 	}
 	return si
+}
+
+// summaryFiles is the data and delete files a snapshot's summary says it
+// added or removed, or -1 when the summary does not count files. Writers
+// leave out a count that is zero, but every Iceberg writer (Java,
+// PyIceberg, iceberg-go) writes total-data-files.
+func summaryFiles(props iceberg.Properties) int {
+	if _, ok := props["total-data-files"]; !ok {
+		return -1
+	}
+	n := 0
+	for _, k := range [...]string{"added-data-files", "deleted-data-files", "added-delete-files", "removed-delete-files"} {
+		v, err := strconv.Atoi(props[k])
+		if props[k] != "" && (err != nil || v < 0) {
+			return -1
+		}
+		n += v
+	}
+	return n
 }
 
 // schemaFor returns the schema a snapshot's rows are read and encoded with.
