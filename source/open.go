@@ -187,6 +187,7 @@ func New(o Options) (*Table, error) {
 			if err != nil {
 				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
 			}
+			st.loaded(tbl)
 			ident := metadataIdent(o.Table, tbl.Metadata().Location())
 			return confine(o, st, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
 		}
@@ -221,6 +222,7 @@ func New(o Options) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
 		}
+		st.loaded(tbl)
 		return confine(o, st, tbl, cat), nil
 	}
 	t := newTable(o, load, h.close)

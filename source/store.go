@@ -16,6 +16,7 @@ import (
 
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	iceio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/azure" // registers abfs, abfss, wasb, wasbs
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
@@ -25,6 +26,8 @@ import (
 	"github.com/apache/iceberg-go/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/googleapis/gax-go/v2"
 )
 
@@ -202,7 +205,8 @@ func (s *store) context(ctx context.Context, location string) (context.Context, 
 }
 
 // fs wraps a table's file IO function: S3 clients get the store's
-// configuration, and errors of object stores say which store and why.
+// configuration, errors of object stores say which store and why, and the
+// credentials the IO was made with join the secrets those errors hide.
 func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 	return func(ctx context.Context) (iceio.IO, error) {
 		ctx, err := s.context(ctx, location)
@@ -216,9 +220,70 @@ func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 		if _, done := fsys.(*storeIO); done || !isObjectStore(location) {
 			return fsys, nil
 		}
+		s.secrets.learn(ioSecrets(ctx, fsys)...)
 		boundGCSRetries(fsys)
 		return &storeIO{inner: fsys, s: s, ctx: ctx}, nil
 	}
+}
+
+// loaded learns the secrets of a table just loaded: the credentials among
+// its metadata properties, which iceberg-go's REST catalog merges into the
+// table's file IO properties (and which are credentials wherever they are
+// written). Those a REST catalog vends in its answer are learned from the
+// IO made with them (see ioSecrets), when the table's files are first read.
+func (s *store) loaded(tbl *table.Table) {
+	s.secrets.learn(propSecrets(tbl.Properties())...)
+}
+
+// ioSecrets returns the credentials an object store's file IO was made
+// with, as its client holds them: the properties the IO was made from
+// (the catalog's merged with what a REST catalog vends with the table:
+// loadTable's config, its storage-credentials) are not reachable through
+// iceberg-go, the client they configured is.
+//
+//   - S3: the static key of the client (s3.access-key-id,
+//     s3.secret-access-key, s3.session-token, or a profile's static key);
+//     credentials from a provider that fetches them (SSO, a web identity,
+//     EC2's metadata service) are not asked for: that is a request.
+//   - Azure: the SAS token in the container's URL (adls.sas-token.<host>,
+//     a connection string's SharedAccessSignature), whole and its
+//     signature, the part that is secret, as a URL carries it and decoded.
+//   - GCS: nothing. The client keeps its token source to itself; a token
+//     (gcs.oauth2.token) travels only in an Authorization header, which no
+//     error shows.
+//
+// An Azure shared key (adls.auth.shared-key.account.key) stays inside its
+// client too: it signs requests and travels in none.
+func ioSecrets(ctx context.Context, fsys iceio.IO) []string {
+	b, ok := fsys.(*blobfs.FileIO)
+	if !ok {
+		return nil
+	}
+	var out []string
+	var s3c *s3.Client
+	if b.Bucket.As(&s3c) && s3c != nil {
+		creds := s3c.Options().Credentials
+		if creds != nil && aws.IsCredentialsProvider(creds, credentials.StaticCredentialsProvider{}) {
+			if v, err := creds.Retrieve(ctx); err == nil {
+				out = append(out, v.AccessKeyID, v.SecretAccessKey, v.SessionToken)
+			}
+		}
+	}
+	var az *container.Client
+	if b.Bucket.As(&az) && az != nil {
+		if u, err := url.Parse(az.URL()); err == nil && u.RawQuery != "" {
+			out = append(out, u.RawQuery)
+			for _, kv := range strings.Split(u.RawQuery, "&") {
+				if k, v, _ := strings.Cut(kv, "="); k == "sig" {
+					out = append(out, v)
+					if dec, err := url.QueryUnescape(v); err == nil {
+						out = append(out, dec)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // boundGCSRetries makes a GCS file IO try each request storeAttempts

@@ -2,10 +2,16 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/icecdc/icecdc/internal/moto"
 )
 
 // unsetEnv removes k from the environment for the test's duration.
@@ -109,6 +115,79 @@ func TestSecretsAreHidden(t *testing.T) {
 		if !strings.Contains(got, kept) {
 			t.Errorf("%q lost %q, which is no secret", got, kept)
 		}
+	}
+}
+
+// Secrets learned as tables load join the fixed ones; the oldest learned
+// are forgotten past maxLearnedSecrets, the latest and the fixed never.
+func TestSecretsLearned(t *testing.T) {
+	s := newSecrets(Options{Props: map[string]string{"s3.secret-access-key": "fixed-secret-Ab1"}})
+	s.learn("vended-key-Cd2", "vended-secret-Ef3", "", "abc") // "" and "abc" are too short to hide
+	got := s.hide("fixed-secret-Ab1 vended-key-Cd2 vended-secret-Ef3 abc")
+	if got != "**** **** **** abc" {
+		t.Fatalf("hide: %q", got)
+	}
+	// A reload vends new credentials: the earlier ones stay hidden as long
+	// as room is left.
+	s.learn("vended-key-Gh4", "vended-secret-Ij5")
+	if got := s.hide("vended-key-Cd2 vended-key-Gh4"); got != "**** ****" {
+		t.Fatalf("after a reload: %q", got)
+	}
+	for i := range maxLearnedSecrets {
+		s.learn(fmt.Sprintf("rotated-%04d", i))
+	}
+	if got := s.hide("vended-key-Cd2 rotated-0000 fixed-secret-Ab1"); got != "vended-key-Cd2 **** ****" {
+		t.Fatalf("after %d more: %q", maxLearnedSecrets, got)
+	}
+	// One learn larger than the bound keeps all it learned.
+	var many []string
+	for i := range maxLearnedSecrets + 5 {
+		many = append(many, fmt.Sprintf("many-%04d", i))
+	}
+	s.learn(many...)
+	if got := s.hide("many-0000 rotated-0063"); got != "**** rotated-0063" {
+		t.Fatalf("after a large learn: %q", got)
+	}
+	// A learned secret holding a fixed one is hidden whole.
+	s.learn("xx-fixed-secret-Ab1-yy")
+	if got := s.hide("token xx-fixed-secret-Ab1-yy"); got != "token ****" {
+		t.Fatalf("nested: %q", got)
+	}
+}
+
+// ioSecrets finds the credentials an IO was made with in its client: an
+// S3 client's static key, an Azure container URL's SAS token.
+func TestIOSecrets(t *testing.T) {
+	moto.Isolate(t)
+	ctx := context.Background()
+	load := func(props map[string]string, loc string) []string {
+		t.Helper()
+		fsys, err := iceio.LoadFS(ctx, props, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ioSecrets(ctx, fsys)
+	}
+	got := load(map[string]string{
+		"s3.endpoint": "http://127.0.0.1:9", "s3.region": "us-east-1",
+		"s3.access-key-id": "AKIAVENDED0000000001", "s3.secret-access-key": "vended-secret-Kl6", "s3.session-token": "vended-token-Mn7",
+	}, "s3://lake/wh/t/metadata/v1.metadata.json")
+	if want := []string{"AKIAVENDED0000000001", "vended-secret-Kl6", "vended-token-Mn7"}; !slices.Equal(got, want) {
+		t.Errorf("s3: %q, want %q", got, want)
+	}
+	// No key: the SDK's chain would look for one (a request, for EC2's
+	// metadata service); nothing is asked.
+	if got := load(map[string]string{"s3.endpoint": "http://127.0.0.1:9", "s3.region": "us-east-1"}, "s3://lake/x"); len(got) != 0 {
+		t.Errorf("s3 without a key: %q", got)
+	}
+	got = load(map[string]string{
+		"adls.sas-token.acct.dfs.core.windows.net": "sv=2024-08-04&se=2030-01-01&sp=rl&sig=vended%2Bsig%3D",
+	}, "abfs://lake@acct.dfs.core.windows.net/wh/t/metadata/v1.metadata.json")
+	if !slices.Contains(got, "vended%2Bsig%3D") || !slices.Contains(got, "vended+sig=") {
+		t.Errorf("azure: %q, want the SAS signature as sent and decoded", got)
+	}
+	if got := load(nil, "file:///tmp/x"); len(got) != 0 {
+		t.Errorf("local files: %q", got)
 	}
 }
 

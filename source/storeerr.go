@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -373,10 +375,25 @@ func tidy(msg string) string {
 
 func isEOF(err error) bool { return err == io.EOF }
 
-// secrets are the values an error message must never show: credentials
-// from the catalog properties, the catalog URI's password and the
-// credentials of the environment.
-type secrets struct{ values []string }
+// secrets are the values an error message must never show. Fixed when the
+// store is made: the credentials of the catalog properties, the catalog
+// URI's password and the credentials of the environment. Learned as the
+// table loads (see learn): the credentials of its metadata properties and
+// those its file IO is made with, which a REST catalog vends with the
+// table (loadTable's config, its storage-credentials) and may change at
+// every load.
+type secrets struct {
+	fixed []string
+
+	mu      sync.Mutex
+	learned []string // oldest first, at most maxLearnedSecrets beyond the last learn's
+}
+
+// maxLearnedSecrets bounds the learned values a store keeps: those of the
+// last load, and as many of earlier loads as fit (an error made before a
+// reload may be shown after it), so that a daemon given new credentials
+// with every load does not keep them all.
+const maxLearnedSecrets = 64
 
 // secretKeys are the parts of property names that hold credentials.
 var secretKeys = []string{
@@ -397,21 +414,33 @@ func isSecretKey(k string) bool {
 	return false
 }
 
+// isSecretValue reports whether v is worth hiding: shorter values would
+// hide unrelated words.
+func isSecretValue(v string) bool { return len(v) >= 4 }
+
+// propSecrets returns the values of the properties that hold credentials.
+func propSecrets(props map[string]string) []string {
+	var out []string
+	for k, v := range props {
+		if isSecretKey(k) {
+			out = append(out, v)
+			if id, secret, ok := strings.Cut(v, ":"); ok { // REST credential=client_id:client_secret
+				out = append(out, id, secret)
+			}
+		}
+	}
+	return out
+}
+
 func newSecrets(o Options) *secrets {
 	s := &secrets{}
 	add := func(v string) {
-		if len(v) >= 4 {
-			s.values = append(s.values, v)
+		if isSecretValue(v) {
+			s.fixed = append(s.fixed, v)
 		}
 	}
-	for k, v := range o.Props {
-		if isSecretKey(k) {
-			add(v)
-			if id, secret, ok := strings.Cut(v, ":"); ok { // REST credential=client_id:client_secret
-				add(id)
-				add(secret)
-			}
-		}
+	for _, v := range propSecrets(o.Props) {
+		add(v)
 	}
 	for _, uri := range []string{o.CatalogURI, o.Props["uri"]} {
 		if u, err := url.Parse(uri); err == nil && u.User != nil {
@@ -427,12 +456,39 @@ func newSecrets(o Options) *secrets {
 	return s
 }
 
-// hide replaces every secret in msg.
+// learn adds values to the secrets, as the latest learned: older learned
+// values beyond maxLearnedSecrets are forgotten, the fixed ones never.
+func (s *secrets) learn(values ...string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	latest := map[string]bool{}
+	for _, v := range values {
+		if !isSecretValue(v) || latest[v] || slices.Contains(s.fixed, v) {
+			continue
+		}
+		latest[v] = true
+		s.learned = slices.DeleteFunc(s.learned, func(l string) bool { return l == v })
+		s.learned = append(s.learned, v)
+	}
+	if excess := len(s.learned) - max(maxLearnedSecrets, len(latest)); excess > 0 {
+		s.learned = slices.Delete(s.learned, 0, excess)
+	}
+}
+
+// hide replaces every secret in msg, the longest first: a secret holding
+// another (a vended token holding a catalog's client id) is hidden whole.
 func (s *secrets) hide(msg string) string {
 	if s == nil {
 		return msg
 	}
-	for _, v := range s.values {
+	s.mu.Lock()
+	all := slices.Concat(s.fixed, s.learned)
+	s.mu.Unlock()
+	slices.SortStableFunc(all, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range all {
 		msg = strings.ReplaceAll(msg, v, "****")
 	}
 	return msg

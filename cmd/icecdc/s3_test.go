@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -102,6 +104,7 @@ func TestS3(t *testing.T) {
 	fx := &s3Fixture{srv: srv, catArgs: catArgs, tbl: tbl}
 	t.Run("changes", func(t *testing.T) { testS3Changes(t, fx) })
 	t.Run("rest vended credentials", func(t *testing.T) { testS3RESTVended(t, fx) })
+	t.Run("rest vended credentials hidden", func(t *testing.T) { testS3RESTVendedHidden(t, fx) })
 	t.Run("daemon", func(t *testing.T) { testS3Daemon(t, fx) })
 	t.Run("bad input", func(t *testing.T) { testS3BadInput(t, fx) })
 }
@@ -159,9 +162,8 @@ func testS3Changes(t *testing.T, fx *s3Fixture) {
 // icecdc is given no s3.* property, and a proxy refuses any request not
 // signed with the vended access key.
 func testS3RESTVended(t *testing.T, fx *s3Fixture) {
-	srv, tbl := fx.srv, fx.tbl
 	const vendedKey = "AKIAICECDCVENDED0001"
-	proxy := moto.NewProxy(t, srv.Endpoint)
+	proxy := moto.NewProxy(t, fx.srv.Endpoint)
 	var signed atomic.Int64
 	proxy.Set(func(r *http.Request, _ int) moto.Fault {
 		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+vendedKey+"/") {
@@ -170,28 +172,15 @@ func testS3RESTVended(t *testing.T, fx *s3Fixture) {
 		signed.Add(1)
 		return moto.Pass
 	})
-	meta := readObject(t, moto.S3Props(srv.Endpoint), tbl.MetadataLocation())
-	rest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/v1/config"):
-			io.WriteString(w, `{"defaults": {}, "overrides": {}}`)
-		case strings.HasSuffix(r.URL.Path, "/v1/namespaces/bookshop/tables/orders"):
-			json.NewEncoder(w).Encode(map[string]any{
-				"metadata-location": tbl.MetadataLocation(),
-				"metadata":          json.RawMessage(meta),
-				"config": map[string]string{
-					"s3.endpoint": proxy.URL, "s3.region": moto.Region,
-					"s3.access-key-id": vendedKey, "s3.secret-access-key": "vended-secret-Hq2",
-					"s3.session-token": "vended-token-Rt5",
-				},
-			})
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer rest.Close()
-	out, errOut, code := runCmd("changes", "--catalog-type", "rest", "--catalog-uri", rest.URL, "--table", "bookshop.orders")
+	meta := fx.tbl.MetadataLocation()
+	rest := vendingREST(t, fx, func() vendedLoad {
+		return vendedLoad{meta, map[string]string{
+			"s3.endpoint": proxy.URL, "s3.region": moto.Region,
+			"s3.access-key-id": vendedKey, "s3.secret-access-key": "vended-secret-Hq2",
+			"s3.session-token": "vended-token-Rt5",
+		}}
+	}, meta)
+	out, errOut, code := runCmd("changes", "--catalog-type", "rest", "--catalog-uri", rest, "--table", "bookshop.orders")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -200,6 +189,158 @@ func testS3RESTVended(t *testing.T, fx *s3Fixture) {
 	}
 	if signed.Load() == 0 {
 		t.Fatal("no request reached S3 with the vended credentials")
+	}
+}
+
+// vendedLoad is what a REST catalog answers to one loadTable of the
+// bookshop table: the metadata at meta (read from the bucket, sent inline)
+// and config.
+type vendedLoad struct {
+	meta   string
+	config map[string]string
+}
+
+// vendingREST starts a REST catalog that serves the bookshop table as a
+// catalog vending credentials does, each load as answer says (its
+// metadata one of metas); it returns its URI.
+func vendingREST(t *testing.T, fx *s3Fixture, answer func() vendedLoad, metas ...string) string {
+	t.Helper()
+	inline := map[string][]byte{}
+	for _, m := range metas {
+		inline[m] = readObject(t, moto.S3Props(fx.srv.Endpoint), m)
+	}
+	rest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/v1/config"):
+			io.WriteString(w, `{"defaults": {}, "overrides": {}}`)
+		case strings.HasSuffix(r.URL.Path, "/v1/namespaces/bookshop/tables/orders"):
+			l := answer()
+			json.NewEncoder(w).Encode(map[string]any{
+				"metadata-location": l.meta,
+				"metadata":          json.RawMessage(inline[l.meta]),
+				"config":            l.config,
+			})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(rest.Close)
+	return rest.URL
+}
+
+// testS3RESTVendedHidden reads the bookshop story through a REST catalog
+// that vends S3 credentials (icecdc is given none), from a store that
+// refuses the data files with a message quoting the credentials that
+// signed the request, as a store may quote what it was sent: the vended
+// access key id, secret key and session token appear nowhere, neither in
+// the error of `icecdc changes` nor in the log, /status, /readyz or
+// `icecdc status` of `icecdc run`, while the store's refusal does. The
+// daemon's catalog vends other credentials with the table's next
+// metadata: once the reloaded table reads with them, they are hidden too.
+func testS3RESTVendedHidden(t *testing.T, fx *s3Fixture) {
+	type creds struct{ key, secret, token string }
+	first := creds{"AKIAICECDCVENDED0002", "vended-secret-Xe4Tq9Lm", "vended-token-Bn7Wc2Pk"}
+	next := creds{"AKIAICECDCVENDED0003", "vended-secret-Rv8Hs1Jd", "vended-token-Qw3Zu6Ya"}
+	upstream, err := url.Parse(fx.srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(upstream)
+	var refused [2]atomic.Int64 // by first and next
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, ".parquet") {
+			forward.ServeHTTP(w, r)
+			return
+		}
+		c := first
+		if strings.Contains(r.Header.Get("Authorization"), "Credential="+next.key+"/") {
+			c = next
+			refused[1].Add(1)
+		} else {
+			refused[0].Add(1)
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidSecurity</Code>`+
+			`<Message>The credentials (%s, %s, %s) are not valid here.</Message></Error>`, c.key, c.secret, c.token)
+	}))
+	t.Cleanup(store.Close)
+	vend := func(c creds) map[string]string {
+		return map[string]string{
+			"s3.endpoint": store.URL, "s3.region": moto.Region, "s3.path-style-access": "true",
+			"s3.access-key-id": c.key, "s3.secret-access-key": c.secret, "s3.session-token": c.token,
+		}
+	}
+	current := fx.tbl.MetadataLocation()
+	var previous string // the metadata before the current one
+	for e := range fx.tbl.Metadata().PreviousFiles() {
+		previous = e.MetadataFile
+	}
+	if previous == "" {
+		t.Fatal("the bookshop table has no previous metadata")
+	}
+
+	shown := map[string]string{}
+	rest := vendingREST(t, fx, func() vendedLoad { return vendedLoad{current, vend(first)} }, current)
+	_, errOut, code := runCmd("changes", "--catalog-type", "rest", "--catalog-uri", rest, "--table", "bookshop.orders")
+	if refused[0].Load() == 0 {
+		t.Fatalf("changes: no data file read reached the store (exit %d): %s", code, errOut)
+	}
+	checkOneLineError(t, code, errOut, "HTTP 403 InvalidSecurity: The credentials (")
+	shown["icecdc changes"] = errOut
+
+	// The daemon's catalog answers with the previous metadata and the
+	// first credentials until a read with them was refused, then with the
+	// current metadata and the next credentials.
+	refusedFirst := refused[0].Load()
+	rest = vendingREST(t, fx, func() vendedLoad {
+		if refused[0].Load() > refusedFirst {
+			return vendedLoad{current, vend(next)}
+		}
+		return vendedLoad{previous, vend(first)}
+	}, previous, current)
+	dir := t.TempDir()
+	listen := freeAddr(t)
+	cfg := dir + "/icecdc.yaml"
+	body := fmt.Sprintf(`name: s3-vended
+catalog: {type: rest, uri: '%s'}
+tables: [{name: bookshop.orders, start: earliest}]
+poll: {interval: 50ms}
+sink: {type: file, file: {path: '%s'}}
+state: {path: '%s'}
+http: {listen: '%s'}
+`, rest, dir+"/events.jsonl", dir+"/state.db", listen)
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "-c", cfg)
+	get := func(path string) string {
+		resp, err := http.Get("http://" + listen + path)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	d.waitFor(t, "reads with the first and the next credentials refused", func() bool {
+		return refused[0].Load() > refusedFirst && refused[1].Load() > 0 && strings.Contains(get("/status"), "InvalidSecurity")
+	})
+	shown["/status"], shown["/readyz"] = get("/status"), get("/readyz")
+	statusOut, statusErr, _ := runCmd("status", "-c", cfg)
+	shown["icecdc status"] = statusOut + statusErr
+	d.stop(t)
+	shown["log"] = d.logs.String()
+	if !strings.Contains(shown["log"], "InvalidSecurity") {
+		t.Errorf("the log lacks the refusal:\n%s", shown["log"])
+	}
+	for where, text := range shown {
+		for _, secret := range []string{first.key, first.secret, first.token, next.key, next.secret, next.token} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows the vended credential %q:\n%s", where, secret, text)
+			}
+		}
 	}
 }
 
