@@ -330,12 +330,10 @@ func (t *Table) scanManifests(ctx context.Context, fs iceio.IO, ms []iceberg.Man
 		if m.Length() <= 0 || m.Length() > scanRawLimit {
 			return nil
 		}
-		select {
-		case scanSlots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := scanBytes.Acquire(ctx, m.Length()); err != nil {
+			return err
 		}
-		defer func() { <-scanSlots }()
+		defer scanBytes.Release(m.Length())
 		f, err := fs.Open(m.FilePath())
 		if err != nil {
 			return nil // the decode reports it

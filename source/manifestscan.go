@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/semaphore"
 )
 
 // Finding a data file's manifest entry by its path alone (a deletion
@@ -30,16 +30,21 @@ import (
 var errScan = errors.New("manifest scan: not scanned")
 
 // Bounds of one manifest's scan: the file read whole (scanRawLimit) and
-// the bytes inflated from it (scanLimit); a manifest past either is
-// decoded instead. At most scanSlots scans run at once (the scan is CPU
-// work), so the scans hold at most scanSlots × (scanRawLimit + scanLimit)
-// whatever io.concurrency is and whatever the manifest list claims.
+// the bytes inflated from it (scanLimit, inflated a block at a time into
+// one reused buffer); a manifest past either is decoded instead. The
+// scans' downloads run io.concurrency at a time, as every read does (on
+// an object store a wave of them costs one round trip), but together hold
+// at most scanRawBudget bytes of manifest, whatever io.concurrency is and
+// whatever the manifest list claims: each takes its length from scanBytes
+// before it reads, so large manifests wait their turn while small ones
+// run side by side.
 const (
-	scanRawLimit = 16 << 20
-	scanLimit    = 64 << 20
+	scanRawLimit  = 16 << 20
+	scanLimit     = 64 << 20
+	scanRawBudget = 4 * scanRawLimit
 )
 
-var scanSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+var scanBytes = semaphore.NewWeighted(scanRawBudget)
 
 var (
 	flatePool = sync.Pool{New: func() any { return flate.NewReader(nil) }}
