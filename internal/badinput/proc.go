@@ -22,6 +22,10 @@ type Limits struct {
 	Stop time.Duration
 	// StopWhen, if set, is polled with the RSS: true sends SIGTERM too.
 	StopWhen func() bool
+	// StopOnStderr, if set, is polled with what the process wrote to
+	// stderr so far: true sends SIGTERM too (a daemon that logged what it
+	// was waiting for).
+	StopOnStderr func(stderr []byte) bool
 	// KillRSS kills the process once its resident set passes this many
 	// bytes (polled from /proc every PollEvery).
 	KillRSS   int64
@@ -96,7 +100,8 @@ func Run(bin string, args []string, dir string, lim Limits) (Result, error) {
 				kill(&res.OverMemory)
 			case lim.MaxOutput > 0 && (stdout.over() || fileSize(lim.WatchFile) > lim.MaxOutput):
 				kill(&res.Flood)
-			case !stopped && ((lim.Stop > 0 && el > lim.Stop) || (lim.StopWhen != nil && lim.StopWhen())):
+			case !stopped && ((lim.Stop > 0 && el > lim.Stop) || (lim.StopWhen != nil && lim.StopWhen()) ||
+				(lim.StopOnStderr != nil && lim.StopOnStderr(stderr.bytes()))):
 				stopped = true
 				mu.Lock()
 				res.Stopped = true
