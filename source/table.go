@@ -39,6 +39,7 @@ type Table struct {
 	files   *fileIndex
 	dels    *deleteIndex
 	eq      *eqCache
+	stats   *statsCache // see confirmPrunes
 
 	v2Known, v2Deletes bool            // see mayHaveV2Deletes
 	chain              map[int64]int64 // see ancestry
@@ -58,7 +59,7 @@ func newTable(o Options, load func(context.Context) (*table.Table, error), close
 	}
 	return &Table{opts: o, load: load, closeCatalog: closeCatalog,
 		pool: newIOPool(o.IOConcurrency), footers: newFooterCache(defaultFooterBudget),
-		files: files, dels: newDeleteIndex(), eq: newEqCache()}
+		files: files, dels: newDeleteIndex(), eq: newEqCache(), stats: newStatsCache()}
 }
 
 // errNotLoaded is returned by a Table whose first Refresh has not
