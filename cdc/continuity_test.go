@@ -175,36 +175,22 @@ func TestPipelineMiddleExpiryIsHistoryLoss(t *testing.T) {
 	h := newHarness(t)
 	h.append(1, 1)
 	h.append(2, 2)
-	meta := strings.TrimPrefix(h.tbl.MetadataLocation(), "file://")
 	h.run("earliest", 100, 0) // checkpoint at sequence number 2
 	for i := int64(3); i <= 5; i++ {
 		h.append(i, i)
 	}
 	// A metadata file without the snapshot of sequence number 3.
-	raw, err := os.ReadFile(strings.TrimPrefix(h.tbl.MetadataLocation(), "file://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		t.Fatal(err)
-	}
-	var kept []any
-	for _, s := range m["snapshots"].([]any) {
-		if s.(map[string]any)["sequence-number"].(json.Number).String() != "3" {
-			kept = append(kept, s)
+	edited := h.editMetadata(func(m map[string]any) {
+		var kept []any
+		for _, s := range m["snapshots"].([]any) {
+			if s.(map[string]any)["sequence-number"].(json.Number).String() != "3" {
+				kept = append(kept, s)
+			}
 		}
-	}
-	m["snapshots"] = kept
-	out, _ := json.Marshal(m)
-	edited := filepath.Join(filepath.Dir(meta), "99999-edited.metadata.json")
-	if err := os.WriteFile(edited, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+		m["snapshots"] = kept
+	})
 	before := len(h.events())
-	err = h.runStopping(source.Options{MetadataPath: edited}, "earliest")
+	err := h.runStopping(source.Options{MetadataPath: edited}, "earliest")
 	if !errors.Is(err, cdc.ErrHistory) || !strings.Contains(err.Error(), "was expired") || strings.Contains(err.Error(), "rolled back") ||
 		!strings.Contains(err.Error(), "icecdc reset") {
 		t.Fatalf("middle expiry: %v", err)
@@ -214,5 +200,78 @@ func TestPipelineMiddleExpiryIsHistoryLoss(t *testing.T) {
 	}
 	if cp, _ := h.checkpoint(); cp.Seq != 2 {
 		t.Fatalf("checkpoint moved to %v", cp)
+	}
+}
+
+// editMetadata writes a copy of the table's current metadata file, changed
+// by edit (numbers as json.Number), beside it and returns its path.
+func (h *harness) editMetadata(edit func(m map[string]any)) string {
+	h.t.Helper()
+	meta := strings.TrimPrefix(h.tbl.MetadataLocation(), "file://")
+	raw, err := os.ReadFile(meta)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		h.t.Fatal(err)
+	}
+	edit(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	edited := filepath.Join(filepath.Dir(meta), "99999-edited.metadata.json")
+	if err := os.WriteFile(edited, out, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	return edited
+}
+
+// TestPipelineEarliestRefusesAWrongParent: a parent-snapshot-id that
+// points nowhere looks like an expired parent, but when every sequence
+// number below the snapshot is a snapshot the metadata still lists,
+// nothing was expired: earliest must not start after the break (which
+// skipped the listed snapshots' commits with exit 0 and a WARN); the table
+// stops naming the snapshot and its parent pointer. A real expiry is
+// TestPipelineEarliestOnExpiredHistory.
+func TestPipelineEarliestRefusesAWrongParent(t *testing.T) {
+	h := newHarness(t)
+	for i := int64(1); i <= 3; i++ {
+		h.append(i, i)
+	}
+	for _, c := range []struct {
+		name   string
+		seq    string // the snapshot whose parent is bent
+		parent string
+	}{
+		{"unknown parent id", "3", "4242424242"},
+		{"parent -1", "2", "-1"},
+		{"parent 2^63-1", "3", "9223372036854775807"},
+	} {
+		os.Remove(h.state)
+		os.Remove(h.out)
+		var id string
+		edited := h.editMetadata(func(m map[string]any) {
+			for _, s := range m["snapshots"].([]any) {
+				if s := s.(map[string]any); s["sequence-number"].(json.Number).String() == c.seq {
+					s["parent-snapshot-id"], id = json.Number(c.parent), s["snapshot-id"].(json.Number).String()
+				}
+			}
+		})
+		err := h.runStopping(source.Options{MetadataPath: edited}, "earliest")
+		if !errors.Is(err, cdc.ErrPermanent) {
+			t.Fatalf("%s: %v, want a permanent error", c.name, err)
+		}
+		for _, w := range []string{"snapshot " + id, "parent-snapshot-id " + c.parent, "parent pointer is wrong"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("%s: %v, want it to say %q", c.name, err, w)
+			}
+		}
+		if n := len(h.events()); n != 0 {
+			t.Fatalf("%s: %d events delivered", c.name, n)
+		}
 	}
 }

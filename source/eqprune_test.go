@@ -2,6 +2,7 @@ package source_test
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/internal/badinput"
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
@@ -40,17 +42,33 @@ func parquetInOrder(t *testing.T, dir string) []string {
 	return found
 }
 
-// corruptReplaying overwrites files and reports the error of computing
-// snapshot snap's changes again from a freshly opened source.
+// corruptReplaying zeroes the data of files (corruptData) and reports the
+// error of computing snapshot snap's changes again from a freshly opened
+// source.
 func (f *fixture) corruptReplaying(snap cdc.SnapshotInfo, files ...string) error {
 	f.t.Helper()
-	for _, p := range files {
-		if err := os.WriteFile(p, []byte("not parquet"), 0o644); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	corruptData(f.t, files...)
 	_, err := f.open().Commit(f.ctx, snap)
 	return err
+}
+
+// corruptData overwrites the row groups of Parquet files with zeros,
+// keeping their size, magic and footer: a file skipped by its bounds has
+// only its footer read (its statistics confirm the manifest's bounds), so
+// it is not affected; a file whose rows are read fails.
+func corruptData(t *testing.T, files ...string) {
+	t.Helper()
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		footer := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+		clear(b[4 : len(b)-8-footer])
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestEqualityUpsertPrunesMultiFieldKey: an upsert keyed on (customer,
@@ -135,5 +153,104 @@ func TestEqualityDeletePrunesPartitionAndBounds(t *testing.T) {
 	}
 	if err := f.corruptReplaying(steps[3].Snapshot, files[0]); err == nil {
 		t.Fatalf("upsert with its candidate file corrupt: no error")
+	}
+}
+
+// TestEqualityDeleteChecksPruningBounds: manifest bounds are metadata; a
+// lower bound above a deleted key would skip the data file and lose the
+// delete's event without a trace. A file is skipped only when its own
+// Parquet statistics rule it out too, and a bound an exact statistic
+// contradicts stops the commit naming the file and the column. (Found by
+// the bad-input suite: bounds of the compacted file above or below the
+// key of a later equality delete lost its event with exit 0.)
+func TestEqualityDeleteChecksPruningBounds(t *testing.T) {
+	for _, c := range []struct {
+		name, key string
+		value     int64
+	}{
+		{"lower bound above the key", "lower_bounds", 3},
+		{"upper bound below the key", "upper_bounds", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, 3, nil, nil)
+			f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.Append(ctx, tb, orders(1, 5))
+			})
+			f.do("equality delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.EqualityDelete(ctx, tb, []string{"order_id"}, []map[string]any{{"order_id": int64(2)}})
+			})
+			steps := f.check()
+			wantOps(t, steps, "d:0 u:0 c:5", "d:1 u:0 c:0")
+			data := firstDataFile(t, f.env.Dir)
+			setManifestBound(t, f.env.Dir, data, c.key, 1, c.value)
+			_, err := f.open().Commit(f.ctx, steps[1].Snapshot)
+			if err == nil || !strings.Contains(err.Error(), filepath.Base(data)) || !strings.Contains(err.Error(), c.key+" of column order_id") {
+				t.Fatalf("equality delete with a data file's %s of order_id at %d: %v, want an error naming the file and the bound", c.key, c.value, err)
+			}
+		})
+	}
+}
+
+// setManifestBound sets, in the manifest entry of data file data (and in
+// the manifest lists, the manifest's new length), the bound key of field
+// id to v, little-endian as Iceberg stores a long.
+func setManifestBound(t *testing.T, dir, data, key string, id int, v int64) {
+	t.Helper()
+	var manifests, lists []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil || !strings.HasSuffix(p, ".avro"):
+		case strings.HasPrefix(filepath.Base(p), "snap-"):
+			lists = append(lists, p)
+		default:
+			manifests = append(manifests, p)
+		}
+		return nil
+	})
+	edited := ""
+	for _, m := range manifests {
+		f, err := badinput.ReadAvro(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, r := range f.Records {
+			df := r["data_file"].(map[string]any)
+			if badinput.LocalPath(df["file_path"].(string)) != data {
+				continue
+			}
+			for _, kv := range df[key].([]any) {
+				if kv := kv.(map[string]any); kv["key"] == int32(id) {
+					kv["value"], found = binary.LittleEndian.AppendUint64(nil, uint64(v)), true
+				}
+			}
+		}
+		if found {
+			if err := f.Write(m); err != nil {
+				t.Fatal(err)
+			}
+			edited = m
+		}
+	}
+	if edited == "" {
+		t.Fatalf("no %s of field %d for %s in %v", key, id, data, manifests)
+	}
+	st, err := os.Stat(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lists {
+		f, err := badinput.ReadAvro(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range f.Records {
+			if badinput.LocalPath(r["manifest_path"].(string)) == edited {
+				r["manifest_length"] = st.Size()
+			}
+		}
+		if err := f.Write(l); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

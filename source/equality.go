@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -296,24 +298,42 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		return err
 	}
 	cands := map[string]dataFileMeta{}
-	applies := map[string][]*eqDeletes{} // the deletes that can match each candidate
-	var order []dataFileMeta
+	applies := map[string][]*eqDeletes{}  // the deletes that can match each candidate
+	ruledOut := map[string][]*eqDeletes{} // the deletes only the manifest bounds rule out
+	var check []dataFileMeta
 	for _, m := range live {
 		if skip[m.path()] {
 			continue
 		}
-		var apply []*eqDeletes
 		for _, s := range sets {
-			if s.appliesTo(m) && s.mayMatch(m, r.sc) {
-				apply = append(apply, s)
+			switch {
+			case !s.appliesTo(m):
+			case s.mayMatch(m, r.sc):
+				applies[m.path()] = append(applies[m.path()], s)
+			case len(s.keys) > 0:
+				if ruledOut[m.path()] == nil {
+					check = append(check, m)
+				}
+				ruledOut[m.path()] = append(ruledOut[m.path()], s)
 			}
 		}
-		if len(apply) == 0 {
-			continue
+	}
+	if err := r.confirmPrunes(ctx, check, ruledOut, applies); err != nil {
+		return err
+	}
+	rank := map[*eqDeletes]int{}
+	for i, s := range sets {
+		rank[s] = i
+	}
+	for _, m := range check {
+		slices.SortFunc(applies[m.path()], func(a, b *eqDeletes) int { return rank[a] - rank[b] })
+	}
+	var order []dataFileMeta
+	for _, m := range live {
+		if !skip[m.path()] && len(applies[m.path()]) > 0 {
+			cands[m.path()] = m
+			order = append(order, m)
 		}
-		cands[m.path()] = m
-		order = append(order, m)
-		applies[m.path()] = apply
 	}
 	if len(order) == 0 {
 		return nil
@@ -363,6 +383,43 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		}
 		if !pos.IsEmpty() {
 			r.groups = append(r.groups, removal{m: m, pos: pos, eq: applies[m.path()]})
+		}
+	}
+	return nil
+}
+
+// confirmPrunes checks the files whose manifest bounds rule out some of
+// S's equality deletes against their own statistics (confirmPrune),
+// reading their footers concurrently; a delete the statistics do not rule
+// out is added to the file's applies. A file's statistics, once read, are
+// kept for later commits (Table.stats).
+func (r *commitRun) confirmPrunes(ctx context.Context, files []dataFileMeta, ruledOut, applies map[string][]*eqDeletes) error {
+	var read []dataFileMeta
+	for _, m := range files {
+		if _, ok := r.t.stats.get(keyOfLayout(m)); !ok {
+			read = append(read, m)
+		}
+	}
+	if err := r.t.prefetch(ctx, r.pf, r.fs, read, nil); err != nil {
+		return err
+	}
+	for _, m := range files {
+		lay, ok := r.t.stats.get(keyOfLayout(m))
+		if !ok {
+			var err error
+			if lay, err = r.layout(m); err != nil {
+				return err
+			}
+			r.t.stats.put(keyOfLayout(m), layout{stats: lay.stats})
+		}
+		for _, s := range ruledOut[m.path()] {
+			out, err := s.confirmPrune(m, lay, r.sc)
+			if err != nil {
+				return err
+			}
+			if !out {
+				applies[m.path()] = append(applies[m.path()], s)
+			}
 		}
 	}
 	return nil
@@ -468,11 +525,9 @@ type fileBounds struct {
 }
 
 // mayMatch reports whether data file m can hold a row the delete matches,
-// judged by m's lower and upper bounds of the equality fields: no, when on
-// some field the keys' range misses the file's bounds, or, with several
-// fields and few keys, when every key tuple lies outside the bounds on
-// some field. Fields without bounds, or with keys it cannot order, prune
-// nothing.
+// judged by m's lower and upper bounds of the equality fields in its
+// manifest entry (see excludes). A file it rules out is only skipped once
+// the file's own statistics agree (confirmPrune).
 func (e *eqDeletes) mayMatch(m dataFileMeta, sc *iceberg.Schema) bool {
 	if len(e.keys) == 0 {
 		return false // a delete file with no rows deletes nothing
@@ -496,22 +551,107 @@ func (e *eqDeletes) mayMatch(m dataFileMeta, sc *iceberg.Schema) bool {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		// Truncated string bounds still enclose every value (the lower
-		// one is a prefix, the upper one is rounded up), so this holds.
-		if less(upper, r.min) || less(r.max, lower) {
-			return false
-		}
 		bounds[k] = fileBounds{lower, upper, true}
 	}
-	if e.tuples == nil {
-		return true
-	}
-	for _, t := range e.tuples {
-		if tupleWithin(t, bounds) {
+	return !e.excludes(bounds)
+}
+
+// excludes reports whether a file with these bounds of the equality fields
+// holds no row the delete matches: on some field the keys' range misses
+// the file's bounds, or, with several fields and few keys, every key tuple
+// lies outside the bounds on some field. Fields without bounds, or with
+// keys it cannot order, rule out nothing.
+func (e *eqDeletes) excludes(bounds []fileBounds) bool {
+	for k, r := range e.ranges {
+		b := bounds[k]
+		if !b.ok || r.off || r.min == nil {
+			continue
+		}
+		// Truncated string bounds still enclose every value (the lower
+		// one is a prefix, the upper one is rounded up), so this holds.
+		if less(b.hi, r.min) || less(r.max, b.lo) {
 			return true
 		}
 	}
-	return false
+	if e.tuples == nil {
+		return false
+	}
+	for _, t := range e.tuples {
+		if tupleWithin(t, bounds) {
+			return false
+		}
+	}
+	return true
+}
+
+// confirmPrune checks a file that m's manifest bounds rule out (mayMatch)
+// against the file's own statistics, read from its footer (lay): the
+// bounds are metadata, and a bound that excludes a value the file holds
+// would lose the delete's events without a trace. The file is skipped only
+// when its statistics rule it out too; when they cannot (no statistics,
+// or a range that truncated strings widened), it is read. A manifest bound
+// that an exact statistic contradicts (a lower bound above the file's
+// smallest int or long, an upper one below its largest) is an error.
+func (e *eqDeletes) confirmPrune(m dataFileMeta, lay layout, sc *iceberg.Schema) (bool, error) {
+	if len(e.keys) == 0 {
+		return true, nil
+	}
+	bounds := make([]fileBounds, len(e.ranges))
+	for k, r := range e.ranges {
+		st, ok := lay.stats[r.fieldID]
+		if !ok || r.off || r.min == nil {
+			continue
+		}
+		lo, ok1 := statValue(st.min, r.min)
+		hi, ok2 := statValue(st.max, r.min)
+		if !ok1 || !ok2 {
+			continue
+		}
+		bounds[k] = fileBounds{lo, hi, true}
+		f, ok := sc.FindFieldByID(r.fieldID)
+		if !st.exact || !ok {
+			continue
+		}
+		for _, side := range []struct {
+			key   string
+			raw   map[int][]byte
+			stat  any
+			wrong func(bound any) bool
+			what  string
+		}{
+			{"lower_bounds", m.file.LowerBoundValues(), lo, func(b any) bool { return less(lo, b) }, "above the file's smallest value"},
+			{"upper_bounds", m.file.UpperBoundValues(), hi, func(b any) bool { return less(b, hi) }, "below the file's largest value"},
+		} {
+			raw, ok := side.raw[r.fieldID]
+			if !ok {
+				continue
+			}
+			if b, err := boundValue(f.Type, raw, r.min); err == nil && side.wrong(b) {
+				return false, fmt.Errorf("data file %s: manifest %s of column %s (field id %d) is %v, %s %v (by its Parquet statistics): "+
+					"the bound would hide the file's rows from equality delete file %s", m.path(), side.key, f.Name, r.fieldID, b, side.what, side.stat, e.path)
+			}
+		}
+	}
+	return e.excludes(bounds), nil
+}
+
+// statValue is a Parquet statistic in the Go type of the keys like.
+func statValue(v, like any) (any, bool) {
+	switch like.(type) {
+	case int32:
+		x, ok := v.(int32)
+		return x, ok
+	case int64:
+		x, ok := v.(int64)
+		return x, ok
+	case string:
+		x, ok := v.(string)
+		return x, ok
+	case cdc.Date:
+		x, ok := v.(int32)
+		return cdc.Date(x), ok
+	}
+	return nil, false
 }
 
 // tupleWithin reports whether every value of tuple lies inside the bounds of
@@ -555,4 +695,34 @@ func boundValue(typ iceberg.Type, b []byte, like any) (any, error) {
 		}
 	}
 	return nil, fmt.Errorf("bound of type %s for key %T", typ, like)
+}
+
+// statsCache keeps the column statistics of data files read to confirm a
+// prune (confirmPrunes), by file as its manifest entry describes it, so
+// that later commits prune the same file without reading its footer
+// again; least recently used out first. It is safe for concurrent use.
+type statsCache struct {
+	mu  sync.Mutex
+	lru *simplelru.LRU[layoutKey, layout]
+}
+
+// statsCacheSize bounds the files statsCache keeps (a few hundred bytes
+// each).
+const statsCacheSize = 1 << 15
+
+func newStatsCache() *statsCache {
+	lru, _ := simplelru.NewLRU[layoutKey, layout](statsCacheSize, nil)
+	return &statsCache{lru: lru}
+}
+
+func (c *statsCache) get(k layoutKey) (layout, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Get(k)
+}
+
+func (c *statsCache) put(k layoutKey, l layout) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Add(k, l)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -24,6 +25,19 @@ type layout struct {
 	// allRowIDs: the file stores a non-null _row_id in every row, by its
 	// row groups' statistics (false when any lacks them).
 	allRowIDs bool
+	// stats are the smallest and largest value of the file's top-level
+	// int, long and string columns by field id, from its row groups'
+	// statistics (a column without them in some row group is absent): what
+	// the manifest's bounds are checked against before they prune.
+	stats map[int]colStats
+}
+
+// colStats is a column's range of values in a data file, by its Parquet
+// statistics: int32 or int64 values, exactly; or strings, which a writer
+// may have truncated (the range then still encloses every value).
+type colStats struct {
+	min, max any
+	exact    bool
 }
 
 // readLayout reads the footer of a Parquet data file. iceberg-go reads
@@ -78,12 +92,19 @@ func readLayout(fs iceio.IO, df iceberg.DataFile, footers *footerCache) (layout,
 	}
 	sc := pr.MetaData().Schema
 	for i := 0; i < sc.NumColumns(); i++ {
-		switch sc.Column(i).SchemaNode().FieldID() {
+		switch id := sc.Column(i).SchemaNode().FieldID(); id {
 		case iceberg.RowIDFieldID:
 			l.storesRowID = true
 			l.allRowIDs = noNulls(pr, i)
 		case iceberg.LastUpdatedSequenceNumberFieldID:
 			l.storesLUSN = true
+		default:
+			if st, ok := columnStats(pr, i); ok && sc.Column(i).ColumnPath().String() == sc.Column(i).Name() {
+				if l.stats == nil {
+					l.stats = map[int]colStats{}
+				}
+				l.stats[int(id)] = st
+			}
 		}
 	}
 	footers.put(df.FilePath(), ft)
@@ -104,6 +125,47 @@ func noNulls(pr *file.Reader, col int) bool {
 		}
 	}
 	return true
+}
+
+// columnStats folds the statistics of column col over the row groups;
+// false when a row group holding a value of it has no minimum and maximum
+// (or the column's type is not int32, int64 or a byte array).
+func columnStats(pr *file.Reader, col int) (colStats, bool) {
+	var out colStats
+	for rg := 0; rg < pr.NumRowGroups(); rg++ {
+		cc, err := pr.MetaData().RowGroup(rg).ColumnChunk(col)
+		if err != nil {
+			return colStats{}, false
+		}
+		st, err := cc.Statistics()
+		if err != nil || st == nil {
+			return colStats{}, false
+		}
+		if !st.HasMinMax() {
+			if st.HasNullCount() && st.NullCount() == cc.NumValues() {
+				continue // only nulls: no value to bound
+			}
+			return colStats{}, false
+		}
+		var lo, hi any
+		switch st := st.(type) {
+		case *metadata.Int32Statistics:
+			lo, hi, out.exact = st.Min(), st.Max(), true
+		case *metadata.Int64Statistics:
+			lo, hi, out.exact = st.Min(), st.Max(), true
+		case *metadata.ByteArrayStatistics:
+			lo, hi = string(st.Min()), string(st.Max())
+		default:
+			return colStats{}, false
+		}
+		if out.min == nil || less(lo, out.min) {
+			out.min = lo
+		}
+		if out.max == nil || less(out.max, hi) {
+			out.max = hi
+		}
+	}
+	return out, out.min != nil
 }
 
 // fileSize is the size of an open file: its Stat, or failing that the

@@ -455,18 +455,30 @@ func TestEqualityDeletePrunesByBounds(t *testing.T) {
 	})
 	steps := f.check()
 	wantOps(t, steps, "d:0 u:0 c:5", "d:0 u:0 c:6", "d:2 u:0 c:0")
-	// The high file's data is gone: were it read, the commit would fail.
+	// The high file's rows are gone (its footer is left: the prune reads
+	// it to check the manifest's bounds): were they read, the commit would
+	// fail.
 	high := secondDataFile(t, f.env.Dir)
-	if err := os.WriteFile(high, []byte("not parquet"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	corruptData(t, high)
 	if _, err := f.open().Commit(f.ctx, steps[2].Snapshot); err != nil {
 		t.Fatalf("the file outside the bounds was read: %v", err)
+	}
+	// Its data is read when it could hold a deleted key.
+	corruptData(t, firstDataFile(t, f.env.Dir))
+	if _, err := f.open().Commit(f.ctx, steps[2].Snapshot); err == nil {
+		t.Fatal("the file inside the bounds, corrupt, was not read")
 	}
 }
 
 // secondDataFile returns the local path of the second data file written.
-func secondDataFile(t *testing.T, dir string) string {
+func secondDataFile(t *testing.T, dir string) string { return nthDataFile(t, dir, 1) }
+
+// firstDataFile returns the local path of the first data file written.
+func firstDataFile(t *testing.T, dir string) string { return nthDataFile(t, dir, 0) }
+
+// nthDataFile returns the local path of the data file written n-th (from
+// 0).
+func nthDataFile(t *testing.T, dir string, n int) string {
 	t.Helper()
 	var found []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -475,16 +487,16 @@ func secondDataFile(t *testing.T, dir string) string {
 		}
 		return nil
 	})
-	// data files in write order: the low file, then the high one
+	// data files in write order
 	slices.SortFunc(found, func(a, b string) int {
 		ia, _ := os.Stat(a)
 		ib, _ := os.Stat(b)
 		return ia.ModTime().Compare(ib.ModTime())
 	})
-	if len(found) < 2 {
+	if len(found) <= n {
 		t.Fatalf("data files: %v", found)
 	}
-	return found[1]
+	return found[n]
 }
 
 // TestKeyChange: an update that changes the event key is a delete (in the

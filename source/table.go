@@ -40,6 +40,7 @@ type Table struct {
 	files   *fileIndex
 	dels    *deleteIndex
 	eq      *eqCache
+	stats   *statsCache // see confirmPrunes
 
 	v2Known, v2Deletes bool            // see mayHaveV2Deletes
 	chain              map[int64]int64 // see ancestry
@@ -59,7 +60,7 @@ func newTable(o Options, load func(context.Context) (*table.Table, error), close
 	}
 	return &Table{opts: o, load: load, closeCatalog: closeCatalog,
 		pool: newIOPool(o.IOConcurrency), footers: newFooterCache(defaultFooterBudget),
-		files: files, dels: newDeleteIndex(), eq: newEqCache()}
+		files: files, dels: newDeleteIndex(), eq: newEqCache(), stats: newStatsCache()}
 }
 
 // errNotLoaded is returned by a Table whose first Refresh has not
@@ -287,6 +288,9 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 			if s.SequenceNumber-1 <= afterSeq {
 				return true, nil
 			}
+			if err := parentCouldExpire(meta, name, s); err != nil {
+				return false, err
+			}
 			if !strict {
 				return false, nil
 			}
@@ -400,4 +404,37 @@ func (t *Table) HasSnapshot(id int64) bool {
 		return false
 	}
 	return t.tbl.Metadata().SnapshotByID(id) != nil
+}
+
+// parentCouldExpire checks that s's parent, which the metadata does not
+// list, can have been expired rather than be a wrong pointer. Sequence
+// numbers are unique in a table (each commit takes last-sequence-number
+// + 1) and the parent's is below s's: when every sequence number from 1 to
+// s's - 1 belongs to a snapshot the metadata still lists, none of them was
+// expired, so the parent never existed. Taking the break for an expiry
+// would start `earliest` after it and skip, silently, the commits of the
+// snapshots still listed below it. A parent of sequence number 0 (a format
+// v1 snapshot of an upgraded table) is the one case this cannot rule out:
+// a table that still lists such a snapshot is not judged.
+func parentCouldExpire(meta table.Metadata, name string, s *table.Snapshot) error {
+	below := s.SequenceNumber - 1
+	all := meta.Snapshots()
+	if below < 1 || int64(len(all)) < below {
+		return nil
+	}
+	held := make(map[int64]bool, below)
+	for i := range all {
+		switch q := all[i].SequenceNumber; {
+		case q == 0:
+			return nil
+		case q >= 1 && q <= below:
+			held[q] = true
+		}
+	}
+	if int64(len(held)) < below {
+		return nil
+	}
+	return &graphError{msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent-snapshot-id %d, which the metadata does not list, "+
+		"yet no snapshot below it was expired (every sequence number from 1 to %d is a listed snapshot): the parent pointer is wrong",
+		name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, below)}
 }

@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/icecdc/icecdc/internal/scenario"
 )
 
 // editMetadata writes a copy of the metadata file beside it, changed by
@@ -154,4 +159,144 @@ func TestChangesContinuity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunAndStatusOnParentCycle: a parent-snapshot-id cycle made the
+// snapshot walk loop without bound (`changes` reached 19 GB; `run` and
+// `status` grew until killed). The daemon follows two tables, a healthy one
+// and one whose metadata has a cycle: the cyclic table stops at once (not
+// retried) with one log line naming the snapshot the chain loops back to,
+// the healthy table delivers its whole history meanwhile, the daemon's
+// exit error names the cyclic table in one line, and `icecdc status`, with
+// the daemon running and without it, returns promptly showing the problem;
+// all of it with a bounded heap.
+func TestRunAndStatusOnParentCycle(t *testing.T) {
+	_, catArgs, meta := bookshop(t)
+	catalog := fmt.Sprintf("{type: sql, uri: '%s', warehouse: '%s'}", catArgs[3], catArgs[5])
+	ids := map[int64]string{}
+	editMetadata(t, meta, func(_ map[string]any, bySeq map[int64]map[string]any) {
+		for q, s := range bySeq {
+			ids[q] = s["snapshot-id"].(json.Number).String()
+		}
+	})
+	for _, c := range []struct {
+		name  string
+		edit  func(map[string]any, map[int64]map[string]any)
+		loops string // the snapshot the chain loops back to
+	}{
+		{"cycle 1->4->3->2->1", func(_ map[string]any, s map[int64]map[string]any) { s[1]["parent-snapshot-id"] = s[4]["snapshot-id"] }, ids[4]},
+		{"self parent", func(_ map[string]any, s map[int64]map[string]any) { s[3]["parent-snapshot-id"] = s[3]["snapshot-id"] }, ids[3]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			edited := editMetadata(t, meta, c.edit)
+			tmp := t.TempDir()
+			sink, listen := filepath.Join(tmp, "events.jsonl"), freeAddr(t)
+			cfg := filepath.Join(tmp, "icecdc.yaml")
+			body := fmt.Sprintf(`name: p
+catalog: %s
+tables:
+  - {name: bookshop.orders, start: earliest}
+  - {name: cyclic.orders, metadata: '%s', start: earliest}
+poll: {interval: 50ms}
+sink: {type: file, file: {path: '%s'}}
+state: {path: '%s'}
+http: {listen: '%s'}
+`, catalog, edited, sink, filepath.Join(tmp, "state.db"), listen)
+			if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			heap := scenario.HeapPeak()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var logs syncBuffer
+			done := make(chan error, 1)
+			go func() { done <- cmdRun(ctx, []string{"-c", cfg}, io.Discard, &logs) }()
+			stopped := func() []map[string]any {
+				var out []map[string]any
+				for _, l := range strings.Split(logs.String(), "\n") {
+					var m map[string]any
+					if json.Unmarshal([]byte(l), &m) == nil && m["table"] == "cyclic.orders" && m["level"] != "INFO" {
+						out = append(out, m)
+					}
+				}
+				return out
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for len(stopped()) == 0 || countLines(sink) < len(bookshopEvents) {
+				select {
+				case err := <-done:
+					t.Fatalf("the daemon ended (%v); logs:\n%s", err, logs.String())
+				case <-time.After(20 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no stop of the cyclic table, or not the healthy table's %d events, within 60s; logs:\n%s", len(bookshopEvents), logs.String())
+				}
+			}
+			time.Sleep(200 * time.Millisecond) // room for a retry or a repeated line, which must not come
+			lines := stopped()
+			if len(lines) != 1 || lines[0]["msg"] != "table stopped" || lines[0]["level"] != "ERROR" {
+				t.Fatalf("the cyclic table's warnings and errors: %v, want one ERROR \"table stopped\"", lines)
+			}
+			msg := fmt.Sprint(lines[0]["err"])
+			for _, want := range []string{"loops back to snapshot " + c.loops, "a cycle in parent-snapshot-id"} {
+				if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+					t.Fatalf("stop line %q: want one line with %q", msg, want)
+				}
+			}
+			if n := countLines(sink); n != len(bookshopEvents) {
+				t.Fatalf("%d events in the sink, want the healthy table's %d", n, len(bookshopEvents))
+			}
+
+			// status asks the running daemon: the table's row says what is
+			// wrong, and so does the daemon's health below the table.
+			statusOK := func(daemon bool) {
+				t.Helper()
+				start := time.Now()
+				sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer scancel()
+				var out bytes.Buffer
+				if err := cmdStatus(sctx, []string{"-c", cfg}, &out); err != nil {
+					t.Fatalf("status (daemon running %v): %v", daemon, err)
+				}
+				if el := time.Since(start); el > 10*time.Second {
+					t.Fatalf("status (daemon running %v) took %s", daemon, el)
+				}
+				var row string
+				for _, l := range strings.Split(out.String(), "\n") {
+					if strings.HasPrefix(l, "cyclic.orders ") {
+						row = l
+					}
+				}
+				if !strings.Contains(row, "loops back to snapshot "+c.loops) {
+					t.Fatalf("status (daemon running %v): the cyclic table's row %q does not name snapshot %s:\n%s", daemon, row, c.loops, out.String())
+				}
+				if daemon && !strings.Contains(out.String(), "\n\ncyclic.orders: source stopped since ") {
+					t.Fatalf("status with the daemon running shows no stopped table:\n%s", out.String())
+				}
+			}
+			statusOK(true)
+			cancel()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "table cyclic.orders: ") || !strings.Contains(err.Error(), c.loops) {
+					t.Fatalf("the daemon's exit error %v: want the cyclic table's", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the daemon did not stop within 30s of the signal")
+			}
+			statusOK(false)
+			if peak, _ := heap(); peak > 128<<20 {
+				t.Fatalf("heap peak %d MiB", peak>>20)
+			}
+		})
+	}
+}
+
+// countLines is the number of lines of the file at path (0 if none).
+func countLines(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\n"))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,22 +27,105 @@ import (
 )
 
 // count counts the log lines whose msg starts with prefix.
-func (s *syncBuffer) count(prefix string) int {
-	n := 0
+func (s *syncBuffer) count(prefix string) int { return len(s.lines(prefix)) }
+
+// lines returns the log lines whose msg starts with prefix.
+func (s *syncBuffer) lines(prefix string) []string {
+	var out []string
 	for _, l := range strings.Split(s.String(), "\n") {
 		var rec struct{ Msg string }
 		if json.Unmarshal([]byte(l), &rec) == nil && strings.HasPrefix(rec.Msg, prefix) {
-			n++
+			out = append(out, l)
 		}
 	}
-	return n
+	return out
 }
 
-// A webhook receiver answering 503 for a while: the daemon logs one WARN
-// when the failure begins, then at most one summary per interval, and one
-// INFO when the sink recovers; /readyz, /status and `icecdc status` show
-// the failing table with its last error while it lasts.
+// receiver is a webhook endpoint that fails while failing is set, and the
+// client the sink reaches it with.
+type receiver struct {
+	url       string
+	client    *http.Client // nil: the sink's own
+	timeout   time.Duration
+	failing   atomic.Bool
+	delivered atomic.Int32
+	close     func()
+}
+
+// switchTransport sends through bad while use says so, else through good:
+// a trust store that is fixed while the daemon runs.
+type switchTransport struct {
+	bad, good http.RoundTripper
+	useBad    *atomic.Bool
+}
+
+func (s switchTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if s.useBad.Load() {
+		return s.bad.RoundTrip(r)
+	}
+	return s.good.RoundTrip(r)
+}
+
+// TestSinkFailureIsVisible: a webhook sink failing for a while — the
+// receiver answering 503, a TLS certificate the daemon does not trust, a
+// receiver that never answers within the webhook timeout. The daemon logs
+// one WARN when the failure begins, then at most one summary per interval,
+// and one INFO when the sink recovers; /readyz, /status and `icecdc status`
+// show the failing table with its last error, which says what is wrong,
+// while it lasts.
 func TestSinkFailureIsVisible(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want string // in the error shown
+		recv func(r *receiver) *httptest.Server
+	}{
+		{"webhook 503", "503", func(r *receiver) *httptest.Server {
+			return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				io.Copy(io.Discard, req.Body)
+				if r.failing.Load() {
+					http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+					return
+				}
+				r.delivered.Add(1)
+			}))
+		}},
+		{"TLS certificate not trusted", "certificate", func(r *receiver) *httptest.Server {
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				io.Copy(io.Discard, req.Body)
+				r.delivered.Add(1)
+			}))
+			srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0) // the refused handshakes
+			srv.StartTLS()
+			// Until the operator installs the receiver's CA: the default
+			// trust store, which lacks the test server's certificate.
+			r.client = &http.Client{Transport: switchTransport{
+				bad: http.DefaultTransport.(*http.Transport).Clone(), good: srv.Client().Transport, useBad: &r.failing}}
+			return srv
+		}},
+		{"no response within the timeout", "no response within 50ms", func(r *receiver) *httptest.Server {
+			r.timeout = 50 * time.Millisecond
+			return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				io.Copy(io.Discard, req.Body)
+				if r.failing.Load() {
+					<-req.Context().Done() // the client gives up first
+					return
+				}
+				r.delivered.Add(1)
+			}))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &receiver{}
+			r.failing.Store(true)
+			srv := c.recv(r)
+			defer srv.Close()
+			r.url = srv.URL
+			sinkFailureIsVisible(t, r, c.want)
+		})
+	}
+}
+
+func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -50,24 +134,11 @@ func TestSinkFailureIsVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var failing atomic.Bool
-	failing.Store(true)
-	var delivered atomic.Int32
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		if failing.Load() {
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return
-		}
-		delivered.Add(1)
-	}))
-	defer recv.Close()
-
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	metrics := cdc.NewMetrics(prometheus.NewRegistry())
 	sink, err := webhook.New(webhook.Config{
-		URL: recv.URL, Secret: testSecret,
+		URL: recv.url, Secret: testSecret, Timeout: recv.timeout, Client: recv.client,
 		Retry:    webhook.RetryConfig{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond},
 		Observer: webhookMetrics{metrics},
 	})
@@ -101,7 +172,7 @@ func TestSinkFailureIsVisible(t *testing.T) {
 	cfgPath := filepath.Join(dir, "icecdc.yaml")
 	cfg := fmt.Sprintf("name: p\ncatalog: {type: sql, uri: %q, warehouse: %q}\ntables: [{name: bookshop.orders}]\n"+
 		"sink: {type: webhook, webhook: {url: %q, secret: %q}}\nstate: {path: %q}\nhttp: {listen: %q}\n",
-		opts.CatalogURI, opts.Warehouse, recv.URL, testSecret, statePath, listen)
+		opts.CatalogURI, opts.Warehouse, recv.url, testSecret, statePath, listen)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +200,14 @@ func TestSinkFailureIsVisible(t *testing.T) {
 		}
 	}
 
-	// Failing: one WARN, then summaries, /readyz 503 with the reason.
+	// Failing: one WARN saying what is wrong, then summaries, /readyz 503
+	// with the reason.
 	waitFor("a summary of the ongoing failure", func() bool { return logs.count("sink still failing") >= 2 })
+	if first := logs.lines("sink failing; retrying"); len(first) != 1 || !strings.Contains(first[0], want) {
+		t.Fatalf("first-failure lines %q, want one saying %q", first, want)
+	}
 	code, body := get("/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "bookshop.orders: sink failing since") || !strings.Contains(body, "503") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "bookshop.orders: sink failing since") || !strings.Contains(body, want) {
 		t.Fatalf("/readyz while the sink fails: %d %q", code, body)
 	}
 	code, body = get("/status")
@@ -141,19 +216,19 @@ func TestSinkFailureIsVisible(t *testing.T) {
 		t.Fatalf("/status: %d %v %s", code, err, body)
 	}
 	if h := statuses[0].Health; h == nil || h.State != cdc.StateFailing || h.Component != cdc.InSink || h.Since.IsZero() ||
-		!strings.Contains(h.LastError, "503") || h.Failures < 3 {
+		!strings.Contains(h.LastError, want) || h.Failures < 3 {
 		t.Fatalf("/status health while failing: %+v", h)
 	}
 	var out bytes.Buffer
 	if err := cmdStatus(ctx, []string{"-c", cfgPath}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "\n\nbookshop.orders: sink failing since ") || !strings.Contains(out.String(), "503") {
+	if !strings.Contains(out.String(), "\n\nbookshop.orders: sink failing since ") || !strings.Contains(out.String(), want) {
 		t.Fatalf("icecdc status while failing:\n%s", out.String())
 	}
 
 	// Recovered: one INFO, /readyz 200.
-	failing.Store(false)
+	recv.failing.Store(false)
 	waitFor("the recovery line", func() bool { return logs.count("sink recovered after ") == 1 })
 	waitFor("/readyz ready", func() bool { c, _ := get("/readyz"); return c == http.StatusOK })
 	elapsed := time.Since(start)
@@ -166,7 +241,7 @@ func TestSinkFailureIsVisible(t *testing.T) {
 	if n := logs.count("sink recovered after "); n != 1 {
 		t.Errorf("%d recovery lines, want 1", n)
 	}
-	if delivered.Load() == 0 {
+	if recv.delivered.Load() == 0 {
 		t.Error("nothing delivered after the recovery")
 	}
 	cancel()

@@ -2,6 +2,7 @@ package badinput
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -92,4 +93,28 @@ func (f *AvroFile) Write(path string) error {
 		return fmt.Errorf("write avro %s: %w", path, err)
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// EditSchema changes the file's writer schema: fn edits its JSON (parsed
+// with ParseJSON), and the records are then written with the new schema.
+// For a corruption that the file's own schema cannot express, such as a
+// partition value in a manifest of an unpartitioned table.
+func (f *AvroFile) EditSchema(fn func(root any) error) error {
+	root, err := ParseJSON([]byte(f.schema.String()))
+	if err != nil {
+		return err
+	}
+	if err := fn(root); err != nil {
+		return err
+	}
+	b, err := json.Marshal(root)
+	if err != nil {
+		return err
+	}
+	sc, err := avro.Parse(string(b))
+	if err != nil {
+		return fmt.Errorf("edited avro schema: %w", err)
+	}
+	f.schema = sc
+	return nil
 }

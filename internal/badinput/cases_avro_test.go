@@ -1,6 +1,8 @@
 package badinput
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -263,6 +265,46 @@ func manifestListCases(s *slot) []tcase {
 		num("added_snapshot_id", 4242424242, "unknown id"),
 		num("first_row_id", 0, "0 (set on a delete manifest)"),
 	})
+	// The counts and summaries nothing is computed from, or should not be.
+	add(0, "data manifest", data0, []fieldEdit{
+		num("existing_files_count", 5, "5 (the manifest has no existing entry)"),
+		num("existing_files_count", -1, "-1"),
+		num("existing_files_count", math.MaxInt32, "2^31-1"),
+		num("deleted_files_count", 1, "1 (the manifest has no deleted entry)"),
+		num("deleted_files_count", -1, "-1"),
+		num("deleted_rows_count", two50, "2^50"),
+		num("deleted_rows_count", -1, "-1"),
+		null("partitions"),
+		{"partitions a summary of a partition field the spec does not have", func(_ *work, m map[string]any) error {
+			m["partitions"] = []any{fieldSummary(false, le64(1), le64(5))}
+			return nil
+		}},
+		{"partitions 100000 summaries", func(_ *work, m map[string]any) error {
+			sums := make([]any, 100000)
+			for i := range sums {
+				sums[i] = fieldSummary(true, nil, nil)
+			}
+			m["partitions"] = sums
+			return nil
+		}},
+		{"partitions a summary with a 1 MiB lower bound", func(_ *work, m map[string]any) error {
+			m["partitions"] = []any{fieldSummary(false, bytes.Repeat([]byte{'a'}, 1<<20), nil)}
+			return nil
+		}},
+		bytesField("key_metadata", make([]byte, 16), "16 bytes (an encrypted manifest)"),
+		bytesField("key_metadata", make([]byte, 1<<20), "1 MiB"),
+	})
+	add(2, "deletion-vector manifest removing snapshot 2's vector", manifestWithDeleted(2, 1), []fieldEdit{
+		num("deleted_files_count", 0, "0 (it removes one)"),
+		num("deleted_rows_count", 0, "0"),
+		num("existing_files_count", 1, "1 (it has none)"),
+		num("added_files_count", 1, "1 (the removed vector counted as added)"),
+	})
+	add(3, "data manifest removing the compacted files", manifestWithDeleted(3, 0), []fieldEdit{
+		num("deleted_files_count", 0, "0 (it removes two)"),
+		num("deleted_rows_count", 0, "0"),
+		num("deleted_rows_count", two40, "2^40"),
+	})
 	for _, kv := range [][2]string{{"sequence-number", "99"}, {"snapshot-id", "1"}, {"first-row-id", "-5"}, {"format-version", "2"}, {"parent-snapshot-id", "4242424242"}} {
 		cases = append(cases, tcase{
 			name:  fmt.Sprintf("manifest-list/snapshot 2 header metadata %s=%s", kv[0], kv[1]),
@@ -446,6 +488,121 @@ func manifestEntryCases(s *slot) []tcase {
 		}},
 		num("record_count", two40, "2^40 (cardinality)"),
 	}, false)
+	// Metrics, split offsets, sort order, key metadata: only bounds are
+	// used (to prune equality deletes); the rest must change nothing.
+	add(data0, []fieldEdit{
+		null("column_sizes"),
+		metric("column_sizes", 1, -1, "-1 for order_id"),
+		metric("column_sizes", 1, 1<<62, "2^62 for order_id"),
+		metric("column_sizes", 99, 10, "for an unknown column 99"),
+		null("value_counts"),
+		metric("value_counts", 1, -1, "-1 for order_id"),
+		metric("value_counts", 1, two40, "2^40 for order_id (the file holds 5)"),
+		metric("value_counts", 1, 0, "0 for order_id"),
+		null("null_value_counts"),
+		metric("null_value_counts", 1, 5, "5 for order_id (every row null, a required column)"),
+		metric("null_value_counts", 1, -1, "-1 for order_id"),
+		metric("nan_value_counts", 4, 5, "5 for amount (every value NaN)"),
+		metric("nan_value_counts", 4, -1, "-1 for amount"),
+		metric("nan_value_counts", 1, 1, "1 for order_id (a long column)"),
+		null("lower_bounds"),
+		null("upper_bounds"),
+		bound("lower_bounds", 1, le64(100), "order_id 100 (above every value)"),
+		bound("upper_bounds", 1, le64(0), "order_id 0 (below every value)"),
+		{"lower_bounds and upper_bounds of order_id swapped (lower 5, upper 1)", func(_ *work, m map[string]any) error {
+			if err := setBound(m, "lower_bounds", 1, le64(5)); err != nil {
+				return err
+			}
+			return setBound(m, "upper_bounds", 1, le64(1))
+		}},
+		bound("lower_bounds", 99, le64(1), "of an unknown column 99"),
+		bound("lower_bounds", rowIDField, le64(1000), "_row_id 1000 (above the file's)"),
+		bound("upper_bounds", 2, bytes.Repeat([]byte{'z'}, 1<<20), "customer 1 MiB"),
+		bound("lower_bounds", 4, []byte{1, 2, 3}, "amount 3 bytes (malformed double)"),
+		null("split_offsets"),
+		splits("[-1]", -1),
+		splits("[2^40]", two40),
+		{"split_offsets past the end of the file", func(_ *work, m map[string]any) error {
+			m["split_offsets"] = []any{fileSizeOf(m) + 100}
+			return nil
+		}},
+		splits("[4, 4, 2] (not increasing)", 4, 4, 2),
+		{"split_offsets 100000 entries", func(_ *work, m map[string]any) error {
+			offs := make([]any, 100000)
+			for i := range offs {
+				offs[i] = int64(4 + i)
+			}
+			m["split_offsets"] = offs
+			return nil
+		}},
+		num("sort_order_id", 99, "99 (unknown sort order)"),
+		num("sort_order_id", -1, "-1"),
+		bytesField("key_metadata", make([]byte, 16), "16 bytes (an encrypted file)"),
+		bytesField("key_metadata", []byte{}, "empty"),
+	}, false)
+	// Bounds of the file the equality delete of order 4 applies to: a
+	// bound that excludes the key prunes the delete, unless it is checked.
+	add(compacted, []fieldEdit{
+		bound("lower_bounds", 1, le64(5), "order_id 5 (above the deleted key 4)"),
+		bound("upper_bounds", 1, le64(3), "order_id 3 (below the deleted key 4)"),
+		{"bounds of order_id [100, 200] (the file holds 1-5)", func(_ *work, m map[string]any) error {
+			if err := setBound(m, "lower_bounds", 1, le64(100)); err != nil {
+				return err
+			}
+			return setBound(m, "upper_bounds", 1, le64(200))
+		}},
+		metric("null_value_counts", 1, 4, "4 for order_id (every row null)"),
+		metric("value_counts", 1, 0, "0 for order_id"),
+		null("lower_bounds"),
+	}, false)
+	add(eq, []fieldEdit{
+		{"bounds of order_id [99, 99] (the file holds 4)", func(_ *work, m map[string]any) error {
+			if err := setBound(m, "lower_bounds", 1, le64(99)); err != nil {
+				return err
+			}
+			return setBound(m, "upper_bounds", 1, le64(99))
+		}},
+		metric("value_counts", 1, two40, "2^40 for order_id"),
+		bytesField("key_metadata", make([]byte, 16), "16 bytes"),
+	}, false)
+	add(dv1, []fieldEdit{
+		bytesField("key_metadata", make([]byte, 16), "16 bytes"),
+		splits("[4]", 4),
+		num("sort_order_id", 0, "0"),
+		metric("column_sizes", 1, 100, "for order_id"),
+	}, false)
+	for _, pv := range []struct {
+		label string
+		spec  string // the manifest header's partition-spec, "" unchanged
+	}{
+		{"partition value in a manifest of an unpartitioned spec", ""},
+		{"partition value, the manifest header claiming a partition spec the table does not have", `[{"name":"order_id_bucket","transform":"bucket[4]","source-id":1,"field-id":1000}]`},
+	} {
+		cases = append(cases, tcase{
+			name: fmt.Sprintf("manifest/%s: %s", data0.label, pv.label), group: "manifest entry fields",
+			prep: func(w *work) error {
+				m, e, _ := w.s.base.Find(data0.snap, data0.content)
+				w.name(m.Path, baseName(m.Path), baseName(e.Path), "partition")
+				w.nameSnaps(data0.snap)
+				err := w.editAvro(m.Path, func(f *AvroFile) error {
+					if pv.spec != "" {
+						f.Meta["partition-spec"] = []byte(pv.spec)
+					}
+					for _, rec := range f.Records {
+						rec["data_file"].(map[string]any)["partition"] = map[string]any{"order_id_bucket": int32(3)}
+					}
+					return f.EditSchema(func(root any) error {
+						return Set(root, partitionTypePath(root), map[string]any{"type": "record", "name": "r102",
+							"fields": []any{map[string]any{"name": "order_id_bucket", "type": []any{"null", "int"}, "field-id": 1000}}})
+					})
+				})
+				if err != nil {
+					return err
+				}
+				return w.fixLengths(m.Path)
+			},
+		})
+	}
 	for _, t := range []entryTarget{data0, dv1} {
 		cases = append(cases, tcase{
 			name: fmt.Sprintf("manifest/%s: manifest rewritten unchanged (control)", t.label), group: "manifest entry fields", control: true,
@@ -474,4 +631,100 @@ func setBound(df map[string]any, key string, id int, v []byte) error {
 		}
 	}
 	return fmt.Errorf("no %s for field %d", key, id)
+}
+
+// rowIDField is the field id of _row_id.
+const rowIDField = 2147483540
+
+func le64(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+
+// fieldSummary is one partition field summary of a manifest-list record.
+func fieldSummary(containsNull bool, lower, upper []byte) map[string]any {
+	s := map[string]any{"contains_null": containsNull, "contains_nan": nil, "lower_bound": nil, "upper_bound": nil}
+	if lower != nil {
+		s["lower_bound"] = lower
+	}
+	if upper != nil {
+		s["upper_bound"] = upper
+	}
+	return s
+}
+
+func bytesField(key string, v []byte, label string) fieldEdit {
+	return fieldEdit{fmt.Sprintf("%s %s", key, label), func(_ *work, m map[string]any) error {
+		m[key] = v
+		return nil
+	}}
+}
+
+// metric sets the value of field id in a metrics map (an Avro array of
+// key/value records), adding the pair if the map has none for it.
+func metric(key string, id int, v int64, label string) fieldEdit {
+	return fieldEdit{fmt.Sprintf("%s %s", key, label), func(_ *work, m map[string]any) error {
+		arr, _ := m[key].([]any)
+		for _, kv := range arr {
+			if p, _ := kv.(map[string]any); asInt(p["key"]) == id {
+				p["value"] = v
+				return nil
+			}
+		}
+		m[key] = append(arr, map[string]any{"key": int32(id), "value": v})
+		return nil
+	}}
+}
+
+// bound sets the bound of field id, adding it if the map has none for it.
+func bound(key string, id int, v []byte, label string) fieldEdit {
+	return fieldEdit{fmt.Sprintf("%s of %s", key, label), func(_ *work, m map[string]any) error {
+		if setBound(m, key, id, v) == nil {
+			return nil
+		}
+		arr, _ := m[key].([]any)
+		m[key] = append(arr, map[string]any{"key": int32(id), "value": v})
+		return nil
+	}}
+}
+
+func splits(label string, offs ...int64) fieldEdit {
+	return fieldEdit{"split_offsets " + label, func(_ *work, m map[string]any) error {
+		a := make([]any, len(offs))
+		for i, o := range offs {
+			a[i] = o
+		}
+		m["split_offsets"] = a
+		return nil
+	}}
+}
+
+// manifestWithDeleted picks the manifest of snapshot k with content
+// (0 data, 1 deletes) that holds a DELETED entry.
+func manifestWithDeleted(k, content int) func(b *Base) string {
+	return func(b *Base) string {
+		for _, m := range b.Snapshots[k].Manifests {
+			for _, e := range m.Entries {
+				if m.Content == content && e.Status == 2 {
+					return m.Path
+				}
+			}
+		}
+		return ""
+	}
+}
+
+// partitionTypePath is where a manifest entry schema's data_file.partition
+// type is.
+func partitionTypePath(root any) Path {
+	fields, _ := Get(root, Path{"fields"})
+	for i, f := range fields.([]any) {
+		if f.(map[string]any)["name"] != "data_file" {
+			continue
+		}
+		dfFields, _ := Get(root, Path{"fields", i, "type", "fields"})
+		for j, g := range dfFields.([]any) {
+			if g.(map[string]any)["name"] == "partition" {
+				return Path{"fields", i, "type", "fields", j, "type"}
+			}
+		}
+	}
+	return Path{"no partition field"}
 }

@@ -50,7 +50,7 @@ func (s *slot) runCase(c tcase, n int) (out outcome, setupErr error) {
 	}
 	defer os.RemoveAll(dir)
 	w := &work{s: s, dir: dir, meta: s.base.Metadata, expect: s.truth, cols: s.cols}
-	if c.kind != kindChanges {
+	if c.kind == kindRun || c.kind == kindStatus {
 		w.cfg, w.sink, _ = writeDaemonConfig(dir, "icecdc", s.base.Metadata)
 		w.expect = s.daemonTruth
 	}
@@ -63,6 +63,11 @@ func (s *slot) runCase(c tcase, n int) (out outcome, setupErr error) {
 		return out, fmt.Errorf("prepare: %w", err)
 	}
 	lim := Limits{Timeout: caseTimeout, KillRSS: killRSS, MaxOutput: maxOutput, AddressSpace: addressSpace}
+	if c.kind == kindDaemon {
+		o, err := s.runDaemon(w, lim)
+		o.c = c
+		return o, err
+	}
 	var args []string
 	switch c.kind {
 	case kindChanges:
@@ -86,9 +91,11 @@ func (s *slot) runCase(c tcase, n int) (out outcome, setupErr error) {
 
 var panicRE = regexp.MustCompile(`(?m)^(panic: |fatal error: |goroutine \d+ \[|SIGSEGV|unexpected fault address)`)
 
-func classify(w *work, c tcase, res Result) (string, string) {
+// processFault classifies how the process ended when that alone fails
+// the case: out of memory, a hang, an output flood, a panic or a peak RSS
+// over the budget; "" otherwise.
+func processFault(res Result) (string, string) {
 	stderr := string(res.Stderr)
-	last := lastLine(stderr)
 	switch {
 	case res.OverMemory:
 		return classMemory, fmt.Sprintf("resident set passed %d MiB: killed", killRSS>>20)
@@ -107,11 +114,26 @@ func classify(w *work, c tcase, res Result) (string, string) {
 	case res.PeakRSS >= memoryBudget:
 		return classMemory, fmt.Sprintf("peak RSS %d MiB", res.PeakRSS>>20)
 	}
+	return "", ""
+}
+
+// leaked says whether what a case printed or wrote holds the content of a
+// file outside the table.
+func leaked(output []byte, stderr string) bool {
+	return bytes.Contains(output, []byte(Secret)) || strings.Contains(stderr, Secret) || strings.Contains(stderr+string(output), "root:x:0:0")
+}
+
+func classify(w *work, c tcase, res Result) (string, string) {
+	stderr := string(res.Stderr)
+	last := lastLine(stderr)
+	if class, detail := processFault(res); class != "" {
+		return class, detail
+	}
 	output := res.Stdout
 	if c.kind == kindRun {
 		output, _ = os.ReadFile(w.sink)
 	}
-	if bytes.Contains(output, []byte(Secret)) || strings.Contains(stderr, Secret) || strings.Contains(stderr+string(output), "root:x:0:0") {
+	if leaked(output, stderr) {
 		return classLeak, "the output holds the content of a file outside the table"
 	}
 	if c.kind == kindStatus {
@@ -164,13 +186,23 @@ func errorLine(w *work, last string) (string, string) {
 	if !strings.HasPrefix(last, "icecdc: ") {
 		return classUnclear, "last stderr line is not icecdc's error: " + clip(last, 200)
 	}
+	return namesObject(w.names, last)
+}
+
+// namesObject checks that an error line names one of names (the corrupted
+// object's file, field, snapshot or column): classClear if it does,
+// classUnclear if not.
+func namesObject(names []string, last string) (string, string) {
+	if strings.Contains(last, "\n") {
+		return classUnclear, "the error spans several lines: " + clip(last, 200)
+	}
 	low := strings.ToLower(last)
-	for _, n := range w.names {
+	for _, n := range names {
 		if n != "" && strings.Contains(low, strings.ToLower(n)) {
 			return classClear, clip(last, 200)
 		}
 	}
-	return classUnclear, fmt.Sprintf("names none of %q: %s", clip(strings.Join(w.names, ", "), 160), clip(last, 240))
+	return classUnclear, fmt.Sprintf("names none of %q: %s", clip(strings.Join(names, ", "), 160), clip(last, 240))
 }
 
 func firstLineWith(s, sub string) string {
@@ -225,6 +257,22 @@ func (r *report) tally() string {
 	fmt.Fprintf(&b, "\n  by group:")
 	for _, n := range names {
 		fmt.Fprintf(&b, " %s %d (%d failing);", n, groups[n][0], groups[n][1])
+	}
+	if groups["daemon"][0] > 0 {
+		var exited, down, exact int
+		for _, o := range r.outcomes {
+			switch {
+			case o.c.kind != kindDaemon:
+			case o.class == classHarmless:
+				exact++
+			case o.class == classClear && strings.HasPrefix(o.detail, "exit "):
+				exited++
+			case o.class == classClear:
+				down++
+			}
+		}
+		fmt.Fprintf(&b, "\n  daemon (run --once, then status): %d exited non-zero with the error, %d logged the table failing or stopped (then SIGTERM), %d exact",
+			exited, down, exact)
 	}
 	return b.String()
 }

@@ -19,6 +19,9 @@
 //     manifest, Puffin or Parquet file, the daemon's state file — and runs
 //     the real binary on it as a subprocess ([Run]), so that its peak
 //     resident set can be read from the kernel and a runaway can be killed.
+//     Table corruptions run through `icecdc changes`; a sample of them also
+//     through the daemon (`icecdc run --once` into a file sink, then
+//     `icecdc status`), state-file corruptions through `run` and `status`.
 //   - A case passes when the process exits non-zero with icecdc's one-line
 //     error naming the corrupted object (and printed nothing wrong before),
 //     or exits 0 with exactly the right events ([Compare]; the fields in

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -243,8 +244,10 @@ var errOverBudget = errors.New("over the allocation budget")
 // FuzzTableMetadata mutates a whole small table's metadata.json (and,
 // optionally, replaces its head's manifest list) and runs the engine the
 // way `icecdc changes --metadata` does, in process. It checks: no panic
-// (a panic fails the fuzz), no hang, at most fuzzBudget allocated, and
-// never a wrong event: every event emitted, error or not, is one the
+// (a panic fails the fuzz), no hang, at most fuzzBudget allocated, an
+// error of one line naming the object at fault (as the suite's
+// namesObject judges it: a file of the table, a snapshot, a metadata key,
+// a column), and never a wrong event: every event emitted, error or not, is one the
 // untouched table yields for the same snapshot; a snapshot whose commit
 // was emitted whole has all its events; and when the run succeeded on a
 // metadata.json whose snapshot graph is unchanged (and the untouched
@@ -299,6 +302,14 @@ func fuzzBody(ft *fuzzTable) func(t *testing.T, meta, list []byte) {
 		case res.alloc > fuzzBudget:
 			t.Fatalf("allocated %d MiB, budget %d MiB", res.alloc>>20, fuzzBudget>>20)
 		}
+		if res.err != nil {
+			// What icecdc prints (or logs) for it must be one line that
+			// names the object at fault, as for the suite's cases.
+			msg := res.err.Error()
+			if class, detail := namesObject(ft.objectNames(p, meta), msg); class != classClear || strings.Contains(msg, "\n") {
+				t.Fatalf("unclear error (%s): %s", class, detail)
+			}
+		}
 		cols, graph, tableUUID := ft.cols(meta)
 		out := res.out
 		if _, err := uuid.Parse(tableUUID); err == nil && len(tableUUID) == 36 && tableUUID != ft.uuid {
@@ -326,6 +337,40 @@ func fuzzBody(ft *fuzzTable) func(t *testing.T, meta, list []byte) {
 			}
 		}
 	}
+}
+
+// objectNames is what an error about a fuzzed table may name: the
+// metadata file, a file of the table, a snapshot, a key of the metadata
+// (as metadata.json spells it, or in words), a column.
+func (ft *fuzzTable) objectNames(metaPath string, raw []byte) []string {
+	names := []string{metaPath, filepath.Base(metaPath), filepath.Base(ft.list)}
+	for _, sn := range ft.base.Snapshots {
+		names = append(names, strconv.FormatInt(sn.ID, 10), filepath.Base(sn.ManifestList))
+		for _, m := range sn.Manifests {
+			names = append(names, filepath.Base(m.Path))
+			for _, e := range m.Entries {
+				names = append(names, filepath.Base(e.Path))
+			}
+		}
+	}
+	// Short keys and values ("id", a column "a") would match any text.
+	for _, root := range []any{ft.meta, parsedOrNil(raw)} {
+		for _, n := range Walk(root) {
+			k := n.Path.Last()
+			if len(k) >= 5 {
+				names = append(names, keyNames(k)...)
+			}
+			if v := fmt.Sprint(n.Value); len(v) >= 4 && (k == "snapshot-id" || k == "parent-snapshot-id" || k == "name") {
+				names = append(names, v)
+			}
+		}
+	}
+	return names
+}
+
+func parsedOrNil(raw []byte) any {
+	v, _ := ParseJSON(raw)
+	return v
 }
 
 // cols reads what a mutated metadata.json says about the events: its

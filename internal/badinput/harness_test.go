@@ -263,6 +263,10 @@ const (
 	kindChanges kind = iota // icecdc changes --metadata PATH
 	kindRun                 // icecdc run -c CFG, stopped after daemonStop
 	kindStatus              // icecdc status -c CFG
+	// kindDaemon: a table corruption under the daemon, started afresh
+	// (start: earliest): icecdc run --once -c CFG, stopped once it logs the
+	// table as down, then icecdc status -c CFG
+	kindDaemon
 )
 
 // tcase is one corruption. prep applies it to a slot (in place, with
@@ -270,7 +274,7 @@ const (
 // must name.
 type tcase struct {
 	name    string
-	group   string // for the tally: metadata, graph, manifest-list, manifest, puffin, parquet, state
+	group   string // for the tally: metadata, graph, manifest-list, manifest, puffin, parquet, daemon, state
 	kind    kind
 	control bool // an unmutated or identity-rewritten input: must be harmless
 	prep    func(w *work) error
@@ -284,7 +288,7 @@ type work struct {
 	names  []string // an error line must contain one of these
 	expect []Event  // the right answer for an exit 0
 	cols   Columns  // the columns of the schema run on
-	cfg    string   // kindRun / kindStatus
+	cfg    string   // kindRun / kindStatus / kindDaemon
 	sink   string
 	// a state-file case: the daemon must refuse to start, unless the
 	// corruption is absorbed by bbolt and the resume is exact

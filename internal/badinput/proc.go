@@ -22,6 +22,10 @@ type Limits struct {
 	Stop time.Duration
 	// StopWhen, if set, is polled with the RSS: true sends SIGTERM too.
 	StopWhen func() bool
+	// StopOnStderr, if set, is polled with what the process wrote to
+	// stderr so far: true sends SIGTERM too (a daemon that logged what it
+	// was waiting for).
+	StopOnStderr func(stderr []byte) bool
 	// KillRSS kills the process once its resident set passes this many
 	// bytes (polled from /proc every PollEvery).
 	KillRSS   int64
@@ -42,12 +46,15 @@ type Result struct {
 	Exit           int    // exit code; -1 when ended by a signal
 	Signal         string // the signal that ended it, if any
 	Stdout, Stderr []byte
-	PeakRSS        int64 // bytes, from the kernel's rusage (ru_maxrss)
-	Hang           bool  // killed at Timeout
-	OverMemory     bool  // killed at KillRSS
-	Flood          bool  // killed at MaxOutput
-	Stopped        bool  // sent SIGTERM at Stop
-	Elapsed        time.Duration
+	// PeakRSS is the process's peak resident set in bytes: its rusage
+	// (ru_maxrss) when that is its own, else the most its VmHWM was seen
+	// at (see Run).
+	PeakRSS    int64
+	Hang       bool // killed at Timeout
+	OverMemory bool // killed at KillRSS
+	Flood      bool // killed at MaxOutput
+	Stopped    bool // sent SIGTERM at Stop
+	Elapsed    time.Duration
 }
 
 // Run runs bin with args in dir under the limits and reports how it ended.
@@ -72,6 +79,7 @@ func Run(bin string, args []string, dir string, lim Limits) (Result, error) {
 	done := make(chan struct{})
 	var res Result
 	var mu sync.Mutex
+	var hwm int64 // the most the process's VmHWM was seen at
 	go func() {
 		tick := time.NewTicker(lim.PollEvery)
 		defer tick.Stop()
@@ -83,6 +91,11 @@ func Run(bin string, args []string, dir string, lim Limits) (Result, error) {
 			case <-tick.C:
 			}
 			el := time.Since(start)
+			if h := procBytes(cmd.Process.Pid, "VmHWM:"); h > 0 {
+				mu.Lock()
+				hwm = max(hwm, h)
+				mu.Unlock()
+			}
 			kill := func(set *bool) {
 				mu.Lock()
 				*set = true
@@ -96,7 +109,8 @@ func Run(bin string, args []string, dir string, lim Limits) (Result, error) {
 				kill(&res.OverMemory)
 			case lim.MaxOutput > 0 && (stdout.over() || fileSize(lim.WatchFile) > lim.MaxOutput):
 				kill(&res.Flood)
-			case !stopped && ((lim.Stop > 0 && el > lim.Stop) || (lim.StopWhen != nil && lim.StopWhen())):
+			case !stopped && ((lim.Stop > 0 && el > lim.Stop) || (lim.StopWhen != nil && lim.StopWhen()) ||
+				(lim.StopOnStderr != nil && lim.StopOnStderr(stderr.bytes()))):
 				stopped = true
 				mu.Lock()
 				res.Stopped = true
@@ -115,8 +129,18 @@ func Run(bin string, args []string, dir string, lim Limits) (Result, error) {
 	if st == nil {
 		return res, err
 	}
+	// ru_maxrss is not the process's own peak alone: Go starts a process
+	// with vfork, and the kernel keeps, across the exec, the high-water
+	// mark of the memory the child shared until then, this test process's.
+	// So it is max(this process's peak at the start, the child's peak):
+	// the child's when above this process's peak now; otherwise the child
+	// stayed below that, and its own VmHWM, polled while it ran, is the
+	// measure (growth in its last poll interval may be missed).
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		res.PeakRSS = ru.Maxrss * 1024 // KiB on Linux
+		if self := procBytes(os.Getpid(), "VmHWM:"); res.PeakRSS <= self {
+			res.PeakRSS = hwm
+		}
 	}
 	res.Exit = st.ExitCode()
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -130,13 +154,16 @@ func Run(bin string, args []string, dir string, lim Limits) (Result, error) {
 }
 
 // vmRSS is the current resident set of pid in bytes, 0 if unknown.
-func vmRSS(pid int) int64 {
+func vmRSS(pid int) int64 { return procBytes(pid, "VmRSS:") }
+
+// procBytes reads a size (kB) of /proc/PID/status in bytes, 0 if unknown.
+func procBytes(pid int, key string) int64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, key); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb * 1024
 		}

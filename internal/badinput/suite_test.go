@@ -21,6 +21,7 @@ func allCases(s *slot) []tcase {
 	cases = append(cases, avroByteCases()...)
 	cases = append(cases, puffinCases()...)
 	cases = append(cases, parquetCases()...)
+	cases = append(cases, daemonCases(cases)...)
 	cases = append(cases, stateCases()...)
 	return cases
 }
@@ -39,7 +40,8 @@ func allCases(s *slot) []tcase {
 // and in both cases without a panic, within caseTimeout, with a peak RSS
 // under memoryBudget, printing nothing of a file outside the table. For
 // the daemon, a corrupt state file must stop it; one it keeps running on
-// counts as accepted.
+// counts as accepted. A sample of the table corruptions also runs under
+// the daemon (daemonCases): `run --once` into a file sink, then `status`.
 //
 // ICECDC_BADINPUT_CASES=regexp runs only the matching cases,
 // ICECDC_BADINPUT_PARALLEL sets the number of concurrent cases (default 2),
