@@ -148,6 +148,12 @@ func (c *footerCache) putLocked(name string, f *footer) {
 	}
 }
 
+// holdsWhole reports whether the cache holds all size bytes of name.
+func (c *footerCache) holdsWhole(name string, size int64) bool {
+	f := c.get(name)
+	return f != nil && f.off == 0 && f.size == size && int64(len(f.data)) == size
+}
+
 // scanned is told that a scan of name ended: a file kept whole only until
 // then (transient) is reduced to its footer.
 func (c *footerCache) scanned(name string) {

@@ -48,6 +48,7 @@ type streamPlan struct {
 	keySorted []int
 	width     int    // the number of fields of the events' schema
 	name      string // the table's, for errors
+	scanning  func() // called before each scan of emit: waits for its read-ahead
 	// held is the before images read to find key changes, kept for the
 	// first pass over the updates (later passes read them again).
 	held *imageStore
@@ -308,10 +309,15 @@ func (p *streamPlan) findRows(ctx context.Context, m dataFileMeta, lay layout, p
 func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event) error) (err error) {
 	// A malformed file read here fails the stream, as it fails Commit.
 	defer recoverAs(&err, "table %s: snapshot %d", p.name, p.r.snap.SnapshotID)
+	ra := p.r.t.readAhead(ctx, p.r.fs, p.scanOrder(from))
+	defer ra.stop()
+	scans := 0
+	p.scanning = func() { ra.wait(ctx, scans); scans++ }
+	defer func() { p.scanning = nil }()
 	idx := 0
 	for _, x := range p.removed {
 		n := int(x.emit.GetCardinality())
-		if idx+n > from {
+		if n > 0 && idx+n > from {
 			err := p.emit(ctx, x.g.m, x.g.lay, x.g.pos, x.g.fi, x.emit, idx, from, func(fr fileRow) (cdc.Event, error) {
 				return cdc.Event{Op: cdc.OpDelete, RowID: fr.rowID, LUSN: fr.lusn, Before: fr.row}, nil
 			}, yield)
@@ -337,7 +343,7 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 		defer store.close()
 		for _, x := range p.added {
 			n := int(x.upd.GetCardinality())
-			if idx+n > from {
+			if n > 0 && idx+n > from {
 				err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.upd, idx, from, func(fr fileRow) (cdc.Event, error) {
 					before, err := p.before(store, fr.rowID)
 					return cdc.Event{Op: cdc.OpUpdate, RowID: fr.rowID, LUSN: fr.lusn, Before: before, After: fr.row}, err
@@ -354,7 +360,7 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 	}
 	for _, x := range p.added {
 		n := int(x.ins.GetCardinality())
-		if idx+n > from {
+		if n > 0 && idx+n > from {
 			err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.ins, idx, from, func(fr fileRow) (cdc.Event, error) {
 				return cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row}, nil
 			}, yield)
@@ -367,12 +373,46 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 	return nil
 }
 
+// scanOrder lists the files rest scans through emit from index from on,
+// in the order it scans them (for readAhead: it follows rest's loops; the
+// before images read their own files ahead).
+func (p *streamPlan) scanOrder(from int) []dataFileMeta {
+	var out []dataFileMeta
+	idx := 0
+	for _, x := range p.removed {
+		if n := int(x.emit.GetCardinality()); n > 0 && idx+n > from {
+			out = append(out, x.g.m)
+		}
+		idx += int(x.emit.GetCardinality())
+	}
+	if p.nUpd > 0 && idx+p.nUpd > from {
+		for _, x := range p.added {
+			if n := int(x.upd.GetCardinality()); n > 0 && idx+n > from {
+				out = append(out, x.f.m)
+			}
+			idx += int(x.upd.GetCardinality())
+		}
+	} else {
+		idx += p.nUpd
+	}
+	for _, x := range p.added {
+		if n := int(x.ins.GetCardinality()); n > 0 && idx+n > from {
+			out = append(out, x.f.m)
+		}
+		idx += int(x.ins.GetCardinality())
+	}
+	return out
+}
+
 // emit yields, a record batch at a time, events for the rows of a file at
 // positions whose row id is in want, numbered from idx, from index from on.
 // The file must give exactly want's rows.
 func (p *streamPlan) emit(ctx context.Context, m dataFileMeta, lay layout, positions *roaring64.Bitmap, fi int, want *roaring64.Bitmap,
 	idx, from int, event func(fileRow) (cdc.Event, error), yield func([]cdc.Event) error) error {
 	next, seen := idx, idx
+	if p.scanning != nil {
+		p.scanning()
+	}
 	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, each: func(rows []fileRow) error {
 		if len(rows) == 0 {
 			return nil
@@ -414,11 +454,22 @@ func (p *streamPlan) beforeImages(ctx context.Context) (*imageStore, error) {
 	r := p.r
 	store := newImageStore(int(p.updates.GetCardinality()), r.t.imageBudget(), "")
 	var buf []byte
+	var files []dataFileMeta
+	for _, x := range p.removed {
+		if x.ids.Intersects(p.updates) {
+			files = append(files, x.g.m)
+		}
+	}
+	ra := r.t.readAhead(ctx, r.fs, files)
+	defer ra.stop()
+	scans := 0
 	for _, x := range p.removed {
 		if !x.ids.Intersects(p.updates) {
 			continue
 		}
 		g := x.g
+		ra.wait(ctx, scans)
+		scans++
 		_, err := r.t.scanFile(ctx, r.snap, r.sc, g.m, readOpts{lay: g.lay, positions: g.pos, each: func(rows []fileRow) error {
 			for _, fr := range rows {
 				var err error
