@@ -121,7 +121,8 @@ func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
 }
 
 // use runs fn with the open catalog; for a hive catalog, alone, within
-// hiveCallTimeout, and closing the connection when fn fails.
+// hiveCallTimeout, and closing the connection when fn fails (but for the
+// metastore's answer that there is no such table or database).
 func (h *catalogHandle) use(ctx context.Context, fn func(context.Context, catalog.Catalog) error) error {
 	if !h.hive {
 		cat, err := h.get(ctx)
@@ -136,7 +137,8 @@ func (h *catalogHandle) use(ctx context.Context, fn func(context.Context, catalo
 	if err != nil {
 		return err
 	}
-	if err = hiveBounded(ctx, cat, fn); err != nil {
+	err = hiveBounded(ctx, cat, fn)
+	if err != nil && !errors.Is(err, catalog.ErrNoSuchTable) && !errors.Is(err, catalog.ErrNoSuchNamespace) {
 		h.mu.Lock()
 		if h.cat == cat {
 			h.closeLocked()

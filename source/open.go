@@ -228,6 +228,12 @@ func New(o Options) (*Table, error) {
 		err = h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
 			cat = c
 			tbl, err = c.LoadTable(ctx, ident)
+			if h.hive && errors.Is(err, catalog.ErrNoSuchTable) {
+				// The metastore's answer is the same for a missing database.
+				if ok, nerr := c.CheckNamespaceExists(ctx, catalog.NamespaceFromIdent(ident)); nerr == nil && !ok {
+					err = fmt.Errorf("%w: %w", catalog.ErrNoSuchNamespace, err)
+				}
+			}
 			return err
 		})
 		switch {

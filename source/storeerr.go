@@ -144,10 +144,10 @@ func (s *store) explainHive(o Options, err error) error {
 	case m != nil:
 		r = fmt.Sprintf("the metastore does not know the Thrift call %s that iceberg-go's Hive client makes: "+
 			"Hive metastore 4.0.1 and later removed get_table; use a Hive 3.x metastore", m[1])
-	case errors.Is(err, catalog.ErrNoSuchTable):
-		r = "no such table"
 	case errors.Is(err, catalog.ErrNoSuchNamespace):
 		r = "no such database"
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		r = "no such table"
 	case errors.As(err, &na):
 		r = na.Error()
 	default:
