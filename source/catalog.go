@@ -120,22 +120,23 @@ func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
 	return c, nil
 }
 
-// use runs fn with the open catalog; for a hive catalog, alone, within
-// hiveCallTimeout, and closing the connection when fn fails (but for the
-// metastore's answer that there is no such table or database).
-func (h *catalogHandle) use(ctx context.Context, fn func(context.Context, catalog.Catalog) error) error {
+// use runs fn with the open catalog, which it returns (nil when it
+// could not be opened); for a hive catalog, alone, within hiveCallTimeout,
+// and closing the connection when fn fails (but for the metastore's answer
+// that there is no such table or database).
+func (h *catalogHandle) use(ctx context.Context, fn func(context.Context, catalog.Catalog) error) (catalog.Catalog, error) {
 	if !h.hive {
 		cat, err := h.get(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return fn(ctx, cat)
+		return cat, fn(ctx, cat)
 	}
 	h.calls.Lock()
 	defer h.calls.Unlock()
 	cat, err := h.get(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = hiveBounded(ctx, cat, fn)
 	if err != nil && !errors.Is(err, catalog.ErrNoSuchTable) && !errors.Is(err, catalog.ErrNoSuchNamespace) {
@@ -145,7 +146,7 @@ func (h *catalogHandle) use(ctx context.Context, fn func(context.Context, catalo
 		}
 		h.mu.Unlock()
 	}
-	return err
+	return cat, err
 }
 
 // hiveCallTimeout bounds a call to a Hive metastore whose context has no

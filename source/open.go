@@ -224,9 +224,7 @@ func New(o Options) (*Table, error) {
 		lctx, cancel := context.WithTimeout(lctx, loadTableTimeout)
 		defer cancel()
 		var tbl *table.Table
-		var cat catalog.Catalog
-		err = h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
-			cat = c
+		cat, err := h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
 			tbl, err = c.LoadTable(ctx, ident)
 			if h.hive && errors.Is(err, catalog.ErrNoSuchTable) {
 				// The metastore's answer is the same for a missing database.
@@ -253,7 +251,7 @@ func New(o Options) (*Table, error) {
 		if err != nil {
 			return err
 		}
-		err = h.use(lctx, func(ctx context.Context, c catalog.Catalog) error {
+		_, err = h.use(lctx, func(ctx context.Context, c catalog.Catalog) error {
 			_, _, err := c.CommitTable(ctx, ident, reqs, updates)
 			return err
 		})
