@@ -7,6 +7,7 @@
 #   ICECDC_INTEROP_ONLY="bookshop merge"      run only these Spark scenarios ("flink": the Flink tables, "retention": the hold part)
 #   ICECDC_INTEROP_KEEP=1                     keep the work directory after success
 #   ICECDC_INTEROP_CACHE=DIR                  where downloads are kept (default ~/.cache/icecdc-interop)
+#   bash -c '. interop/run.sh && hive_run'    only the hive part (10; so are the other parts' functions)
 #
 # It installs what it needs (PyPI, Maven Central, apt) into a cache that
 # survives runs and clones (default ~/.cache/icecdc-interop), then:
@@ -54,12 +55,19 @@
 #      restart; kcat (read_committed) must read every event of `icecdc
 #      changes` exactly once, in order; it prints the takeover times
 #      (interop/cluster_e2e.py). It runs while Spark writes its tables.
+#  10. hive: Hive's standalone metastore 3.1.3 on embedded Derby (Maven
+#      Central jars, interop/maven/hive; schema loaded with Derby's ij) on
+#      loopback; `go test ./cmd/icecdc -run '^TestHiveMetastore$'` writes
+#      the bookshop story through iceberg-go's hive catalog and reads it
+#      with `icecdc changes` and `icecdc run` (retention hold included). In
+#      the background from the end of install-jars on. Alone:
+#        bash -c '. interop/run.sh && hive_run'
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
 set -uo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
 CACHE=${ICECDC_INTEROP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/icecdc-interop}
 START=$(date +%s)
@@ -161,6 +169,8 @@ stop_pid() {
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+  # the metastore, started in the background by the hive part
+  [ -s "$WORK/hive/metastore.pid" ] && stop_pid "$(cat "$WORK/hive/metastore.pid")"
   declare -F pg_stop >/dev/null && pg_stop
 }
 trap cleanup EXIT
@@ -237,6 +247,174 @@ launch_build() {
 build_icecdc() {
   [ -n "$BUILD_PID" ] || launch_build
   wait "$BUILD_PID"
+}
+
+# ---------------------------------------------------------------- Hive metastore
+# Hive's standalone metastore 3.1.3 on an embedded Derby database, from
+# Maven Central jars (interop/maven/hive), on loopback; the Go test
+# TestHiveMetastore (it skips without ICECDC_HIVE_URI) writes the bookshop
+# story through iceberg-go's hive catalog and reads it with `icecdc
+# changes` and `icecdc run`, and breaks the metastore. It needs no Spark:
+# launch_hive runs it in the background from the end of install-jars on,
+# and hive_metastore waits for it and reports. Above the sourced return,
+# so that it runs alone too:
+#   bash -c '. interop/run.sh && hive_run'
+HIVE_VERSION=3.1.3
+HIVE_PID= HIVE_T0=
+
+# hive_install: the jars (copied once per pom, like install_jars's), the
+# Derby schema script out of iceberg-hive-metastore's test jar (which then
+# leaves the class path), and an empty metastore database made from the
+# script with derbytools' ij, kept as a template (loading it takes ~10s;
+# each run copies it).
+hive_install() {
+  local dir=$CACHE/jars/hive stamp
+  stamp=$(sha256sum "$HERE/maven/hive/pom.xml" | cut -d' ' -f1) && [ -n "$stamp" ] || return 1
+  if [ "$(cat "$dir/.pom.sha256" 2>/dev/null)" != "$stamp" ]; then
+    rm -rf "$dir"
+    must hive mvn -B -q -f "$HERE/maven/hive/pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$dir/lib" || return 1
+    mkdir -p "$dir/schema"
+    mv "$dir"/lib/iceberg-hive-metastore-*-tests.jar "$dir/schema/" || return 1
+    must hive python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
+      "$(ls "$dir"/schema/iceberg-hive-metastore-*-tests.jar)" hive-schema-3.1.0.derby.sql "$dir/schema" || return 1
+    (
+      cd "$dir/schema" || exit 1
+      java -Dderby.stream.error.file="$dir/schema/derby.log" \
+        -Dij.connection.hms="jdbc:derby:;databaseName=$dir/schema/metastore_db;create=true" \
+        -cp "$(ls "$dir"/lib/derby-[0-9]*.jar):$(ls "$dir"/lib/derbytools-[0-9]*.jar)" org.apache.derby.tools.ij hive-schema-3.1.0.derby.sql
+    ) >"$LOGS/hive-schema.log" 2>&1
+    # ij goes on past a failed statement and exits 0 anyway.
+    if [ ! -d "$dir/schema/metastore_db" ] || grep -q '^ERROR' "$LOGS/hive-schema.log"; then
+      echo "interop: command failed: java org.apache.derby.tools.ij hive-schema-3.1.0.derby.sql (log $LOGS/hive-schema.log)"
+      grep -m 10 -B2 '^ERROR' "$LOGS/hive-schema.log" | sed 's/^/    /'
+      rm -rf "$dir/schema/metastore_db"
+      return 1
+    fi
+    echo "$stamp" >"$dir/.pom.sha256"
+  fi
+  echo "hive: $(ls "$dir/lib" | wc -l) jars, $(du -sh "$dir/lib" | cut -f1); schema $(grep -c '^CREATE TABLE' "$dir/schema/hive-schema-3.1.0.derby.sql") tables (hive-schema-3.1.0.derby.sql)"
+}
+
+# hive_start: a fresh metastore on a free loopback port; sets HIVE_URI and
+# HIVE_PID. The JVM does not exit after a fatal startup error (it keeps
+# Derby's lock too), so a start that fails kills it by its pid.
+HIVE_URI=
+hive_start() {
+  local dir=$WORK/hive jars=$CACHE/jars/hive port i
+  port=$(free_port)
+  rm -rf "$dir"
+  mkdir -p "$dir/conf" "$dir/warehouse"
+  cp -r "$jars/schema/metastore_db" "$dir/" || return 1
+  # The two class names replace defaults the standalone jar lacks
+  # (hive-exec's PartitionExpressionForMetastore, repl.DumpDirCleanerTask).
+  cat >"$dir/conf/metastore-site.xml" <<XML
+<configuration>
+  <property><name>metastore.thrift.port</name><value>$port</value></property>
+  <property><name>metastore.thrift.bind.host</name><value>127.0.0.1</value></property>
+  <property><name>metastore.warehouse.dir</name><value>file://$dir/warehouse</value></property>
+  <property><name>javax.jdo.option.ConnectionURL</name><value>jdbc:derby:;databaseName=$dir/metastore_db</value></property>
+  <property><name>javax.jdo.option.ConnectionDriverName</name><value>org.apache.derby.jdbc.EmbeddedDriver</value></property>
+  <property><name>metastore.schema.verification</name><value>false</value></property>
+  <property><name>datanucleus.schema.autoCreateAll</name><value>true</value></property>
+  <property><name>metastore.event.db.notification.api.auth</name><value>false</value></property>
+  <property><name>metastore.metrics.enabled</name><value>false</value></property>
+  <property><name>metastore.expression.proxy</name><value>org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy</value></property>
+  <property><name>metastore.task.threads.always</name><value>org.apache.hadoop.hive.metastore.events.EventCleanerTask</value></property>
+</configuration>
+XML
+  cat >"$dir/conf/log4j2.properties" <<EOF2
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $LOGS/hive-metastore.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+logger.hms.name = org.apache.hadoop.hive.metastore
+logger.hms.level = info
+EOF2
+  (
+    cd "$dir" || exit 1
+    exec java -Xmx512m -XX:ActiveProcessorCount=1 -Dlog4j2.configurationFile="$dir/conf/log4j2.properties" \
+      -Dderby.stream.error.file="$dir/derby.log" -cp "$dir/conf:$jars/lib/*" org.apache.hadoop.hive.metastore.HiveMetaStore
+  ) >"$LOGS/hive-metastore-stdout.log" 2>&1 &
+  HIVE_PID=$!
+  echo "$HIVE_PID" >"$dir/metastore.pid"
+  for ((i = 0; i < 120 * 5; i++)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      HIVE_URI=thrift://127.0.0.1:$port
+      return 0
+    fi
+    if ! kill -0 "$HIVE_PID" 2>/dev/null || grep -q 'threw an exception' "$LOGS/hive-metastore.log" 2>/dev/null; then
+      break
+    fi
+    sleep 0.2
+  done
+  echo "interop: command failed: java -cp '$dir/conf:$jars/lib/*' org.apache.hadoop.hive.metastore.HiveMetaStore" \
+    "(port $port not open; log $LOGS/hive-metastore.log)"
+  grep -h -m 4 -E ' ERROR |Exception: ' "$LOGS/hive-metastore.log" "$LOGS/hive-metastore-stdout.log" 2>/dev/null | cut -c1-300 | sed 's/^/    /'
+  hive_stop
+  return 1
+}
+
+hive_stop() {
+  [ -n "$HIVE_PID" ] && stop_pid "$HIVE_PID"
+  HIVE_PID=
+  rm -f "$WORK/hive/metastore.pid"
+}
+
+# hive_run: the whole part; its times go to $WORK/hive-times for the
+# timing table.
+hive_run() {
+  if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+    if [ "${CI:-}" = true ]; then
+      echo "hive: FAILED: java and mvn are needed (Maven Central's metastore jars run on Java 17); the stage installs Maven (install-jars)"
+      return 1
+    fi
+    echo "hive: skipped: java or mvn is missing (apt-get install maven brings both); CI runs it"
+    return 3
+  fi
+  local t0 ti ts rc
+  t0=$(now)
+  hive_install || return 1
+  ti=$(elapsed "$t0") t0=$(now)
+  hive_start || return 1
+  ts=$(elapsed "$t0") t0=$(now)
+  (cd "$ROOT" && ICECDC_HIVE_URI=$HIVE_URI go test ./cmd/icecdc -run '^TestHiveMetastore$' -count=1 -v) >"$LOGS/hive-test.log" 2>&1
+  rc=$?
+  hive_stop
+  printf '%s %s %s\n' "$ti" "$ts" "$(elapsed "$t0")" >"$WORK/hive-times"
+  grep -E '^(--- |    --- |        --- |ok|FAIL)' "$LOGS/hive-test.log"
+  if [ $rc -eq 0 ] && grep -q -- '--- PASS: TestHiveMetastore ' "$LOGS/hive-test.log"; then
+    echo "hive: metastore $HIVE_VERSION (Derby) at $HIVE_URI; TestHiveMetastore passed (install ${ti}s, metastore start ${ts}s, test $(elapsed "$t0")s)"
+    return 0
+  fi
+  grep -B2 -A8 -- '--- FAIL\|--- SKIP' "$LOGS/hive-test.log" | tail -n 40 | sed 's/^/    /'
+  echo "hive: TestHiveMetastore did not pass against the metastore at $HIVE_URI (log $LOGS/hive-test.log, metastore log $LOGS/hive-metastore.log)"
+  return 1
+}
+
+launch_hive() {
+  HIVE_T0=$(now)
+  hive_run >"$LOGS/hive.out" 2>&1 &
+  HIVE_BG=$!
+  PIDS+=("$HIVE_BG")
+}
+
+hive_metastore() {
+  [ -n "${HIVE_BG:-}" ] || { echo "hive: the part was not started"; return 1; }
+  wait "$HIVE_BG"
+  local rc=$? ti ts tt
+  cat "$LOGS/hive.out"
+  if read -r ti ts tt <"$WORK/hive-times" 2>/dev/null; then
+    TIMES+=("$(printf '%-22s %6ss' "  hive install" "$ti")" "$(printf '%-22s %6ss' "  hive metastore start" "$ts")" \
+      "$(printf '%-22s %6ss' "  hive test" "$tt")")
+  fi
+  PART_SECS=$(elapsed "$HIVE_T0")
+  echo "hive: ran for ${PART_SECS}s in the background"
+  return $rc
 }
 
 # Sourced (interop/generate_testdata.sh): the helpers and install functions
@@ -871,6 +1049,7 @@ part install-python install_python
 PY_OK=$?
 part install-jars install_jars
 JARS_OK=$?
+launch_hive # needs only Maven (install-jars installs it) and Java
 if [ $JARS_OK -eq 0 ]; then
   launch_flink
   [ $? -eq 3 ] && SKIPPED+=(flink-upserts)
@@ -953,6 +1132,7 @@ if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
 fi
 
 part cloud-emulators cloud_emulators
+part hive hive_metastore
 
 [ -f "$WORK/cluster/rc" ] || [ -n "$CLUSTER_PID" ] && part cluster cluster_check
 if [ $KAFKA_PARTS -eq 1 ]; then

@@ -5,33 +5,61 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 )
 
 // CatalogTypes are the catalogs icecdc reads, each tested against a real
 // server or directory: rest, sql (SQLite, PostgreSQL, MySQL through
-// iceberg-go's sql catalog), glue (moto's Glue API) and hadoop (a
-// warehouse directory or bucket).
-var CatalogTypes = []string{"sql", "rest", "glue", "hadoop"}
-
-// ErrHiveUnsupported says why the hive catalog is refused.
-var ErrHiveUnsupported = errors.New(`"hive" is not supported yet: iceberg-go's Hive metastore catalog is not ` +
-	"linked, since it has not been tested against a real metastore; use rest, sql, glue or hadoop, " +
-	"or follow the table's metadata file")
+// iceberg-go's sql catalog), glue (moto's Glue API), hadoop (a warehouse
+// directory or bucket) and hive (a Hive 3.1 standalone metastore, in the
+// interop stage).
+var CatalogTypes = []string{"sql", "rest", "glue", "hadoop", "hive"}
 
 // CheckCatalogType refuses a catalog type icecdc does not read.
 func CheckCatalogType(typ string) error {
 	switch typ {
-	case "sql", "rest", "glue", "hadoop":
+	case "sql", "rest", "glue", "hadoop", "hive":
 		return nil
-	case "hive":
-		return ErrHiveUnsupported
 	}
 	return fmt.Errorf("%q: want %s", typ, strings.Join(CatalogTypes, ", "))
+}
+
+// CheckCatalogURI refuses a URI the catalog type cannot use. A hive
+// catalog needs the Thrift URI of one metastore, thrift://host[:port]
+// (port 9083 by default): iceberg-go's client takes no list of them, and
+// would read an http:// URI's host and port as a metastore's. The error
+// never quotes a URI that may hold a password.
+func CheckCatalogURI(typ, uri string) error {
+	if typ != "hive" {
+		return nil
+	}
+	if uri == "" {
+		return errors.New("required for catalog type hive: the metastore's thrift://host:port")
+	}
+	if strings.Contains(uri, ",") {
+		return errors.New("a list of metastores is not supported: give one thrift://host:port")
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return errors.New("not a URI: want thrift://host:port")
+	}
+	if u.Scheme != "thrift" || u.Hostname() == "" {
+		return fmt.Errorf("%s: want thrift://host:port (the metastore's Thrift address)", u.Redacted())
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%s: port %q: want 1 to 65535", u.Redacted(), p)
+		}
+	}
+	return nil
 }
 
 // catalogHandle is a table's catalog, opened on first use. A SQLite
@@ -40,16 +68,24 @@ func CheckCatalogType(typ string) error {
 // see another commit. So before each use the file at the path is compared
 // with the one that was opened: a replaced file is reopened, and a missing
 // one is an error (retried by a daemon), never a stale answer.
+//
+// A hive catalog is one Thrift connection to the metastore, which has no
+// timeouts and takes one call at a time: its calls are serialized and
+// bounded (see use), and one that fails closes the connection, so that the
+// next call reconnects (a restarted metastore never answers on the old
+// one).
 type catalogHandle struct {
 	mu     sync.Mutex // a retention hold may commit while the table reads (see Table.HoldLatest)
+	calls  sync.Mutex // hive: one call at a time on the connection
 	o      Options
 	path   string // the SQLite file; "" for other catalogs
+	hive   bool
 	cat    catalog.Catalog
 	opened os.FileInfo // the file at path when cat was opened
 }
 
 func newCatalogHandle(o Options) *catalogHandle {
-	return &catalogHandle{o: o, path: sqlitePath(o)}
+	return &catalogHandle{o: o, path: sqlitePath(o), hive: o.CatalogType == "hive"}
 }
 
 // get returns the open catalog, reopening it when its file was replaced.
@@ -84,6 +120,125 @@ func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
 	return c, nil
 }
 
+// use runs fn with the open catalog, which it returns (nil when it
+// could not be opened); for a hive catalog, alone, within hiveCallTimeout,
+// and closing the connection when fn fails (but for the metastore's answer
+// that there is no such table or database).
+func (h *catalogHandle) use(ctx context.Context, fn func(context.Context, catalog.Catalog) error) (catalog.Catalog, error) {
+	if !h.hive {
+		cat, err := h.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return cat, fn(ctx, cat)
+	}
+	h.calls.Lock()
+	defer h.calls.Unlock()
+	cat, err := h.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = hiveBounded(ctx, cat, fn)
+	if err != nil && !errors.Is(err, catalog.ErrNoSuchTable) && !errors.Is(err, catalog.ErrNoSuchNamespace) {
+		h.mu.Lock()
+		if h.cat == cat {
+			h.closeLocked()
+		}
+		h.mu.Unlock()
+	}
+	return cat, err
+}
+
+// hiveCallTimeout bounds a call to a Hive metastore whose context has no
+// earlier deadline, and hiveConnectTimeout the connection to it: the
+// Thrift client has neither, and a metastore that accepts a connection
+// but never answers would hold its caller for good.
+var (
+	hiveCallTimeout    = 2 * time.Minute
+	hiveConnectTimeout = 30 * time.Second
+)
+
+// noAnswerError is a metastore that did not answer in time.
+type noAnswerError struct {
+	what  string // "no answer" or "no connection"
+	after time.Duration
+}
+
+func (e *noAnswerError) Error() string { return fmt.Sprintf("%s within %s", e.what, e.after) }
+func (e *noAnswerError) Timeout() bool { return true }
+
+// hiveBounded runs fn on cat until it returns or ctx ends, at most
+// hiveCallTimeout. A call still running then is ended by closing cat (a
+// read blocked on its connection fails), and the error says which bound
+// passed. A call that goes on using the closed client panics (the client
+// is gone): that is recovered, and cat is not used again.
+func hiveBounded(ctx context.Context, cat catalog.Catalog, fn func(context.Context, catalog.Catalog) error) error {
+	limit := hiveCallTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
+		limit = max(time.Until(d), 0)
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("hive catalog: %v", r)
+			}
+		}()
+		done <- fn(cctx, cat)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-cctx.Done():
+	}
+	if c, ok := cat.(catalog.Closer); ok {
+		c.Close()
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err // the caller gave up: not the metastore's doing
+	}
+	return &noAnswerError{what: "no answer", after: limit.Round(time.Second)}
+}
+
+// loadHive opens a hive catalog, which connects to the metastore, within
+// hiveConnectTimeout; a connection made after that is closed.
+func loadHive(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, error) {
+	type opened struct {
+		cat catalog.Catalog
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		c, err := catalog.Load(ctx, name, props)
+		ch <- opened{c, err}
+	}()
+	t := time.NewTimer(hiveConnectTimeout)
+	defer t.Stop()
+	select {
+	case o := <-ch:
+		return o.cat, o.err
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	go func() {
+		if o := <-ch; o.cat != nil {
+			if c, ok := o.cat.(catalog.Closer); ok {
+				c.Close()
+			}
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, &noAnswerError{what: "no connection", after: hiveConnectTimeout}
+}
+
 // close releases the catalog's database handle, if it has one.
 func (h *catalogHandle) close() {
 	h.mu.Lock()
@@ -94,7 +249,7 @@ func (h *catalogHandle) close() {
 func (h *catalogHandle) closeLocked() {
 	if c, ok := h.cat.(catalog.Closer); ok {
 		if err := c.Close(); err != nil {
-			h.log().Warn("close sql catalog", "path", h.path, "err", err)
+			h.log().Warn("close catalog", "type", h.o.CatalogType, "path", h.path, "err", err)
 		}
 	}
 	h.cat, h.opened = nil, nil
@@ -149,11 +304,22 @@ func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
 		defer c.Close()
 	}
 	var out []string
-	for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
-		if err != nil {
-			return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, err))
+	list := func(ctx context.Context, cat catalog.Catalog) error {
+		for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
+			if err != nil {
+				return err
+			}
+			out = append(out, strings.Join(ident, "."))
 		}
-		out = append(out, strings.Join(ident, "."))
+		return nil
+	}
+	if o.CatalogType == "hive" {
+		err = hiveBounded(ctx, cat, list)
+	} else {
+		err = list(ctx, cat)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, err))
 	}
 	return out, nil
 }

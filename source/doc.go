@@ -33,8 +33,9 @@
 // table's own), and no count, size or offset from a manifest sizes an
 // allocation before it was checked against the file it describes.
 //
-// Tables are found through the catalogs of CatalogTypes (hive is refused)
-// or a metadata file, and read from local files, S3, GCS or Azure through
+// Tables are found through the catalogs of CatalogTypes (a hive catalog's
+// calls are serialized and bounded in time: catalog.go) or a metadata
+// file, and read from local files, S3, GCS or Azure through
 // iceberg-go's file IO. Object-store errors name the object and the store
 // and what to change, in one line (storeerr.go); S3 requests are retried a
 // bounded number of times; no error shows a credential.

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	_ "github.com/apache/iceberg-go/catalog/glue"   // registers the glue catalog
 	_ "github.com/apache/iceberg-go/catalog/hadoop" // registers the hadoop catalog
+	_ "github.com/apache/iceberg-go/catalog/hive"   // registers the hive catalog
 	_ "github.com/apache/iceberg-go/catalog/rest"   // registers the rest catalog
 	_ "github.com/apache/iceberg-go/catalog/sql"    // registers the sql catalog
 	iceio "github.com/apache/iceberg-go/io"
@@ -29,7 +30,7 @@ type Options struct {
 	MetadataPath string
 
 	CatalogName string // the catalog's own name (sql: catalog_name column)
-	CatalogType string // sql | rest | glue | hadoop (CatalogTypes)
+	CatalogType string // sql | rest | glue | hadoop | hive (CatalogTypes)
 	CatalogURI  string
 	Warehouse   string
 	Props       map[string]string // passed through to iceberg-go
@@ -90,6 +91,9 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 	if o.Warehouse != "" {
 		props["warehouse"] = o.Warehouse
 	}
+	if err := CheckCatalogURI(typ, props["uri"]); err != nil {
+		return nil, fmt.Errorf("open %s catalog: uri %w", typ, err)
+	}
 	if typ == "sql" {
 		if _, ok := props["sql.driver"]; !ok {
 			props["sql.driver"] = sqliteshim.ShimName
@@ -123,7 +127,13 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 			return nil, fmt.Errorf("open glue catalog %q: no region: set glue.region (catalog property), AWS_REGION, or a region in the AWS profile", name)
 		}
 	}
-	cat, err := catalog.Load(ctx, name, props)
+	var cat catalog.Catalog
+	var err error
+	if typ == "hive" {
+		cat, err = loadHive(ctx, name, props)
+	} else {
+		cat, err = catalog.Load(ctx, name, props)
+	}
 	if err != nil {
 		var se *storeError
 		if err = newStore(o).explainCatalog(o, err); errors.As(err, &se) {
@@ -203,10 +213,6 @@ func New(o Options) (*Table, error) {
 	h := newCatalogHandle(o)
 	st := newStore(o)
 	load := func(ctx context.Context) (*table.Table, error) {
-		cat, err := h.get(ctx)
-		if err != nil {
-			return nil, err
-		}
 		// The catalog reads the metadata file itself: with the store's S3
 		// configuration when the warehouse says the tables are on S3.
 		lctx, err := st.context(ctx, o.Warehouse)
@@ -218,8 +224,24 @@ func New(o Options) (*Table, error) {
 		// refused connection until its context ends.
 		lctx, cancel := context.WithTimeout(lctx, loadTableTimeout)
 		defer cancel()
-		tbl, err := cat.LoadTable(lctx, ident)
-		if err != nil {
+		var tbl *table.Table
+		cat, err := h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
+			tbl, err = c.LoadTable(ctx, ident)
+			if h.hive && errors.Is(err, catalog.ErrNoSuchTable) {
+				// The metastore's answer is the same for a missing database.
+				if ok, nerr := c.CheckNamespaceExists(ctx, catalog.NamespaceFromIdent(ident)); nerr == nil && !ok {
+					err = fmt.Errorf("%w: %w", catalog.ErrNoSuchNamespace, err)
+				}
+			}
+			return err
+		})
+		switch {
+		case err != nil && cat == nil && h.hive:
+			// A hive catalog connects as it opens: that is the load failing.
+			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
+		case err != nil && cat == nil:
+			return nil, err
+		case err != nil:
 			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
 		}
 		st.loaded(tbl)
@@ -227,15 +249,17 @@ func New(o Options) (*Table, error) {
 	}
 	t := newTable(o, load, h.close)
 	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
-		cat, err := h.get(ctx)
-		if err != nil {
-			return err
-		}
 		lctx, err := st.context(ctx, o.Warehouse)
 		if err != nil {
 			return err
 		}
-		_, _, err = cat.CommitTable(lctx, ident, reqs, updates)
+		_, err = h.use(lctx, func(ctx context.Context, c catalog.Catalog) error {
+			_, _, err := c.CommitTable(ctx, ident, reqs, updates)
+			return err
+		})
+		if err != nil && h.hive {
+			err = st.explainCatalog(o, err) // names the metastore
+		}
 		return err
 	}
 	return t, nil

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/apache/iceberg-go/catalog/hive"
 	iceio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/azure" // registers abfs, abfss, wasb, wasbs
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
@@ -81,6 +83,31 @@ func CheckProps(props map[string]string) error {
 			if _, err := parseSeconds(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %q: want seconds (60) or a duration (1m)", k, v))
 			}
+		}
+	}
+	// The hive catalog's lock settings, which iceberg-go ignores when it
+	// cannot read them.
+	ms := map[string]int{}
+	for _, k := range []string{hive.LockCheckMinWaitMs, hive.LockCheckMaxWaitMs, hive.LockCheckRetries} {
+		if v, ok := props[k]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				unit := " of milliseconds"
+				if k == hive.LockCheckRetries {
+					unit = ""
+				}
+				errs = append(errs, fmt.Errorf("%s: %q: want a positive whole number%s", k, v, unit))
+				continue
+			}
+			ms[k] = n
+		}
+	}
+	if lo, hi := ms[hive.LockCheckMinWaitMs], ms[hive.LockCheckMaxWaitMs]; lo > 0 || hi > 0 {
+		lo = cmp.Or(lo, int(hive.DefaultLockCheckMinWaitTime.Milliseconds()))
+		hi = cmp.Or(hi, int(hive.DefaultLockCheckMaxWaitTime.Milliseconds()))
+		if lo >= hi {
+			errs = append(errs, fmt.Errorf("%s (%d) must be less than %s (%d, default %d)", hive.LockCheckMinWaitMs, lo,
+				hive.LockCheckMaxWaitMs, hi, hive.DefaultLockCheckMaxWaitTime.Milliseconds()))
 		}
 	}
 	return errors.Join(errs...)

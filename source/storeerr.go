@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
@@ -80,10 +81,17 @@ func (s *store) explainLoad(ctx context.Context, o Options, err error) error {
 // explainCatalog explains an error of a rest or glue catalog's client
 // that the store's words fit (connection, timeout, credentials, region,
 // the service failing) as "glue catalog at ENDPOINT: …"; other errors are
-// the catalog's own, without secrets.
+// the catalog's own, without secrets. Every error of a hive catalog names
+// the metastore (explainHive).
 func (s *store) explainCatalog(o Options, err error) error {
 	var se *storeError
-	if errors.As(err, &se) || (o.CatalogType != "glue" && o.CatalogType != "rest") {
+	if errors.As(err, &se) {
+		return s.secrets.hideErr(err)
+	}
+	if o.CatalogType == "hive" {
+		return s.explainHive(o, err)
+	}
+	if o.CatalogType != "glue" && o.CatalogType != "rest" {
 		return s.secrets.hideErr(err)
 	}
 	r, ok := reason(err, o.CatalogType)
@@ -106,6 +114,51 @@ func (s *store) explainCatalog(o Options, err error) error {
 			ep = u.Redacted()
 		}
 		where += " at " + ep
+	}
+	return &storeError{store: where, reason: r, err: err, secrets: s.secrets}
+}
+
+// invalidMethod is Thrift's answer to a call the server does not know.
+var invalidMethod = regexp.MustCompile(`Invalid method name: '([^']*)'`)
+
+// explainHive explains an error of a hive catalog as "hive metastore at
+// thrift://HOST:PORT: …", but for an error of a local file (the metadata
+// file, which the error names). Two answers get words of their own: a
+// metastore that does not know get_table (Hive 4.0.1 and later removed
+// it) and a connection the metastore drops (which it does to a client
+// without the SASL or framing it requires).
+func (s *store) explainHive(o Options, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !isObjectStore(pe.Path) {
+		return s.secrets.hideErr(err)
+	}
+	where := "hive metastore"
+	uri := o.CatalogURI
+	if uri == "" {
+		uri = s.props["uri"]
+	}
+	if u, perr := url.Parse(uri); perr == nil && uri != "" {
+		where += " at " + u.Redacted()
+	}
+	var r string
+	var na *noAnswerError
+	switch m := invalidMethod.FindStringSubmatch(err.Error()); {
+	case m != nil:
+		r = fmt.Sprintf("the metastore does not know the Thrift call %s that iceberg-go's Hive client makes: "+
+			"Hive metastore 4.0.1 and later removed get_table; use a Hive 3.x metastore", m[1])
+	case errors.Is(err, catalog.ErrNoSuchNamespace):
+		r = "no such database"
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		r = "no such table"
+	case errors.As(err, &na):
+		r = na.Error()
+	default:
+		var ok bool
+		if r, ok = reason(err, "hive"); !ok {
+			r = tidy(err.Error())
+		} else if strings.HasPrefix(r, "the connection was dropped") {
+			r += " (if it always is: icecdc's Hive client speaks plain binary Thrift, without SASL, Kerberos or framing)"
+		}
 	}
 	return &storeError{store: where, reason: r, err: err, secrets: s.secrets}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -26,7 +27,7 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	fl.StringVar(&o.MetadataPath, "metadata", "", "load the table from this metadata.json file")
 	fl.StringVar(&o.CatalogType, "catalog-type", "sql", "catalog type: "+strings.Join(source.CatalogTypes, " | "))
 	fl.StringVar(&o.CatalogName, "catalog-name", "local", "the catalog's own name")
-	fl.StringVar(&o.CatalogURI, "catalog-uri", "", "catalog URI (sql: file:PATH of the SQLite file)")
+	fl.StringVar(&o.CatalogURI, "catalog-uri", "", "catalog URI (sql: file:PATH of the SQLite file; hive: thrift://HOST:PORT of the metastore)")
 	fl.StringVar(&o.Warehouse, "warehouse", "", "warehouse location")
 	fl.StringVar(&o.Table, "table", "", "table as NAMESPACE.NAME (with --metadata: the name events carry; default from the table location, <namespace>.db/<name>)")
 	fl.StringVar(&o.Branch, "branch", "main", "branch to follow")
@@ -93,6 +94,9 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	if o.MetadataPath == "" {
 		if err := source.CheckCatalogType(o.CatalogType); err != nil {
 			return fmt.Errorf("changes: --catalog-type %w", err)
+		}
+		if err := source.CheckCatalogURI(o.CatalogType, cmp.Or(o.CatalogURI, props["uri"])); err != nil {
+			return fmt.Errorf("changes: --catalog-uri %w", err)
 		}
 	}
 	if err := source.CheckProps(props); err != nil {

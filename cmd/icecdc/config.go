@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -252,6 +253,8 @@ func (c *Config) validate() error {
 	}
 	if err := source.CheckCatalogType(c.Catalog.Type); err != nil {
 		bad("catalog.type", "%v", err)
+	} else if err := source.CheckCatalogURI(c.Catalog.Type, cmp.Or(c.Catalog.URI, c.Catalog.Properties["uri"])); err != nil {
+		bad("catalog.uri", "%v", err)
 	}
 	if err := source.CheckProps(c.Catalog.Properties); err != nil {
 		bad("catalog.properties", "%v", err)

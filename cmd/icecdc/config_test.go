@@ -167,28 +167,49 @@ func TestConfigSinkRequired(t *testing.T) {
 }
 
 // TestConfigCatalogs accepts every linked and tested catalog and refuses
-// hive, which is not, at load time with the reason; object-store
-// properties icecdc would misread are refused naming them.
+// others at load time, naming the ones there are; a hive catalog needs the
+// thrift:// URI of one metastore, and its lock settings must be numbers
+// iceberg-go reads; object-store properties icecdc would misread are
+// refused naming them.
 func TestConfigCatalogs(t *testing.T) {
 	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
-	for _, typ := range []string{"sql", "rest", "glue", "hadoop"} {
-		if _, err := parseConfig([]byte(strings.Replace(goodConfig, "type: sql", "type: "+typ, 1)), secret); err != nil {
-			t.Errorf("catalog.type %s: %v", typ, err)
+	const section = "catalog:\n  name: local\n  type: sql\n  uri: file:/var/lib/icecdc/catalog.db\n" +
+		"  warehouse: file:///var/lib/icecdc/warehouse\n  properties: {}\n"
+	if !strings.Contains(goodConfig, section) {
+		t.Fatal("goodConfig's catalog section changed")
+	}
+	withCatalog := func(cat string) []byte { return []byte(strings.Replace(goodConfig, section, "catalog: "+cat+"\n", 1)) }
+	for _, cat := range []string{
+		"{type: sql, uri: 'file:/c.db'}", "{type: rest, uri: 'http://rest:8181'}", "{type: glue}", "{type: hadoop, warehouse: 'file:///wh'}",
+		"{type: hive, uri: 'thrift://metastore.internal:9083', warehouse: 'file:///wh'}",
+		"{type: hive, uri: 'thrift://metastore.internal'}",
+		"{type: hive, properties: {uri: 'thrift://10.0.0.7:9083', iceberg.hive.lock-check-min-wait-ms: '100', iceberg.hive.lock-check-max-wait-ms: '2000', lock-check-retries: '8'}}",
+	} {
+		if _, err := parseConfig(withCatalog(cat), secret); err != nil {
+			t.Errorf("catalog %s: %v", cat, err)
 		}
 	}
-	tests := []struct{ edit, want string }{
-		{"type: hive", `config: catalog.type: "hive" is not supported yet: iceberg-go's Hive metastore catalog is not linked, since it has not been tested against a real metastore`},
-		{"properties: {s3.path-style-access: yes please}", `config: catalog.properties: s3.path-style-access: "yes please": want true or false`},
-		{"properties: {s3.request-timeout: soon}", `config: catalog.properties: s3.request-timeout: "soon": want seconds (60) or a duration (1m)`},
+	tests := []struct{ cat, want string }{
+		{"{type: nessie, uri: 'http://nessie:19120'}", `config: catalog.type: "nessie": want sql, rest, glue, hadoop, hive`},
+		{"{type: hive}", `config: catalog.uri: required for catalog type hive: the metastore's thrift://host:port`},
+		{"{type: hive, uri: 'file:/c.db'}", `config: catalog.uri: file:/c.db: want thrift://host:port (the metastore's Thrift address)`},
+		{"{type: hive, uri: 'thrift://a:9083,thrift://b:9083'}", `config: catalog.uri: a list of metastores is not supported: give one thrift://host:port`},
+		{"{type: hive, uri: 'thrift://icecdc:Pw-9Kq3@hms:90830'}", `config: catalog.uri: thrift://icecdc:xxxxx@hms:90830: port "90830": want 1 to 65535`},
+		{"{properties: {s3.path-style-access: yes please}}", `config: catalog.properties: s3.path-style-access: "yes please": want true or false`},
+		{"{properties: {s3.request-timeout: soon}}", `config: catalog.properties: s3.request-timeout: "soon": want seconds (60) or a duration (1m)`},
+		{"{type: hive, uri: 'thrift://hms:9083', properties: {iceberg.hive.lock-check-max-wait-ms: 5s}}",
+			`config: catalog.properties: iceberg.hive.lock-check-max-wait-ms: "5s": want a positive whole number of milliseconds`},
+		{"{type: hive, uri: 'thrift://hms:9083', properties: {lock-check-retries: '0'}}", `config: catalog.properties: lock-check-retries: "0": want a positive whole number`},
+		{"{type: hive, uri: 'thrift://hms:9083', properties: {iceberg.hive.lock-check-min-wait-ms: '6000'}}",
+			`config: catalog.properties: iceberg.hive.lock-check-min-wait-ms (6000) must be less than iceberg.hive.lock-check-max-wait-ms (5000, default 5000)`},
 	}
 	for _, tc := range tests {
-		old := "type: sql"
-		if strings.HasPrefix(tc.edit, "properties") {
-			old = "properties: {}"
-		}
-		_, err := parseConfig([]byte(strings.Replace(goodConfig, old, tc.edit, 1)), secret)
+		_, err := parseConfig(withCatalog(tc.cat), secret)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: got %v, want %q", tc.edit, err, tc.want)
+			t.Errorf("catalog %s: got %v, want %q", tc.cat, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "Pw-9Kq3") {
+			t.Errorf("catalog %s: the error shows the URI's password: %v", tc.cat, err)
 		}
 	}
 	good := strings.Replace(goodConfig, "properties: {}", "properties: {s3.path-style-access: 'false', s3.request-timeout: '30', s3.connect-timeout: 5s}", 1)
@@ -197,10 +218,19 @@ func TestConfigCatalogs(t *testing.T) {
 	}
 }
 
-// TestChangesRefusesHive refuses --catalog-type hive before opening anything.
-func TestChangesRefusesHive(t *testing.T) {
-	failsWith(t, []string{"--catalog-type", "hive", "--catalog-uri", "thrift://localhost:9083", "--table", "shop.orders"},
-		`changes: --catalog-type "hive" is not supported yet`, "use rest, sql, glue or hadoop")
+// TestChangesCatalogChecks: a catalog type icecdc does not read, and a hive
+// catalog without a usable metastore URI, are refused before anything is
+// opened, in one line that never shows the URI's password.
+func TestChangesCatalogChecks(t *testing.T) {
+	failsWith(t, []string{"--catalog-type", "nessie", "--catalog-uri", "http://localhost:19120", "--table", "shop.orders"},
+		`changes: --catalog-type "nessie": want sql, rest, glue, hadoop, hive`)
+	failsWith(t, []string{"--catalog-type", "hive", "--table", "shop.orders"},
+		"changes: --catalog-uri required for catalog type hive: the metastore's thrift://host:port")
+	out, errOut, code := runCmd("changes", "--catalog-type", "hive", "--catalog-uri", "http://icecdc:Pw-9Kq3@localhost:9083", "--table", "shop.orders")
+	checkOneLineError(t, code, errOut, "changes: --catalog-uri http://icecdc:xxxxx@localhost:9083: want thrift://host:port")
+	if out != "" || strings.Contains(errOut, "Pw-9Kq3") {
+		t.Fatalf("stdout %q, stderr %q", out, errOut)
+	}
 }
 
 func TestConfigIOConcurrency(t *testing.T) {
