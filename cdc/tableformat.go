@@ -28,7 +28,10 @@ type TableFormat struct {
 
 // NewTableFormat returns a TableFormat writing to w.
 func NewTableFormat(w io.Writer) *TableFormat {
-	return &TableFormat{w: w, MaxWidth: 120, widths: [4]int{3, 8, 2, 3}}
+	// Snapshot ids are random positive longs, most of 19 digits: the
+	// column starts that wide so that a shorter first id does not
+	// misalign the lines after it.
+	return &TableFormat{w: w, MaxWidth: 120, widths: [4]int{3, 19, 2, 3}}
 }
 
 // Write prints the events evs of c.
