@@ -313,7 +313,7 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 		n := int(x.emit.GetCardinality())
 		if idx+n > from {
 			err := p.emit(ctx, x.g.m, x.g.lay, x.g.pos, x.g.fi, x.emit, idx, from, func(fr fileRow) (cdc.Event, error) {
-				return cdc.Event{Op: cdc.OpDelete, RowID: fr.rowID, LUSN: fr.lusn, Before: fr.row}, nil
+				return cdc.Event{Op: cdc.OpDelete, RowID: fr.rowID, LUSN: fr.lusn, Before: fr.row, BeforeArrow: fr.img, BeforePos: fr.at}, nil
 			}, yield)
 			if err != nil {
 				return err
@@ -340,7 +340,7 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 			if idx+n > from {
 				err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.upd, idx, from, func(fr fileRow) (cdc.Event, error) {
 					before, err := p.before(store, fr.rowID)
-					return cdc.Event{Op: cdc.OpUpdate, RowID: fr.rowID, LUSN: fr.lusn, Before: before, After: fr.row}, err
+					return cdc.Event{Op: cdc.OpUpdate, RowID: fr.rowID, LUSN: fr.lusn, Before: before, After: fr.row, AfterArrow: fr.img, AfterPos: fr.at}, err
 				}, yield)
 				if err != nil {
 					return err
@@ -356,7 +356,7 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 		n := int(x.ins.GetCardinality())
 		if idx+n > from {
 			err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.ins, idx, from, func(fr fileRow) (cdc.Event, error) {
-				return cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row}, nil
+				return cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, AfterArrow: fr.img, AfterPos: fr.at}, nil
 			}, yield)
 			if err != nil {
 				return err
@@ -373,7 +373,7 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 func (p *streamPlan) emit(ctx context.Context, m dataFileMeta, lay layout, positions *roaring64.Bitmap, fi int, want *roaring64.Bitmap,
 	idx, from int, event func(fileRow) (cdc.Event, error), yield func([]cdc.Event) error) error {
 	next, seen := idx, idx
-	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, each: func(rows []fileRow) error {
+	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, arrow: true, each: func(rows []fileRow) error {
 		if len(rows) == 0 {
 			return nil
 		}
