@@ -128,16 +128,27 @@ func (t *jsonType) appendArrow(dst []byte, arr arrow.Array, i int) (_ []byte, ok
 	if arr.IsNull(i) {
 		return append(dst, "null"...), true
 	}
-	if ext, isExt := arr.(array.ExtensionArray); isExt {
-		if u, isUUID := arr.(*extensions.UUIDArray); isUUID {
-			b := u.Storage().(*array.FixedSizeBinary).Value(i)
-			if t.kind != kindUUID || len(b) != 16 {
-				return dst, false
-			}
-			return appendUUID(dst, UUID(b)), true
-		}
-		arr = ext.Storage()
+	if out, ok := t.appendArrowValue(dst, arr, i); ok {
+		return out, true
 	}
+	// Extension arrays are looked at only here, off the common path (an
+	// interface assertion per value is not free).
+	if u, isUUID := arr.(*extensions.UUIDArray); isUUID {
+		b := u.Storage().(*array.FixedSizeBinary).Value(i)
+		if t.kind != kindUUID || len(b) != 16 {
+			return dst, false
+		}
+		return appendUUID(dst, UUID(b)), true
+	}
+	if ext, isExt := arr.(array.ExtensionArray); isExt {
+		return t.appendArrowValue(dst, ext.Storage(), i)
+	}
+	return dst, false
+}
+
+// appendArrowValue is appendArrow for a non-null value of an array that is
+// not an extension array.
+func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byte, ok bool) {
 	switch t.kind {
 	case kindBool:
 		if a, ok := arr.(*array.Boolean); ok {
@@ -365,12 +376,21 @@ func appendConnectArrow(dst []byte, t *jsonType, arr arrow.Array, i int, o *Conn
 		}
 		return append(dst, "null"...), true
 	}
-	if ext, isExt := arr.(array.ExtensionArray); isExt {
-		if _, isUUID := arr.(*extensions.UUIDArray); isUUID {
-			return t.appendArrow(dst, arr, i) // as debezium-json writes it
-		}
-		arr = ext.Storage()
+	if out, ok := appendConnectArrowValue(dst, t, arr, i, o); ok {
+		return out, true
 	}
+	if _, isUUID := arr.(*extensions.UUIDArray); isUUID {
+		return t.appendArrow(dst, arr, i) // as debezium-json writes it
+	}
+	if ext, isExt := arr.(array.ExtensionArray); isExt {
+		return appendConnectArrowValue(dst, t, ext.Storage(), i, o)
+	}
+	return dst, false
+}
+
+// appendConnectArrowValue is appendConnectArrow for a non-null value of
+// an array that is not an extension array.
+func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o *ConnectOptions) (_ []byte, ok bool) {
 	switch t.kind {
 	case kindDecimal:
 		var scratch [24]byte
@@ -528,7 +548,7 @@ func appendConnectArrow(dst []byte, t *jsonType, arr arrow.Array, i int, o *Conn
 	}
 	// Booleans, numbers, strings, uuids, bytes, timestamps with a zone:
 	// the same as debezium-json.
-	return t.appendArrow(dst, arr, i)
+	return t.appendArrowValue(dst, arr, i)
 }
 
 // int64Bytes appends the big-endian two's-complement bytes of v, as short

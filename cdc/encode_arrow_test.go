@@ -184,3 +184,47 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 		t.Errorf("%d cases fit, %d values failed to convert: the cases miss one side", fits, fallbacks)
 	}
 }
+
+// benchArrowCommit is benchCommit with the rows held as Arrow columns.
+func benchArrowCommit(n int) *Commit {
+	c := benchCommit(n)
+	ids := array.NewInt64Builder(memory.DefaultAllocator)
+	cust := array.NewStringBuilder(memory.DefaultAllocator)
+	status := array.NewStringBuilder(memory.DefaultAllocator)
+	amount := array.NewFloat64Builder(memory.DefaultAllocator)
+	for i := range n {
+		r := benchRow(i)
+		ids.Append(r[0].(int64))
+		cust.Append(r[1].(string))
+		status.Append(r[2].(string))
+		amount.Append(r[3].(float64))
+	}
+	img := NewArrowRows(benchSchema, []arrow.Array{ids.NewArray(), cust.NewArray(), status.NewArray(), amount.NewArray()})
+	for i := range c.Events {
+		c.Events[i].After, c.Events[i].AfterArrow, c.Events[i].AfterPos = nil, img, i
+	}
+	return c
+}
+
+// BenchmarkEncodeImage compares the encoding of an insert from a Row
+// (which the source boxed value by value) and from Arrow columns.
+func BenchmarkEncodeImage(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		c    *Commit
+	}{{"row", benchCommit(4096)}, {"arrow", benchArrowCommit(4096)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+			buf := make([]byte, 0, 4096)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				var err error
+				if buf, err = f.AppendValue(buf[:0], tc.c, &tc.c.Events[i%len(tc.c.Events)], 1_717_331_701_234); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
