@@ -160,16 +160,13 @@ func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
 // images returns the event's before and after images ready to encode with
 // sc; as Rows when rows is set (changed_fields compares an update's).
 func (e *Event) images(sc *iceberg.Schema, rows bool) (before, after image, err error) {
-	if before, err = e.beforeImage().forSchema(sc); err != nil {
-		return before, after, fmt.Errorf("before: %w", err)
-	}
-	if after, err = e.afterImage().forSchema(sc); err != nil {
-		return before, after, fmt.Errorf("after: %w", err)
-	}
-	if rows {
+	before, after = e.beforeImage(), e.afterImage()
+	if before.arrow != nil && (rows || before.arrow.Schema != sc) {
 		if before, err = before.materialized(); err != nil {
 			return before, after, fmt.Errorf("before: %w", err)
 		}
+	}
+	if after.arrow != nil && (rows || after.arrow.Schema != sc) {
 		if after, err = after.materialized(); err != nil {
 			return before, after, fmt.Errorf("after: %w", err)
 		}

@@ -39,14 +39,27 @@ func (t *jsonType) appendArrowStruct(dst []byte, img *ArrowRows, i int) ([]byte,
 	for k := range t.fields {
 		f := &t.fields[k]
 		dst = append(dst, f.prefix...)
-		col := img.Cols[k]
-		if col == nil {
+		col, cv := img.Cols[k], &img.views[k]
+		if col == nil || cv.null(i) {
 			dst = append(dst, "null"...)
+			continue
+		}
+		// The commonest columns first, without a call through the
+		// interface; then any type.
+		switch {
+		case cv.i64 != nil && f.typ.kind == kindLong:
+			dst = strconv.AppendInt(dst, cv.i64[i], 10)
+			continue
+		case cv.f64 != nil && f.typ.kind == kindDouble:
+			dst = appendJSONFloat(dst, cv.f64[i], 64)
+			continue
+		case cv.str != nil && f.typ.kind == kindString:
+			dst = appendJSONString(dst, cv.str.Value(i))
 			continue
 		}
 		start := len(dst)
 		var ok bool
-		if dst, ok = f.typ.appendArrow(dst, col, i); ok {
+		if dst, ok = f.typ.appendArrowNonNull(dst, col, i); ok {
 			continue
 		}
 		v, err := ArrowValue(col, i, img.fields[k].Type)
@@ -128,6 +141,11 @@ func (t *jsonType) appendArrow(dst []byte, arr arrow.Array, i int) (_ []byte, ok
 	if arr.IsNull(i) {
 		return append(dst, "null"...), true
 	}
+	return t.appendArrowNonNull(dst, arr, i)
+}
+
+// appendArrowNonNull is appendArrow for a value that is not null.
+func (t *jsonType) appendArrowNonNull(dst []byte, arr arrow.Array, i int) (_ []byte, ok bool) {
 	if out, ok := t.appendArrowValue(dst, arr, i); ok {
 		return out, true
 	}
