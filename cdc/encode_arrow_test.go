@@ -149,6 +149,7 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 							{Op: OpCreate, RowID: int64(i), AfterArrow: img, AfterPos: i},
 							{Op: OpDelete, RowID: int64(i), BeforeArrow: img, BeforePos: i},
 							{Op: OpSnapshot, RowID: int64(i), AfterArrow: img, AfterPos: i},
+							{Op: OpUpdate, RowID: int64(i), BeforeArrow: img, BeforePos: (i + 1) % arr.Len(), AfterArrow: img, AfterPos: i},
 						} {
 							rows := e
 							if err := rows.MaterializeRows(); err != nil {

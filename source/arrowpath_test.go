@@ -141,14 +141,18 @@ func TestArrowPathAllTypes(t *testing.T) {
 				if err := replay.CheckArrowPaths(c); err != nil {
 					t.Fatalf("snapshot %d: %v", si.SequenceNumber, err)
 				}
-				arrow := 0
+				arrow, updates := 0, 0
 				for _, e := range c.Events {
 					ops += e.Op.String()
 					if e.AfterArrow != nil || e.BeforeArrow != nil {
 						arrow++
 					}
+					if e.Op == cdc.OpUpdate {
+						updates++
+					}
 				}
-				if arrow == 0 {
+				// (An update's after image is read as a Row.)
+				if arrow == 0 && updates < len(c.Events) {
 					t.Errorf("snapshot %d (%s): no event holds an Arrow image", si.SequenceNumber, si.Operation)
 				}
 				ops += " "
