@@ -55,18 +55,17 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 		return dst, errNoSchema
 	}
 	row := &jsonSchemaFor(c.Table.Schema).row
-	var err error
+	before, after, err := e.images(c.Table.Schema, e.Op == OpUpdate)
+	if err != nil {
+		return dst, err
+	}
 
 	dst = append(dst, `{"before":`...)
-	if e.Before == nil {
-		dst = append(dst, "null"...)
-	} else if dst, err = row.appendStruct(dst, e.Before); err != nil {
+	if dst, err = row.appendImage(dst, before); err != nil {
 		return dst, fmt.Errorf("before: %w", err)
 	}
 	dst = append(dst, `,"after":`...)
-	if e.After == nil {
-		dst = append(dst, "null"...)
-	} else if dst, err = row.appendStruct(dst, e.After); err != nil {
+	if dst, err = row.appendImage(dst, after); err != nil {
 		return dst, fmt.Errorf("after: %w", err)
 	}
 	dst = append(dst, `,"op":"`...)
@@ -75,7 +74,7 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 		// Which fields the update changed, so that a consumer interested
 		// in a few columns need not compare the images itself.
 		dst = append(dst, `,"changed_fields":[`...)
-		for i, p := range ChangedFields(c.Table.Schema, e.Before, e.After) {
+		for i, p := range ChangedFields(c.Table.Schema, before.row, after.row) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -138,18 +137,41 @@ func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
 	if c.Table.Schema == nil {
 		return dst, errNoSchema
 	}
-	row := e.After
-	if e.Op == OpDelete {
-		row = e.Before
-	}
-	if row == nil {
-		return dst, fmt.Errorf("no row image for op %s", e.Op)
-	}
-	key, err := jsonSchemaFor(c.Table.Schema).key(c.Table.Schema, c.Table.KeyFields)
+	im, err := e.keyImage(c.Table.Schema)
 	if err != nil {
 		return dst, err
 	}
-	return key.append(dst, row)
+	s := jsonSchemaFor(c.Table.Schema)
+	key, err := s.key(c.Table.Schema, c.Table.KeyFields)
+	if err != nil {
+		return dst, err
+	}
+	if im.arrow != nil {
+		if out, ok := key.appendArrow(dst, &s.row, im.arrow, im.pos); ok {
+			return out, nil
+		}
+		if im, err = im.materialized(); err != nil {
+			return dst, err
+		}
+	}
+	return key.append(dst, im.row)
+}
+
+// images returns the event's before and after images ready to encode with
+// sc; as Rows when rows is set (changed_fields compares an update's).
+func (e *Event) images(sc *iceberg.Schema, rows bool) (before, after image, err error) {
+	before, after = e.beforeImage(), e.afterImage()
+	if before.arrow != nil && (rows || before.arrow.Schema != sc) {
+		if before, err = before.materialized(); err != nil {
+			return before, after, fmt.Errorf("before: %w", err)
+		}
+	}
+	if after.arrow != nil && (rows || after.arrow.Schema != sc) {
+		if after, err = after.materialized(); err != nil {
+			return before, after, fmt.Errorf("after: %w", err)
+		}
+	}
+	return before, after, nil
 }
 
 var errNoSchema = errors.New("no schema")

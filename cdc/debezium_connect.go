@@ -172,13 +172,19 @@ func (f *DebeziumConnectJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte
 		dst = strconv.AppendInt(dst, e.RowID, 10)
 		return append(dst, "}}"...), nil
 	}
-	row := e.After
-	if e.Op == OpDelete {
-		row = e.Before
+	im, err := e.keyImage(c.Table.Schema)
+	if err != nil {
+		return dst, err
 	}
-	if row == nil {
-		return dst, fmt.Errorf("no row image for op %s", e.Op)
+	if im.arrow != nil {
+		if out, ok := ct.key.appendConnectArrow(dst, &ct.row.row, im.arrow, im.pos, &f.opts); ok {
+			return out, nil
+		}
+		if im, err = im.materialized(); err != nil {
+			return dst, err
+		}
 	}
+	row := im.row
 	for i := range ct.key.parts {
 		p := &ct.key.parts[i]
 		dst = append(dst, p.prefix...)
@@ -217,17 +223,17 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 		return dst, err
 	}
 	row := &ct.row.row
+	before, after, err := e.images(c.Table.Schema, false)
+	if err != nil {
+		return dst, err
+	}
 	dst = append(dst, ct.valuePrefix...)
 	dst = append(dst, `{"before":`...)
-	if e.Before == nil {
-		dst = append(dst, "null"...)
-	} else if dst, err = row.appendConnectStruct(dst, e.Before, &f.opts); err != nil {
+	if dst, err = row.appendConnectImage(dst, before, &f.opts); err != nil {
 		return dst, fmt.Errorf("before: %w", err)
 	}
 	dst = append(dst, `,"after":`...)
-	if e.After == nil {
-		dst = append(dst, "null"...)
-	} else if dst, err = row.appendConnectStruct(dst, e.After, &f.opts); err != nil {
+	if dst, err = row.appendConnectImage(dst, after, &f.opts); err != nil {
 		return dst, fmt.Errorf("after: %w", err)
 	}
 	dst = append(dst, `,"source":{"version":`...)

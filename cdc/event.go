@@ -76,7 +76,16 @@ type Event struct {
 	LUSN   int64 // effective _last_updated_sequence_number of the row image the event carries last
 	Before Row   // nil for c and r
 	After  Row   // nil for d
-	Index  int   // position inside its snapshot, from 0
+	// BeforeArrow and AfterArrow, when set (and Before or After is nil),
+	// hold the image as row BeforePos or AfterPos of a record batch's
+	// columns: encoders read it there, and BeforeRow and AfterRow give it
+	// as a Row. Code that reads images calls those (or HasBefore,
+	// HasAfter), never Before and After alone.
+	BeforeArrow *ArrowRows
+	AfterArrow  *ArrowRows
+	BeforePos   int
+	AfterPos    int
+	Index       int // position inside its snapshot, from 0
 	// Source is set for updates paired from an equality delete and an
 	// insert; it says so in the envelope.
 	Source string

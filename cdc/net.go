@@ -91,7 +91,11 @@ func (n *Net) add(si int, e *Event) error {
 		case OpCreate:
 			r.inserted, r.origID = true, 0
 		case OpUpdate, OpDelete:
-			r.before = e.Before
+			before, err := e.BeforeRow()
+			if err != nil {
+				return err
+			}
+			r.before = before
 		default:
 			return fmt.Errorf("%w: op %s in a change stream", ErrNetContract, e.Op)
 		}
@@ -111,8 +115,12 @@ func (n *Net) add(si int, e *Event) error {
 		n.rows[e.RowID] = r
 		r.paired = e.Source
 	}
+	after, err := e.AfterRow()
+	if err != nil {
+		return err
+	}
 	r.deleted = e.Op == OpDelete
-	r.after = e.After
+	r.after = after
 	r.lusn, r.snap, r.index = e.LUSN, si, e.Index
 	return nil
 }

@@ -73,6 +73,10 @@ func (s *Subscription) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 	sc := c.Table.Schema
 	kept := make([]Event, 0, len(evs))
 	for _, e := range evs {
+		// The projection makes new Rows: the images are taken as Rows.
+		if err := e.MaterializeRows(); err != nil {
+			return nil, nil, fmt.Errorf("event %d: %w", e.Index, err)
+		}
 		if e.Op == OpUpdate && e.Source == "" && !p.touches(ChangedFields(sc, e.Before, e.After)) {
 			continue
 		}

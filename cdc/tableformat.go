@@ -73,18 +73,26 @@ func (t *TableFormat) Write(c *Commit, evs []Event) error {
 }
 
 func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
+	beforeRow, err := e.BeforeRow()
+	if err != nil {
+		return "", err
+	}
+	afterRow, err := e.AfterRow()
+	if err != nil {
+		return "", err
+	}
 	switch e.Op {
 	case OpUpdate:
-		before, err := imageMap(c, e.Before)
+		before, err := imageMap(c, beforeRow)
 		if err != nil {
 			return "", err
 		}
-		after, err := imageMap(c, e.After)
+		after, err := imageMap(c, afterRow)
 		if err != nil {
 			return "", err
 		}
 		var parts []string
-		for _, p := range ChangedFields(c.Table.Schema, e.Before, e.After) {
+		for _, p := range ChangedFields(c.Table.Schema, beforeRow, afterRow) {
 			parts = append(parts, fmt.Sprintf("%s: %s → %s", p, valueText(pathValue(before, p)), valueText(pathValue(after, p))))
 		}
 		if len(parts) == 0 {
@@ -92,13 +100,13 @@ func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
 		}
 		return strings.Join(parts, ", "), nil
 	case OpDelete:
-		b, err := AppendRow(nil, c.Table.Schema, e.Before)
+		b, err := AppendRow(nil, c.Table.Schema, beforeRow)
 		if err != nil {
 			return "", err
 		}
 		return "was " + flatObject(b), nil
 	default:
-		b, err := AppendRow(nil, c.Table.Schema, e.After)
+		b, err := AppendRow(nil, c.Table.Schema, afterRow)
 		if err != nil {
 			return "", err
 		}

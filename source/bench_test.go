@@ -203,8 +203,12 @@ func verifySmallCommit(ctx context.Context, src *source.Table, si cdc.SnapshotIn
 	for _, e := range c.Events {
 		n[e.Op]++
 		if e.Op == cdc.OpDelete {
-			if id, ok := e.Before[0].(int64); !ok || id < 1 || id > benchDeleted {
-				return fmt.Errorf("small commit deletes order %v, want one of 1..%d", e.Before[0], benchDeleted)
+			before, err := e.BeforeRow()
+			if err != nil {
+				return err
+			}
+			if id, ok := before[0].(int64); !ok || id < 1 || id > benchDeleted {
+				return fmt.Errorf("small commit deletes order %v, want one of 1..%d", before[0], benchDeleted)
 			}
 		}
 	}

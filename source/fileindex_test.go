@@ -75,6 +75,9 @@ func TestStoredFileIndex(t *testing.T) {
 		}
 		out := ""
 		for _, e := range c.Events {
+			if err := e.MaterializeRows(); err != nil {
+				t.Fatal(err)
+			}
 			out += fmt.Sprintf("%c %d %v %v\n", e.Op, e.RowID, e.Before, e.After)
 		}
 		return out

@@ -71,7 +71,13 @@ func testRandomHistories(t *testing.T, seeds []uint64, mode historyMode) {
 	}
 	seen := map[string]int{}
 	var mu sync.Mutex
+	arrowBefore := replay.ArrowImages()
 	t.Cleanup(func() {
+		// replay.Check held every Arrow-held image to the Row path: there
+		// must have been some.
+		if replay.ArrowImages() == arrowBefore {
+			t.Error("no event held its image as Arrow columns: the Arrow encoding went unchecked")
+		}
 		// The generator must reach every kind of commit, or the test
 		// checks less than it claims.
 		if mode == held && len(seeds) >= 6 {

@@ -18,7 +18,11 @@ type fileRow struct {
 	pos   int64
 	rowID int64
 	lusn  int64
-	row   cdc.Row // nil unless the visitor asked for values
+	row   cdc.Row // nil unless the visitor asked for values (or img holds them)
+	// img, when set, holds the row's values as row pos-base of a record
+	// batch's columns (readOpts.arrow), and row is nil.
+	img *cdc.ArrowRows
+	at  int
 }
 
 // rowVisitor is called for every row of a file in position order. hasID is
@@ -38,6 +42,10 @@ type readOpts struct {
 	// each, when set, receives the wanted rows a record batch at a time
 	// instead of scanFile returning them: a streamed read holds one batch.
 	each func([]fileRow) error
+	// arrow lets the wanted rows' values stay in the record batch
+	// (fileRow.img) where that is exact and the batch is dense enough:
+	// for events that are encoded from there (cdc.ArrowRows).
+	arrow bool
 }
 
 // scanFile reads rows of one data file, with effective _row_id and
@@ -79,9 +87,9 @@ func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.
 			if err != nil {
 				return nil, fileError("read", "data file", path, err)
 			}
-			rows, err := visitBatch(rec, sc, pos, !o.narrow, visit)
+			rows, err := visitBatch(rec, sc, pos, !o.narrow, o.arrow && !o.narrow, visit)
 			n := rec.NumRows()
-			rec.Release()
+			rec.Release() // an image in rows holds its own reference
 			if err != nil {
 				return nil, fmt.Errorf("read data file %s: %w", path, err)
 			}
@@ -134,7 +142,11 @@ func narrowColumn(sc *iceberg.Schema) string {
 	return best
 }
 
-func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values bool, visit rowVisitor) ([]fileRow, error) {
+// visitBatch calls visit for every row of rec, numbered from base, and
+// returns the rows it wants, with their values when values is set: as
+// Rows, or, when lazy is set and that is exact, in the batch's columns
+// (fileRow.img).
+func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, lazy bool, visit rowVisitor) ([]fileRow, error) {
 	ids, err := int64Column(rec, iceberg.RowIDColumnName)
 	if err != nil {
 		return nil, err
@@ -149,6 +161,9 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values bo
 		if idx := rec.Schema().FieldIndices(f.Name); len(idx) > 0 {
 			cols[k] = rec.Column(idx[0])
 		}
+	}
+	if values && lazy && columnsFit(cols, fields) {
+		return visitLazy(rec, sc, cols, fields, ids, seqs, base, visit)
 	}
 	var out []fileRow
 	// The rows' values are cut from blocks of a few rows each, not
@@ -204,4 +219,77 @@ func int64Column(rec arrow.RecordBatch, name string) (*array.Int64, error) {
 		return nil, fmt.Errorf("%s is %s, want int64", name, rec.Column(idx[0]).DataType())
 	}
 	return a, nil
+}
+
+// columnsFit reports whether every value of cols converts to its field's
+// type (cdc.ArrowFits): only then may a row's values be read later, when
+// it is encoded, without postponing an error the read would report.
+func columnsFit(cols []arrow.Array, fields []iceberg.NestedField) bool {
+	for k, c := range cols {
+		if c != nil && !cdc.ArrowFits(c, fields[k].Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// visitLazy is visitBatch for columns that fit: the wanted rows keep
+// their values in the batch when they are at least a quarter of it, so
+// that events held a while (a held commit, a chunk in flight) pin at most
+// four times their own rows; a sparser batch's rows become Rows, as
+// visitBatch makes them.
+func visitLazy(rec arrow.RecordBatch, sc *iceberg.Schema, cols []arrow.Array, fields []iceberg.NestedField,
+	ids, seqs *array.Int64, base int64, visit rowVisitor) ([]fileRow, error) {
+	var out []fileRow
+	n := int(rec.NumRows())
+	for i := range n {
+		hasID := !ids.IsNull(i) && !seqs.IsNull(i)
+		var id, lusn int64
+		if hasID {
+			id, lusn = ids.Value(i), seqs.Value(i)
+		}
+		want, err := visit(base+int64(i), id, lusn, hasID)
+		if err != nil {
+			return nil, err
+		}
+		if want {
+			out = append(out, fileRow{pos: base + int64(i), rowID: id, lusn: lusn, at: i})
+		}
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	if len(out)*4 >= n {
+		// The images refer to the batch from now on: its reference is
+		// never released, and the garbage collector frees the buffers
+		// (the Go allocator's) once no event refers to them.
+		rec.Retain()
+		img := cdc.NewArrowRows(sc, cols)
+		for k := range out {
+			out[k].img = img
+		}
+		return out, nil
+	}
+	var arena []any
+	block := 8
+	for k := range out {
+		if len(arena) < len(fields) { // as visitBatch cuts them
+			arena = make([]any, block*len(fields))
+			block = min(block*2, 256)
+		}
+		row := cdc.Row(arena[:len(fields):len(fields)])
+		arena = arena[len(fields):]
+		for c, f := range fields {
+			if cols[c] == nil {
+				continue
+			}
+			v, err := valueAt(cols[c], out[k].at, f.Type)
+			if err != nil { // ruled out by columnsFit
+				return nil, fmt.Errorf("column %s at position %d: %w", f.Name, out[k].pos, err)
+			}
+			row[c] = v
+		}
+		out[k].row = row
+	}
+	return out, nil
 }

@@ -258,7 +258,7 @@ func (t *Table) streamLive(ctx context.Context, snap *table.Snapshot, sc *iceber
 		live.RemoveRange(0, pos)
 	}
 	next := index
-	_, err := t.scanFile(ctx, snap, sc, m, readOpts{lay: lay, positions: live, each: func(rows []fileRow) error {
+	_, err := t.scanFile(ctx, snap, sc, m, readOpts{lay: lay, positions: live, arrow: true, each: func(rows []fileRow) error {
 		if len(rows) == 0 {
 			return nil
 		}
@@ -269,7 +269,7 @@ func (t *Table) streamLive(ctx context.Context, snap *table.Snapshot, sc *iceber
 					return err
 				}
 			}
-			evs[k] = cdc.Event{Op: op, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, Index: next + k}
+			evs[k] = cdc.Event{Op: op, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, AfterArrow: fr.img, AfterPos: fr.at, Index: next + k}
 		}
 		next += len(evs)
 		return yield(evs)

@@ -318,8 +318,8 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 	for _, x := range p.removed {
 		n := int(x.emit.GetCardinality())
 		if n > 0 && idx+n > from {
-			err := p.emit(ctx, x.g.m, x.g.lay, x.g.pos, x.g.fi, x.emit, idx, from, func(fr fileRow) (cdc.Event, error) {
-				return cdc.Event{Op: cdc.OpDelete, RowID: fr.rowID, LUSN: fr.lusn, Before: fr.row}, nil
+			err := p.emit(ctx, x.g.m, x.g.lay, x.g.pos, x.g.fi, x.emit, idx, from, true, func(fr fileRow) (cdc.Event, error) {
+				return cdc.Event{Op: cdc.OpDelete, RowID: fr.rowID, LUSN: fr.lusn, Before: fr.row, BeforeArrow: fr.img, BeforePos: fr.at}, nil
 			}, yield)
 			if err != nil {
 				return err
@@ -344,9 +344,13 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 		for _, x := range p.added {
 			n := int(x.upd.GetCardinality())
 			if n > 0 && idx+n > from {
-				err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.upd, idx, from, func(fr fileRow) (cdc.Event, error) {
+				// An update's after image is read as a Row: debezium-json
+				// compares it with the before image (changed_fields),
+				// which a Row from the batch's arena serves at less cost
+				// than one made from the columns at encoding.
+				err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.upd, idx, from, false, func(fr fileRow) (cdc.Event, error) {
 					before, err := p.before(store, fr.rowID)
-					return cdc.Event{Op: cdc.OpUpdate, RowID: fr.rowID, LUSN: fr.lusn, Before: before, After: fr.row}, err
+					return cdc.Event{Op: cdc.OpUpdate, RowID: fr.rowID, LUSN: fr.lusn, Before: before, After: fr.row, AfterArrow: fr.img, AfterPos: fr.at}, err
 				}, yield)
 				if err != nil {
 					return err
@@ -361,8 +365,8 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 	for _, x := range p.added {
 		n := int(x.ins.GetCardinality())
 		if n > 0 && idx+n > from {
-			err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.ins, idx, from, func(fr fileRow) (cdc.Event, error) {
-				return cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row}, nil
+			err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.ins, idx, from, true, func(fr fileRow) (cdc.Event, error) {
+				return cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, AfterArrow: fr.img, AfterPos: fr.at}, nil
 			}, yield)
 			if err != nil {
 				return err
@@ -405,15 +409,16 @@ func (p *streamPlan) scanOrder(from int) []dataFileMeta {
 }
 
 // emit yields, a record batch at a time, events for the rows of a file at
-// positions whose row id is in want, numbered from idx, from index from on.
+// positions whose row id is in want, numbered from idx, from index from on;
+// arrow lets the rows' values stay in the record batch (readOpts.arrow).
 // The file must give exactly want's rows.
 func (p *streamPlan) emit(ctx context.Context, m dataFileMeta, lay layout, positions *roaring64.Bitmap, fi int, want *roaring64.Bitmap,
-	idx, from int, event func(fileRow) (cdc.Event, error), yield func([]cdc.Event) error) error {
+	idx, from int, arrow bool, event func(fileRow) (cdc.Event, error), yield func([]cdc.Event) error) error {
 	next, seen := idx, idx
 	if p.scanning != nil {
 		p.scanning()
 	}
-	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, each: func(rows []fileRow) error {
+	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, arrow: arrow, each: func(rows []fileRow) error {
 		if len(rows) == 0 {
 			return nil
 		}

@@ -36,6 +36,9 @@ func Check(ctx context.Context, src cdc.Source, tbl *table.Table) ([]Step, error
 		if err == nil {
 			err = c.Materialize(ctx)
 		}
+		if err == nil {
+			err = CheckArrowPaths(c)
+		}
 		if err != nil {
 			return steps, fmt.Errorf("snapshot %d (seq %d, %s): %w", si.ID, si.SequenceNumber, si.Operation, err)
 		}

@@ -7,9 +7,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 )
 
 // arrowSchemaFor returns the Arrow schema that iceberg-go maps sc to (no
@@ -131,6 +133,64 @@ func appendValue(bld array.Builder, v any) error {
 			return typeErr(v, "decimal128.Num")
 		}
 		b.Append(x)
+	case *array.Time64Builder:
+		switch x := v.(type) {
+		case arrow.Time64:
+			b.Append(x)
+		case int64: // microseconds since midnight
+			b.Append(arrow.Time64(x))
+		default:
+			return typeErr(v, "arrow.Time64 or int64 microseconds")
+		}
+	case *array.FixedSizeBinaryBuilder:
+		x, ok := v.([]byte)
+		if !ok {
+			return typeErr(v, "[]byte")
+		}
+		b.Append(x)
+	case *extensions.UUIDBuilder:
+		x, ok := v.(uuid.UUID)
+		if !ok {
+			return typeErr(v, "uuid.UUID")
+		}
+		b.Append(x)
+	case *array.StructBuilder:
+		x, ok := v.(map[string]any)
+		if !ok {
+			return typeErr(v, "map[string]any")
+		}
+		b.Append(true)
+		st := b.Type().(*arrow.StructType)
+		for k := range st.NumFields() {
+			if err := appendValue(b.FieldBuilder(k), x[st.Field(k).Name]); err != nil {
+				return fmt.Errorf("field %s: %w", st.Field(k).Name, err)
+			}
+		}
+	case *array.MapBuilder:
+		x, ok := v.([][2]any)
+		if !ok {
+			return typeErr(v, "[][2]any")
+		}
+		b.Append(true)
+		for _, kv := range x {
+			if err := appendValue(b.KeyBuilder(), kv[0]); err != nil {
+				return err
+			}
+			if err := appendValue(b.ItemBuilder(), kv[1]); err != nil {
+				return err
+			}
+		}
+	case *array.ListBuilder:
+		x, ok := v.([]any)
+		if !ok {
+			return typeErr(v, "[]any")
+		}
+		b.Append(true)
+		for _, e := range x {
+			if err := appendValue(b.ValueBuilder(), e); err != nil {
+				return err
+			}
+		}
 	default:
 		return fmt.Errorf("arrow type %s not supported by scenario rows", bld.Type())
 	}
@@ -175,13 +235,38 @@ func toFloat64(v any) (float64, bool) {
 // valueAt returns the Go value of arr at row i: nil for null; int32, int64,
 // float32, float64, string, []byte (a copy), bool for the primitive types;
 // arrow.Date32, arrow.Timestamp (in the column's unit, microseconds for
-// Iceberg), arrow.Time64 and decimal128.Num as Arrow gives them; for any
-// other type (uuid, nested) the value arrow-go produces for JSON marshalling.
+// Iceberg), arrow.Time64, decimal128.Num and uuid.UUID as Arrow gives them;
+// map[string]any for a struct, []any for a list, [][2]any for a map (the
+// forms appendValue takes back); for any other type the value arrow-go
+// produces for JSON marshalling.
 func valueAt(arr arrow.Array, i int) any {
 	if arr.IsNull(i) {
 		return nil
 	}
 	switch a := arr.(type) {
+	case *extensions.UUIDArray:
+		return a.Value(i)
+	case *array.Struct:
+		st := a.DataType().(*arrow.StructType)
+		m := make(map[string]any, st.NumFields())
+		for k := range st.NumFields() {
+			m[st.Field(k).Name] = valueAt(a.Field(k), i)
+		}
+		return m
+	case *array.Map:
+		start, end := a.ValueOffsets(i)
+		out := make([][2]any, 0, end-start)
+		for j := start; j < end; j++ {
+			out = append(out, [2]any{valueAt(a.Keys(), int(j)), valueAt(a.Items(), int(j))})
+		}
+		return out
+	case *array.List:
+		start, end := a.ValueOffsets(i)
+		out := make([]any, 0, end-start)
+		for j := start; j < end; j++ {
+			out = append(out, valueAt(a.ListValues(), int(j)))
+		}
+		return out
 	case *array.Boolean:
 		return a.Value(i)
 	case *array.Int32:

@@ -1,0 +1,397 @@
+package cdc
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/iceberg-go"
+)
+
+// ArrowRows is a record batch as the row images of events point into it:
+// the batch's columns aligned with the fields of the schema the file was
+// read with. An event whose image is here (Event.AfterArrow, BeforeArrow)
+// is encoded straight from the columns, without a Go value per field
+// (boxing every value into a Row is most of the CPU of a large commit);
+// AfterRow and BeforeRow give a Row to consumers that need one.
+//
+// The columns are only read. The record batch they come from is retained
+// and never released: an event may be encoded long after the scan that
+// read it moved on, and the Go allocator's memory is reclaimed by the
+// garbage collector once no image refers to it.
+type ArrowRows struct {
+	Schema *iceberg.Schema
+	Cols   []arrow.Array // Cols[k] is field k; nil: the file lacks it, it reads as null
+	fields []iceberg.NestedField
+	views  []columnView // views[k] is Cols[k] for the encoders' common cases
+}
+
+// columnView gives the encoders direct access to a column's validity
+// bitmap and, for the commonest types, its values: per value, that saves
+// the interface calls of IsNull and Value (measurable at a million events
+// a second).
+type columnView struct {
+	nulls []byte // the validity bitmap (IsNull's), empty when there is none
+	off   int    // the array's offset into nulls
+	i64   []int64
+	f64   []float64
+	str   *array.String
+}
+
+// null is arr.IsNull(i), as arrow-go computes it.
+func (v *columnView) null(i int) bool {
+	return len(v.nulls) != 0 && bitutil.BitIsNotSet(v.nulls, v.off+i)
+}
+
+// NewArrowRows returns the rows of cols, read with schema sc (cols are
+// aligned with sc.Fields()).
+func NewArrowRows(sc *iceberg.Schema, cols []arrow.Array) *ArrowRows {
+	a := &ArrowRows{Schema: sc, Cols: cols, fields: sc.Fields(), views: make([]columnView, len(cols))}
+	for k, c := range cols {
+		if c == nil {
+			continue
+		}
+		v := &a.views[k]
+		v.nulls, v.off = c.NullBitmapBytes(), c.Data().Offset()
+		switch c := c.(type) {
+		case *array.Int64:
+			v.i64 = c.Int64Values()
+		case *array.Float64:
+			v.f64 = c.Float64Values()
+		case *array.String:
+			v.str = c
+		}
+	}
+	return a
+}
+
+// Row returns row i as a Row, with the values ArrowValue gives.
+func (a *ArrowRows) Row(i int) (Row, error) {
+	out := make(Row, len(a.fields))
+	for k, f := range a.fields {
+		if k >= len(a.Cols) || a.Cols[k] == nil {
+			continue
+		}
+		v, err := ArrowValue(a.Cols[k], i, f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// HasBefore reports whether the event carries a before image.
+func (e *Event) HasBefore() bool { return e.Before != nil || e.BeforeArrow != nil }
+
+// HasAfter reports whether the event carries an after image.
+func (e *Event) HasAfter() bool { return e.After != nil || e.AfterArrow != nil }
+
+// BeforeRow returns the before image as a Row (nil when the event has
+// none), built from the Arrow columns when it is held there. A Row in
+// Before takes precedence over BeforeArrow.
+func (e *Event) BeforeRow() (Row, error) {
+	if e.Before == nil && e.BeforeArrow != nil {
+		return e.BeforeArrow.Row(e.BeforePos)
+	}
+	return e.Before, nil
+}
+
+// AfterRow returns the after image as a Row, as BeforeRow does.
+func (e *Event) AfterRow() (Row, error) {
+	if e.After == nil && e.AfterArrow != nil {
+		return e.AfterArrow.Row(e.AfterPos)
+	}
+	return e.After, nil
+}
+
+// MaterializeRows turns images held as Arrow columns into Rows in Before
+// and After, for a consumer that keeps or changes the rows.
+func (e *Event) MaterializeRows() error {
+	var err error
+	if e.Before, err = e.BeforeRow(); err != nil {
+		return fmt.Errorf("before: %w", err)
+	}
+	if e.After, err = e.AfterRow(); err != nil {
+		return fmt.Errorf("after: %w", err)
+	}
+	e.BeforeArrow, e.AfterArrow, e.BeforePos, e.AfterPos = nil, nil, 0, 0
+	return nil
+}
+
+// image is one row image of an event, as a Row or a row of Arrow columns.
+type image struct {
+	row   Row
+	arrow *ArrowRows
+	pos   int
+}
+
+func (e *Event) beforeImage() image {
+	if e.Before == nil && e.BeforeArrow != nil {
+		return image{arrow: e.BeforeArrow, pos: e.BeforePos}
+	}
+	return image{row: e.Before}
+}
+
+func (e *Event) afterImage() image {
+	if e.After == nil && e.AfterArrow != nil {
+		return image{arrow: e.AfterArrow, pos: e.AfterPos}
+	}
+	return image{row: e.After}
+}
+
+func (im image) null() bool { return im.row == nil && im.arrow == nil }
+
+// forSchema returns im ready to encode with sc: Arrow columns read with
+// another schema (a projection's, say) are turned into a Row first, so
+// that the Row path decides as it always did.
+func (im image) forSchema(sc *iceberg.Schema) (image, error) {
+	if im.arrow == nil || im.arrow.Schema == sc {
+		return im, nil
+	}
+	return im.materialized()
+}
+
+func (im image) materialized() (image, error) {
+	if im.arrow == nil {
+		return im, nil
+	}
+	r, err := im.arrow.Row(im.pos)
+	return image{row: r}, err
+}
+
+// ArrowValue converts the value at row i of arr, an array of Iceberg type
+// typ, to the Go value Row documents. A value whose Arrow type does not fit
+// typ is an error naming both: icecdc never guesses a value.
+func ArrowValue(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
+	if arr.IsNull(i) {
+		return nil, nil
+	}
+	if ext, ok := arr.(array.ExtensionArray); ok {
+		if u, ok := arr.(*extensions.UUIDArray); ok {
+			var out UUID
+			copy(out[:], u.Storage().(*array.FixedSizeBinary).Value(i))
+			return out, nil
+		}
+		arr = ext.Storage()
+	}
+	switch a := arr.(type) {
+	case *array.Boolean:
+		return a.Value(i), nil
+	case *array.Int32:
+		switch typ.(type) {
+		case iceberg.DateType:
+			return Date(a.Value(i)), nil
+		case iceberg.Int64Type: // a file written before int was promoted to long
+			return int64(a.Value(i)), nil
+		}
+		return a.Value(i), nil
+	case *array.Int64:
+		switch typ.(type) {
+		case iceberg.Int32Type:
+			return int32(a.Value(i)), nil
+		}
+		return a.Value(i), nil
+	case *array.Float32:
+		if _, ok := typ.(iceberg.Float64Type); ok { // float promoted to double
+			return float64(a.Value(i)), nil
+		}
+		return a.Value(i), nil
+	case *array.Float64:
+		return a.Value(i), nil
+	case *array.String:
+		return a.Value(i), nil
+	case *array.LargeString:
+		return a.Value(i), nil
+	case *array.StringView:
+		return a.Value(i), nil
+	case *array.Binary:
+		return cloneBytes(a.Value(i), typ)
+	case *array.LargeBinary:
+		return cloneBytes(a.Value(i), typ)
+	case *array.BinaryView:
+		return cloneBytes(a.Value(i), typ)
+	case *array.FixedSizeBinary:
+		return cloneBytes(a.Value(i), typ)
+	case *array.Decimal128:
+		dt := a.DataType().(*arrow.Decimal128Type)
+		return Decimal{Unscaled: a.Value(i).BigInt().String(), Scale: int(dt.Scale)}, nil
+	case *array.Date32:
+		return Date(a.Value(i)), nil
+	case *array.Time64:
+		return Time(timeMicros(a, i)), nil
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		v := int64(a.Value(i))
+		switch typ.(type) {
+		case iceberg.TimestampType:
+			return Timestamp(toMicros(v, unit)), nil
+		case iceberg.TimestampTzType:
+			return TimestampTZ(toMicros(v, unit)), nil
+		case iceberg.TimestampNsType:
+			return TimestampNano(toNanos(v, unit)), nil
+		case iceberg.TimestampTzNsType:
+			return TimestampTZNano(toNanos(v, unit)), nil
+		}
+		return nil, fmt.Errorf("timestamp value for %s", typ)
+	case *array.Struct:
+		st, ok := typ.(*iceberg.StructType)
+		if !ok {
+			return nil, fmt.Errorf("struct value for %s", typ)
+		}
+		return structValue(a, i, st)
+	case array.ListLike:
+		lt, ok := typ.(*iceberg.ListType)
+		if ok {
+			start, end := a.ValueOffsets(i)
+			vals := a.ListValues()
+			out := make([]any, 0, end-start)
+			for j := start; j < end; j++ {
+				v, err := ArrowValue(vals, int(j), lt.Element)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, v)
+			}
+			return out, nil
+		}
+		if mt, ok := typ.(*iceberg.MapType); ok {
+			m, ok := arr.(*array.Map)
+			if !ok {
+				return nil, fmt.Errorf("arrow %s for %s", arr.DataType(), typ)
+			}
+			start, end := m.ValueOffsets(i)
+			out := make([]MapEntry, 0, end-start)
+			for j := start; j < end; j++ {
+				k, err := ArrowValue(m.Keys(), int(j), mt.KeyType)
+				if err != nil {
+					return nil, err
+				}
+				v, err := ArrowValue(m.Items(), int(j), mt.ValueType)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, MapEntry{Key: k, Value: v})
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("arrow %s for iceberg %s not supported", arr.DataType(), typ)
+}
+
+// ArrowFits reports whether ArrowValue succeeds for every value of arr
+// read as typ, so that a reader may hold arr's rows for later without
+// postponing an error it would have reported while reading. It follows
+// ArrowValue's type switch, and is conservative: false means only that
+// some value might fail.
+func ArrowFits(arr arrow.Array, typ iceberg.Type) bool {
+	if ext, ok := arr.(array.ExtensionArray); ok {
+		if _, ok := arr.(*extensions.UUIDArray); ok {
+			return true
+		}
+		arr = ext.Storage()
+	}
+	_, isUUID := typ.(iceberg.UUIDType)
+	switch a := arr.(type) {
+	case *array.Boolean, *array.Int32, *array.Int64, *array.Float32, *array.Float64,
+		*array.String, *array.LargeString, *array.StringView, *array.Decimal128, *array.Date32, *array.Time64:
+		return true
+	case *array.Binary, *array.LargeBinary, *array.BinaryView:
+		return !isUUID // a uuid must have 16 bytes: checked per value
+	case *array.FixedSizeBinary:
+		return !isUUID || a.DataType().(*arrow.FixedSizeBinaryType).ByteWidth == 16
+	case *array.Timestamp:
+		switch typ.(type) {
+		case iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+			return true
+		}
+	case *array.Struct:
+		st, ok := typ.(*iceberg.StructType)
+		if !ok {
+			return false
+		}
+		dt := a.DataType().(*arrow.StructType)
+		for _, f := range st.FieldList {
+			if idx, ok := dt.FieldIdx(f.Name); ok && !ArrowFits(a.Field(idx), f.Type) {
+				return false
+			}
+		}
+		return true
+	case array.ListLike:
+		if lt, ok := typ.(*iceberg.ListType); ok {
+			return ArrowFits(a.ListValues(), lt.Element)
+		}
+		if mt, ok := typ.(*iceberg.MapType); ok {
+			m, ok := arr.(*array.Map)
+			return ok && ArrowFits(m.Keys(), mt.KeyType) && ArrowFits(m.Items(), mt.ValueType)
+		}
+	}
+	return false
+}
+
+// timeMicros is a time64 value in microseconds.
+func timeMicros(a *array.Time64, i int) int64 {
+	t := int64(a.Value(i))
+	if a.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
+		t /= 1000
+	}
+	return t
+}
+
+func toMicros(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v * 1e6
+	case arrow.Millisecond:
+		return v * 1e3
+	case arrow.Nanosecond:
+		return v / 1e3
+	}
+	return v
+}
+
+func toNanos(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v * 1e9
+	case arrow.Millisecond:
+		return v * 1e6
+	case arrow.Microsecond:
+		return v * 1e3
+	}
+	return v
+}
+
+func cloneBytes(b []byte, typ iceberg.Type) (any, error) {
+	if _, ok := typ.(iceberg.UUIDType); ok {
+		if len(b) != 16 {
+			return nil, fmt.Errorf("uuid of %d bytes", len(b))
+		}
+		var u UUID
+		copy(u[:], b)
+		return u, nil
+	}
+	if _, ok := typ.(iceberg.StringType); ok {
+		return string(b), nil
+	}
+	return append([]byte(nil), b...), nil
+}
+
+func structValue(a *array.Struct, i int, st *iceberg.StructType) (Row, error) {
+	dt := a.DataType().(*arrow.StructType)
+	out := make(Row, len(st.FieldList))
+	for k, f := range st.FieldList {
+		idx, ok := dt.FieldIdx(f.Name)
+		if !ok {
+			continue // a field the file does not have reads as null
+		}
+		v, err := ArrowValue(a.Field(idx), i, f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", f.Name, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
