@@ -449,39 +449,21 @@ func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o 
 		if tm < 0 || tm >= microsPerDay {
 			return dst, false
 		}
-		switch o.TimePrecision {
-		case TimeConnect:
-			return strconv.AppendInt(dst, tm/1000, 10), true
-		case TimeISOString:
-			return appendTimeOfDay(dst, tm), true
-		}
-		return strconv.AppendInt(dst, tm, 10), true
+		return o.appendTime(dst, tm), true
 	case kindTimestamp:
 		a, ok := arr.(*array.Timestamp)
 		if !ok {
 			return dst, false
 		}
 		ts := toMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
-		switch o.TimePrecision {
-		case TimeConnect:
-			return strconv.AppendInt(dst, floorDiv(ts, 1000), 10), true
-		case TimeISOString:
-			return appendTimestamp(dst, ts, 1_000_000, 6, false), true
-		}
-		return strconv.AppendInt(dst, ts, 10), true
+		return o.appendTimestamp(dst, ts), true
 	case kindTimestampNs:
 		a, ok := arr.(*array.Timestamp)
 		if !ok {
 			return dst, false
 		}
 		ts := toNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
-		switch o.TimePrecision {
-		case TimeConnect:
-			return strconv.AppendInt(dst, floorDiv(ts, 1_000_000), 10), true
-		case TimeISOString:
-			return appendTimestamp(dst, ts, 1_000_000_000, 9, false), true
-		}
-		return strconv.AppendInt(dst, ts, 10), true
+		return o.appendTimestampNano(dst, ts), true
 	case kindStruct:
 		a, ok := arr.(*array.Struct)
 		if !ok {

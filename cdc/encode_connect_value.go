@@ -41,37 +41,19 @@ func appendConnectValue(dst []byte, t *jsonType, v any, o *ConnectOptions) ([]by
 		if tm < 0 || tm >= microsPerDay {
 			return dst, t.domainError("microseconds in [0, 86400000000)", strconv.FormatInt(int64(tm), 10))
 		}
-		switch o.TimePrecision {
-		case TimeConnect:
-			return strconv.AppendInt(dst, int64(tm)/1000, 10), nil
-		case TimeISOString:
-			return appendTimeOfDay(dst, int64(tm)), nil
-		}
-		return strconv.AppendInt(dst, int64(tm), 10), nil
+		return o.appendTime(dst, int64(tm)), nil
 	case kindTimestamp:
 		ts, ok := v.(Timestamp)
 		if !ok {
 			break
 		}
-		switch o.TimePrecision {
-		case TimeConnect:
-			return strconv.AppendInt(dst, floorDiv(int64(ts), 1000), 10), nil
-		case TimeISOString:
-			return appendTimestamp(dst, int64(ts), 1_000_000, 6, false), nil
-		}
-		return strconv.AppendInt(dst, int64(ts), 10), nil
+		return o.appendTimestamp(dst, int64(ts)), nil
 	case kindTimestampNs:
 		ts, ok := v.(TimestampNano)
 		if !ok {
 			break
 		}
-		switch o.TimePrecision {
-		case TimeConnect:
-			return strconv.AppendInt(dst, floorDiv(int64(ts), 1_000_000), 10), nil
-		case TimeISOString:
-			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, false), nil
-		}
-		return strconv.AppendInt(dst, int64(ts), 10), nil
+		return o.appendTimestampNano(dst, int64(ts)), nil
 	case kindStruct:
 		r, ok := v.(Row)
 		if !ok {
@@ -262,4 +244,40 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// appendTime writes a time of day, tm microseconds since midnight, as
+// time.precision.mode o says: milliseconds (connect), an ISO string, or
+// microseconds. The Row and the Arrow encodings share it.
+func (o *ConnectOptions) appendTime(dst []byte, tm int64) []byte {
+	switch o.TimePrecision {
+	case TimeConnect:
+		return strconv.AppendInt(dst, tm/1000, 10)
+	case TimeISOString:
+		return appendTimeOfDay(dst, tm)
+	}
+	return strconv.AppendInt(dst, tm, 10)
+}
+
+// appendTimestamp writes a timestamp without zone, us microseconds since
+// the epoch, as o says.
+func (o *ConnectOptions) appendTimestamp(dst []byte, us int64) []byte {
+	switch o.TimePrecision {
+	case TimeConnect:
+		return strconv.AppendInt(dst, floorDiv(us, 1000), 10)
+	case TimeISOString:
+		return appendTimestamp(dst, us, 1_000_000, 6, false)
+	}
+	return strconv.AppendInt(dst, us, 10)
+}
+
+// appendTimestampNano writes a nanosecond timestamp without zone as o says.
+func (o *ConnectOptions) appendTimestampNano(dst []byte, ns int64) []byte {
+	switch o.TimePrecision {
+	case TimeConnect:
+		return strconv.AppendInt(dst, floorDiv(ns, 1_000_000), 10)
+	case TimeISOString:
+		return appendTimestamp(dst, ns, 1_000_000_000, 9, false)
+	}
+	return strconv.AppendInt(dst, ns, 10)
 }
