@@ -340,28 +340,15 @@ func timeMicros(a *array.Time64, i int) int64 {
 	return t
 }
 
+// toMicros and toNanos convert a timestamp of unit to microseconds or
+// nanoseconds, as arrow-go converts them (a multiplication, or a division
+// truncating toward zero).
 func toMicros(v int64, unit arrow.TimeUnit) int64 {
-	switch unit {
-	case arrow.Second:
-		return v * 1e6
-	case arrow.Millisecond:
-		return v * 1e3
-	case arrow.Nanosecond:
-		return v / 1e3
-	}
-	return v
+	return arrow.ConvertTimestampValue(unit, arrow.Microsecond, v)
 }
 
 func toNanos(v int64, unit arrow.TimeUnit) int64 {
-	switch unit {
-	case arrow.Second:
-		return v * 1e9
-	case arrow.Millisecond:
-		return v * 1e6
-	case arrow.Microsecond:
-		return v * 1e3
-	}
-	return v
+	return arrow.ConvertTimestampValue(unit, arrow.Nanosecond, v)
 }
 
 func cloneBytes(b []byte, typ iceberg.Type) (any, error) {
