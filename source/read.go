@@ -172,12 +172,7 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, l
 	var arena []any
 	block := 8
 	for i := 0; i < int(rec.NumRows()); i++ {
-		hasID := !ids.IsNull(i) && !seqs.IsNull(i)
-		var id, lusn int64
-		if hasID {
-			id, lusn = ids.Value(i), seqs.Value(i)
-		}
-		want, err := visit(base+int64(i), id, lusn, hasID)
+		id, lusn, want, err := visitRow(ids, seqs, base, i, visit)
 		if err != nil {
 			return nil, err
 		}
@@ -207,6 +202,17 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, l
 		out = append(out, fileRow{pos: base + int64(i), rowID: id, lusn: lusn, row: row})
 	}
 	return out, nil
+}
+
+// visitRow asks visit about row i of a batch starting at position base,
+// with its lineage (a row whose _row_id or lusn is null has none).
+func visitRow(ids, seqs *array.Int64, base int64, i int, visit rowVisitor) (id, lusn int64, want bool, err error) {
+	hasID := !ids.IsNull(i) && !seqs.IsNull(i)
+	if hasID {
+		id, lusn = ids.Value(i), seqs.Value(i)
+	}
+	want, err = visit(base+int64(i), id, lusn, hasID)
+	return id, lusn, want, err
 }
 
 func int64Column(rec arrow.RecordBatch, name string) (*array.Int64, error) {
@@ -243,12 +249,7 @@ func visitLazy(rec arrow.RecordBatch, sc *iceberg.Schema, cols []arrow.Array, fi
 	var out []fileRow
 	n := int(rec.NumRows())
 	for i := range n {
-		hasID := !ids.IsNull(i) && !seqs.IsNull(i)
-		var id, lusn int64
-		if hasID {
-			id, lusn = ids.Value(i), seqs.Value(i)
-		}
-		want, err := visit(base+int64(i), id, lusn, hasID)
+		id, lusn, want, err := visitRow(ids, seqs, base, i, visit)
 		if err != nil {
 			return nil, err
 		}
