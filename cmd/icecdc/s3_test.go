@@ -315,15 +315,7 @@ http: {listen: '%s'}
 		t.Fatal(err)
 	}
 	d := startDaemon(t, "-c", cfg)
-	get := func(path string) string {
-		resp, err := http.Get("http://" + listen + path)
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	get := func(path string) string { return daemonPage(listen, path) }
 	d.waitFor(t, "reads with the first and the next credentials refused", func() bool {
 		return refused[0].Load() > refusedFirst && refused[1].Load() > 0 && strings.Contains(get("/status"), "InvalidSecurity")
 	})
@@ -406,15 +398,7 @@ http: {listen: '%s'}
 		t.Fatal(err)
 	}
 	d := startDaemon(t, "-c", cfg)
-	get := func(path string) string {
-		resp, err := http.Get("http://" + listen + path)
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	get := func(path string) string { return daemonPage(listen, path) }
 	d.waitFor(t, "/readyz to show the denied bucket", func() bool { return strings.Contains(get("/readyz"), "access denied (AccessDenied)") })
 	shown := map[string]string{"/status": get("/status"), "/readyz": get("/readyz")}
 	statusOut, statusErr, code := runCmd("status", "-c", cfg)
@@ -446,4 +430,16 @@ http: {listen: '%s'}
 			}
 		}
 	}
+}
+
+// daemonPage returns the body of the daemon's HTTP page path, or "" while
+// the daemon does not answer.
+func daemonPage(listen, path string) string {
+	resp, err := http.Get("http://" + listen + path)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
