@@ -22,7 +22,7 @@ type Envelope struct {
 	Resync bool
 }
 
-// DebeziumJSON encodes events as Debezium envelopes (DESIGN §3), so that
+// DebeziumJSON encodes events as Debezium envelopes (docs/events.md), so that
 // existing Debezium consumers read icecdc's events unchanged. It holds no
 // per-call state and may be used from several goroutines.
 type DebeziumJSON struct{ Envelope }

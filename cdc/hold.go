@@ -9,7 +9,7 @@ import (
 )
 
 // Holder is a Source that can keep its table's undelivered snapshots from
-// being expired by other engines (DESIGN §4: a retention hold, as a
+// being expired by other engines (docs/delivery.md: a retention hold, as a
 // replication slot keeps WAL).
 //
 // Iceberg's snapshot expiry (Java's RemoveSnapshots, Spark's

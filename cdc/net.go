@@ -19,7 +19,7 @@ import (
 //
 // The net events come as one commit per snapshot that last touched their
 // rows, in snapshot order; inside such a commit deletes precede updates
-// and updates precede inserts (DESIGN §1), each phase in the order of the
+// and updates precede inserts (docs/contract.md), each phase in the order of the
 // rows' last events. Replaying them over the state at the range's start
 // gives the state at its end.
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // HistoryLossPolicy is what a table does when its history no longer
-// continues from its checkpoint (DESIGN §4): expired snapshots, a
+// continues from its checkpoint (docs/delivery.md): expired snapshots, a
 // rollback, a re-created table.
 type HistoryLossPolicy int
 

@@ -56,7 +56,7 @@ from collections import Counter
 NS = "interop"
 # Scenarios the sink does not get: why.
 LEFT_OUT = {
-    "upgrade": "its rows written at format v2 have no lineage and are never emitted (DESIGN §1): "
+    "upgrade": "its rows written at format v2 have no lineage and are never emitted (docs/contract.md): "
                "the head holds rows the stream never carried",
 }
 MODES = ("rowid", "ident", "replay")

@@ -94,7 +94,7 @@ def expected_for(spark, sc, meta, labels):
             "lineage": bool(cur.by_id),
             "live_count": cur.count,
             "notes": [n for n in notes if n not in anomalies],
-            # Spark's reads that no event stream can explain (DESIGN §1):
+            # Spark's reads that no event stream can explain (docs/contract.md):
             # the events above are what §1 gives for them regardless.
             "anomalies": anomalies,
             "events": [event_obj(e) for e in events],
@@ -203,7 +203,7 @@ location replaced by the placeholder `{placeholder}`:
 same way with the placeholder replaced, and `go test ./source -run Java`
 replays each one through the engine: its events must equal
 `expected.json`'s, and replaying them must reproduce Spark's live rows and
-iceberg-go's reading of every snapshot (DESIGN §1). A table the engine
+iceberg-go's reading of every snapshot (docs/contract.md). A table the engine
 does not handle yet is listed, with why, in `javaKnownFailures` in
 `source/java_test.go`: its test logs the differences and skips, and fails
 once they are gone.

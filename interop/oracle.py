@@ -1,4 +1,4 @@
-"""The oracle: Spark's own reads turned into the events DESIGN §1 asks for.
+"""The oracle: Spark's own reads turned into the events docs/contract.md asks for.
 
 live(S) = SELECT *, _row_id, _last_updated_sequence_number FROM t VERSION AS OF S
 (Spark returns the effective values: stored, else inherited from the data
@@ -170,7 +170,7 @@ def expected_events(prev, cur, seq, columns=None, upsert_key=None, types=None):
 
 
 def pair_upserts(events, prev, cur, key_columns):
-    """DESIGN §1: an equality delete and an insert with equal keys in one
+    """docs/contract.md: an equality delete and an insert with equal keys in one
     snapshot are one update, with the new row id, naming the removed one.
     Spark's reads cannot tell which delete removed a row; on a table whose
     writer removes older rows only by equality deletes (Flink in upsert

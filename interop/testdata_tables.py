@@ -264,7 +264,7 @@ QUIRKS = {
                              "first_row_id on EXISTING entries; vectors and deletes then target those files",
     "rewrite-manifests": "rewrite_manifests (Iceberg 1.11) writes every EXISTING entry with a null first_row_id into a "
                          "manifest with a new first_row_id range: unchanged rows get new row ids at a replace snapshot "
-                         "(Spark and iceberg-go read them so; no event stream satisfies DESIGN §1 there)",
+                         "(Spark and iceberg-go read them so; no event stream satisfies docs/contract.md there)",
     "upgrade": "a v2 table with position-delete files upgraded to v3: the first deletion vector of each "
                "data file folds in its v2 position deletes, which the commit removes",
     "puffin-per-commit": "one Puffin file per commit holding every vector of the commit (several blobs), "

@@ -30,7 +30,7 @@ const (
 
 // BenchmarkSmallCommit measures one small commit (benchAppended new rows and
 // benchDeleted deleted rows, in one RowDelta snapshot) on tables of 10, 1,000
-// and 10,000 data files. DESIGN §2: the cost must follow the size of the
+// and 10,000 data files. docs/contract.md: the cost must follow the size of the
 // commit, so the time must stay flat across table sizes.
 //
 //   - warm: a source.Table that has processed the whole history before the

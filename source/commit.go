@@ -43,7 +43,7 @@ type removal struct {
 	eq []*eqDeletes
 }
 
-// Commit computes the events of snapshot si (DESIGN §2).
+// Commit computes the events of snapshot si (docs/contract.md, steps 1–6).
 func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit, err error) {
 	// Malformed files can panic inside the libraries that decode them;
 	// the table's stream stops with an error, the process does not crash.
@@ -104,7 +104,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 
 	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}, pf: newPrefetched()}
 	// The first snapshot with lineage after an upgrade from v2: the
-	// parent's rows have no row ids (DESIGN §1: null for a file without
+	// parent's rows have no row ids (docs/contract.md: null for a file without
 	// first_row_id), so nothing can be deleted or updated, and the rows
 	// it changed are inserts.
 	if r.parentHasLineage() {

@@ -311,7 +311,7 @@ func (t *Table) checkSchemas() error {
 // 1.11's rewrite_manifests does) changes the ids every reader sees for
 // those rows. No event of a replace can say so, and passing it silently
 // would leave consumers keyed by _row_id with ids that no longer exist:
-// DESIGN §4's rewrites are detected, never papered over.
+// rewrites are detected, never papered over (docs/delivery.md).
 //
 // Only the data manifests the snapshot wrote that hold EXISTING entries
 // are read. The ids a snapshot assigns start at its first-row-id, above

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// A data file's Parquet footer is read once (DESIGN §2.7). readLayout reads
+// A data file's Parquet footer is read once (docs/contract.md, step 7). readLayout reads
 // it to plan row groups, with one ranged read of the file's tail, and keeps
 // the footer bytes here; iceberg-go's reader, which parses the footer again
 // each time it scans the file, opens the file through footerIO and is

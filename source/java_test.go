@@ -26,7 +26,7 @@ import (
 //   - the engine's events equal the ones Spark's own reads imply
 //     (expected.json): same ops, row ids and images, d before u before c,
 //     event_index, sequence number and lusn in source, no anomaly;
-//   - the contract (DESIGN §1) holds against Spark's live rows: the events
+//   - the contract (docs/contract.md) holds against Spark's live rows: the events
 //     of snapshots 1..k replayed over the baseline reproduce live(S_k) as
 //     Spark read it, values included;
 //   - the contract holds against iceberg-go's own reading of the relocated
@@ -76,7 +76,7 @@ var javaStops = map[string]struct {
 	// Iceberg 1.11's rewrite_manifests writes EXISTING entries without
 	// first_row_id into a manifest with a new first_row_id range: Spark and
 	// iceberg-go read new row ids for unchanged rows at a replace snapshot,
-	// which no event of a replace can carry (DESIGN §4: rewrites are
+	// which no event of a replace can carry (docs/delivery.md: rewrites are
 	// detected, never papered over; on_history_loss: resync re-reads).
 	"rewrite-manifests": {5, "gives the unchanged rows of 5 data files new row ids"},
 }

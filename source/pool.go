@@ -9,7 +9,7 @@ import (
 // defaultIOConcurrency is Options.IOConcurrency when unset.
 const defaultIOConcurrency = 16
 
-// ioPool bounds the reads a Table has in flight (DESIGN §2.7). A commit is
+// ioPool bounds the reads a Table has in flight (docs/contract.md, step 7). A commit is
 // computed in flat phases — fetch every manifest, then every footer and
 // vector, then every data file — and each phase fans out through each.
 // Only the goroutine computing the commit starts tasks, and it holds no

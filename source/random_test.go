@@ -276,13 +276,13 @@ func randomHistory(t *testing.T, seed uint64, commits int, mode historyMode) (ki
 	if mode != held {
 		checkResume(t, f, steps)
 	}
-	// Net changes (DESIGN §3) against full replay, for every range.
+	// Net changes (docs/changes.md) against full replay, for every range.
 	ranges, err := replay.CheckNet(f.ctx, steps, f.tbl)
 	if err != nil {
 		t.Fatalf("%v\nhistory: %v", err, log)
 	}
 	t.Logf("net changes of %d ranges match full replay", ranges)
-	// A column subscription (DESIGN §3) against projected replay.
+	// A column subscription (docs/changes.md) against projected replay.
 	for _, cols := range [][]string{{"status"}, {"amount"}} {
 		dropped, err := replay.CheckSubscription(f.ctx, steps, f.tbl, cols)
 		if err != nil {

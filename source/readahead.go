@@ -9,7 +9,7 @@ import (
 )
 
 // A streamed commit scans its files one after the other, in the order
-// DESIGN §1 fixes for its events, and a scan that needs the file's bytes
+// docs/contract.md fixes for its events, and a scan that needs the file's bytes
 // costs a round trip. When the footers are already known (a table followed
 // commit after commit keeps them) nothing else fetches the files first, so
 // a MERGE over 200 files would wait 200 round trips in a row. readAhead

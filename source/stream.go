@@ -11,7 +11,7 @@ import (
 	"github.com/icecdc/icecdc/lineage"
 )
 
-// A streamed commit (DESIGN §2.5–6) holds no rows: it classifies by row-id
+// A streamed commit (docs/contract.md, steps 5–6) holds no rows: it classifies by row-id
 // bitmaps read from the lineage columns (or computed, for files that store
 // none), then yields its events phase by phase, reading each file a record
 // batch at a time in position order: deletes from the removed positions,
@@ -209,7 +209,7 @@ func (r *commitRun) removedIDs(ctx context.Context, g groupRead) (*roaring64.Bit
 	ids := roaring64.New()
 	if !g.lay.storesRowID {
 		if g.m.firstRowID == nil {
-			return ids, nil, nil // no lineage: no row ids (DESIGN §1)
+			return ids, nil, nil // no lineage: no row ids (docs/contract.md)
 		}
 		it := g.pos.Iterator()
 		for it.HasNext() {

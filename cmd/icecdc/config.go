@@ -52,7 +52,7 @@ const (
 	maxIOConcurrency = 1024
 )
 
-// Config is icecdc.yaml (DESIGN §6).
+// Config is icecdc.yaml (docs/configuration.md).
 type Config struct {
 	Name    string        `yaml:"name"`
 	Catalog CatalogConfig `yaml:"catalog"`
@@ -75,7 +75,7 @@ type Config struct {
 		// they are refused.
 		Token string `yaml:"token"`
 	} `yaml:"http"`
-	// OnHistoryLoss is stop (default) or resync (DESIGN §4).
+	// OnHistoryLoss is stop (default) or resync (docs/delivery.md).
 	OnHistoryLoss string `yaml:"on_history_loss"`
 	// HoldInterval is the least time between two moves of a table's
 	// retention hold (default 1m).

@@ -92,7 +92,7 @@ func eventsAbove(from, to int64) []string {
 
 // TestChangesContinuity: a range of changes is printed whole or not at all.
 // Whatever the metadata's snapshot graph says, exit 0 means every commit of
-// the range was printed (DESIGN §4: history loss is never papered over).
+// the range was printed (docs/delivery.md: history loss is never papered over).
 func TestChangesContinuity(t *testing.T) {
 	_, _, meta := bookshop(t)
 	snapID := func(seq int64) string {

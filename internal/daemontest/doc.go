@@ -3,7 +3,7 @@
 // real bbolt state file and a file or Kafka (kfake) sink, while the test
 // commits to the table, kills the process with SIGKILL and restarts it.
 //
-// The model the tests check is DESIGN §4: a checkpoint moves only after
+// The model the tests check is docs/delivery.md: a checkpoint moves only after
 // the sink confirmed a chunk, so after any crash the stream resumes at a
 // chunk boundary. A consumer that drops repeated event ids
 // (<table_uuid>:<sequence_number>:<row_id>:<op>) then sees exactly the

@@ -14,7 +14,7 @@ import (
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
-// The tests of this file check DESIGN §4's last rule through the daemon:
+// The tests of this file check the history-loss rule of docs/delivery.md through the daemon:
 // history that no longer continues from a table's checkpoint stops that
 // table with an error that says what happened and what to run, and the
 // other tables of the pipeline go on.

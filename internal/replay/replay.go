@@ -1,4 +1,4 @@
-// Package replay checks the change contract (DESIGN §1) the way a
+// Package replay checks the change contract (docs/contract.md) the way a
 // consumer sees it: the debezium-json events of snapshots 1..k, applied to
 // a map keyed by _row_id, must reproduce live(S_k), values included, at
 // every k. Tests of source and of the command use it.
@@ -182,7 +182,7 @@ func sameRow(a, b map[string]any) bool {
 
 // Project rewrites every row from schema from to schema to, matching
 // top-level columns by field id, as a consumer does when the images of the
-// next snapshot's events come in a new schema (DESIGN §1: images use the
+// next snapshot's events come in a new schema (docs/contract.md: images use the
 // event's snapshot schema): a renamed column takes its new name, a dropped
 // one goes, an added one takes its initial default (or null).
 func (s State) Project(from, to *iceberg.Schema) {

@@ -7,7 +7,7 @@
 // makes exactly one commit, i.e. one snapshot, and returns the refreshed table
 // ([UpgradeToV3] changes metadata only). The oracle [LiveRows] scans one
 // snapshot with row lineage and returns live(S) keyed by _row_id, which is
-// what the change contract of DESIGN.md §1 is defined on.
+// what the change contract of docs/contract.md is defined on.
 //
 // The writers are iceberg-go's own wherever iceberg-go has one, so the tables
 // look like what a Go writer produces in the wild, including its known

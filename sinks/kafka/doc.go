@@ -1,4 +1,4 @@
-// Package kafka is the Kafka sink of icecdc, on franz-go (DESIGN §4, §5).
+// Package kafka is the Kafka sink of icecdc, on franz-go (docs/delivery.md, docs/sinks.md).
 //
 // The model: each table's events go to the topic its template names
 // (default icecdc.{namespace}.{table}), one record per event, keyed by the
