@@ -39,8 +39,12 @@ func TestPuffinVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			if fi, err := f.Stat(); err != nil || fi.Size() != want.Size {
-				t.Fatalf("size: %v, %v; Java wrote %d bytes", fi.Size(), err, want.Size)
+			fi, err := f.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() != want.Size {
+				t.Fatalf("%d bytes, Java wrote %d", fi.Size(), want.Size)
 			}
 			pr, err := puffin.NewReader(f)
 			if err != nil {
@@ -73,8 +77,11 @@ func TestPuffinVectors(t *testing.T) {
 					checkNotDV(t, pr, blob)
 					if blob.CompressionCodec == nil {
 						data, err := pr.ReadBlob(i)
-						if err != nil || string(data.Data) != jb.Data {
-							t.Errorf("blob %d: read %q, %v; Java read %q", i, data.Data, err, jb.Data)
+						if err != nil {
+							t.Fatalf("blob %d: %v", i, err)
+						}
+						if string(data.Data) != jb.Data {
+							t.Errorf("blob %d: read %q, Java read %q", i, data.Data, jb.Data)
 						}
 					}
 					continue
