@@ -49,7 +49,7 @@ func allContainerTypes() []uint64 {
 // TestJavaVectors decodes each vector Iceberg Java wrote into testdata/dv
 // and checks it against what Java read back from it: its positions, and
 // bucket by bucket the kinds of its containers, which the Go decoder must
-// keep (Encode must then give Java's bytes back).
+// keep (Encode then gives Java's bytes back but for the empty buckets).
 func TestJavaVectors(t *testing.T) {
 	m := readManifest(t)
 	var empty, gaps bool
