@@ -48,8 +48,11 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-func TestDiffFixtures(t *testing.T) {
-	newDV, err := Decode(readFixture(t, "dv/java", "all-container-types-position-index.bin"), -1, -1)
+// TestDiffJavaVector diffs a vector Java wrote, holding every container kind
+// in two buckets, against one that deletes all of the first bucket.
+func TestDiffJavaVector(t *testing.T) {
+	v, blob := vector(t, "container-kinds.bin")
+	newDV, err := Decode(blob, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,7 @@ func TestDiffFixtures(t *testing.T) {
 	oldDV.AddRange(0, bucket) // everything in the first bucket
 	got := Diff(newDV, oldDV)
 	var want []uint64
-	for _, p := range allContainerTypes() {
+	for _, p := range expand(v.Positions) {
 		if p >= bucket {
 			want = append(want, p)
 		}

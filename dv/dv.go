@@ -132,14 +132,16 @@ func ReadAt(r io.ReaderAt, offset, size, expectedCardinality, recordCount int64)
 // 2^16-position container its header and offset, and at most 4 bytes per
 // position (a run container of one-position runs; an array takes 2, and a
 // bitmap container is only used above 4096 positions, where 8 KiB is less
-// than 2 per position). It is capped at the largest blob Iceberg writes.
+// than 2 per position). Every bucket below recordCount counts, not only as
+// many as there are positions: Iceberg Java writes an empty bucket for each
+// key below the highest. It is capped at the largest blob Iceberg writes.
 func MaxSize(cardinality, recordCount int64) int64 {
 	if cardinality < 0 || recordCount < 0 {
 		return maxBlobSize
 	}
 	containers := min(cardinality, recordCount>>16+1)
-	buckets := min(cardinality, recordCount>>32+1)
-	if cardinality > maxBlobSize || containers > maxBlobSize/16 {
+	buckets := recordCount>>32 + 1
+	if cardinality > maxBlobSize || containers > maxBlobSize/16 || buckets > maxBlobSize/16 {
 		return maxBlobSize
 	}
 	size := minBlobSize + 8 + 16*buckets + 16*containers + 4*cardinality
@@ -148,8 +150,11 @@ func MaxSize(cardinality, recordCount int64) int64 {
 
 // Encode builds a deletion-vector-v1 blob from b, run-optimising a copy of it
 // first as Iceberg Java does, so b itself is left untouched. A nil b encodes
-// an empty vector. It is meant for tests and tools; icecdc never writes
-// vectors into tables.
+// an empty vector. The bytes are Java's but where Java writes an empty
+// bucket for a key below the highest: Encode leaves those out, as the
+// portable format allows and Java's reader accepts, so that a position at a
+// high key does not cost 12 bytes per key below it. It is meant for tests
+// and tools; icecdc never writes vectors into tables.
 func Encode(b *roaring64.Bitmap) ([]byte, error) {
 	if b == nil {
 		b = roaring64.New()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 )
 
@@ -19,13 +20,14 @@ const (
 	container = uint64(1) << 16 // C
 )
 
-// javaBlobs are the deleted positions of the DV blobs Iceberg Java wrote, as
-// fixtures/README.md documents them.
-var javaBlobs = map[string][]uint64{
-	"empty-position-index.bin":                    nil,
-	"small-alternating-values-position-index.bin": {1, 3, 5, 7, 9},
-	"small-and-large-values-position-index.bin":   {100, 101, math.MaxInt32 + 100, math.MaxInt32 + 101},
-	"all-container-types-position-index.bin":      allContainerTypes(),
+// javaFixtures maps the DV blobs of Iceberg Java's own test resources
+// (fixtures/dv/java) to the vectors of testdata/dv that hold the same
+// positions: WriteVectors builds them the same way, so the bytes must agree.
+var javaFixtures = map[string]string{
+	"empty-position-index.bin":                    "empty.bin",
+	"small-alternating-values-position-index.bin": "one-container.bin",
+	"small-and-large-values-position-index.bin":   "small-and-large.bin",
+	"all-container-types-position-index.bin":      "iceberg-all-container-types.bin",
 }
 
 func allContainerTypes() []uint64 {
@@ -44,12 +46,70 @@ func allContainerTypes() []uint64 {
 	return p
 }
 
+// TestJavaVectors decodes each vector Iceberg Java wrote into testdata/dv
+// and checks it against what Java read back from it: its positions, and
+// bucket by bucket the kinds of its containers, which the Go decoder must
+// keep (Encode then gives Java's bytes back but for the empty buckets).
+func TestJavaVectors(t *testing.T) {
+	m := readManifest(t)
+	var empty, gaps bool
+	kinds := map[string]int{} // "low array", "high run", …
+	for _, v := range m.Vectors {
+		t.Run(v.File, func(t *testing.T) {
+			data := readTestdata(t, v.File)
+			if int64(len(data)) != v.Size {
+				t.Fatalf("%d bytes, Java wrote %d", len(data), v.Size)
+			}
+			want := expand(v.Positions)
+			if int64(len(want)) != v.Cardinality {
+				t.Fatalf("manifest: %d positions listed, cardinality %d", len(want), v.Cardinality)
+			}
+			checkJavaBlob(t, data, want)
+			got := buckets(t, payload(data))
+			if !slices.Equal(got, v.Buckets) {
+				t.Fatalf("buckets:\n got %+v\nwant %+v", got, v.Buckets)
+			}
+		})
+		empty = empty || v.Cardinality == 0
+		for _, b := range v.Buckets {
+			gaps = gaps || b.Cardinality == 0
+			side := "low"
+			if b.Key > 0 {
+				side = "high"
+			}
+			kinds[side+" array"] += b.Array
+			kinds[side+" bitmap"] += b.Bitmap
+			kinds[side+" run"] += b.Run
+		}
+	}
+	// What the vectors are there for: a regenerated set must still hold it.
+	if !empty || !gaps {
+		t.Errorf("vectors hold an empty vector: %v, an empty bucket below the highest: %v; want both", empty, gaps)
+	}
+	for _, k := range []string{"low array", "low bitmap", "low run", "high array", "high bitmap", "high run"} {
+		if kinds[k] == 0 {
+			t.Errorf("no vector holds a %s container", k)
+		}
+	}
+}
+
+// TestJavaFixtures checks Iceberg Java's own test resources, where present:
+// each DV blob must be byte for byte the project's vector of the same
+// positions, and the bare bitmaps must decode as the Roaring format says.
 func TestJavaFixtures(t *testing.T) {
-	for _, name := range fixtureFiles(t, "dv/java") {
+	names := fixtureFiles(t, "dv/java")
+	if names == nil {
+		t.Skip("no fixtures; TestJavaVectors checks the project's own")
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			data := readFixture(t, "dv/java", name)
-			if want, ok := javaBlobs[name]; ok {
-				b := checkJavaBlob(t, data, want)
+			if ours, ok := javaFixtures[name]; ok {
+				v, want := vector(t, ours)
+				if !bytes.Equal(data, want) {
+					t.Fatalf("differs from testdata/dv/%s:\n got % x\nwant % x", ours, data, want)
+				}
+				b := checkJavaBlob(t, data, expand(v.Positions))
 				// Java writes run containers; they must decode as such.
 				if name == "all-container-types-position-index.bin" && !b.HasRunCompression() {
 					t.Error("no run containers decoded")
@@ -76,13 +136,18 @@ func checkJavaBlob(t *testing.T, blob []byte, want []uint64) *roaring64.Bitmap {
 	if _, err := Decode(blob, -1, -1); err != nil {
 		t.Fatalf("unknown cardinality and record count: %v", err)
 	}
-	// Java run-length encodes before writing, as Encode does: same bytes.
+	// What ReadAt is given by a manifest entry must not refuse it.
+	if _, err := ReadAt(bytes.NewReader(blob), 0, int64(len(blob)), int64(len(want)), records); err != nil {
+		t.Fatalf("ReadAt with the cardinality and record count: %v", err)
+	}
+	// Java run-length encodes before writing, as Encode does: same bytes,
+	// but for the empty buckets Java writes below the highest key.
 	enc, err := Encode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(enc, blob) {
-		t.Errorf("Encode differs from Java's bytes:\n got % x\nwant % x", enc, blob)
+	if compact := dropEmptyBuckets(t, blob); !bytes.Equal(enc, compact) {
+		t.Errorf("Encode differs from Java's bytes without empty buckets:\n got % x\nwant % x", enc, compact)
 	}
 	return b
 }
@@ -162,7 +227,7 @@ func TestDecodeBitmapKeyRange(t *testing.T) {
 
 // TestCorruptBlobs damages a real Java blob one way at a time.
 func TestCorruptBlobs(t *testing.T) {
-	good := readFixture(t, "dv/java", "small-alternating-values-position-index.bin")
+	good := readTestdata(t, "one-container.bin")
 	for _, tc := range []struct {
 		name        string
 		blob        []byte
@@ -200,7 +265,7 @@ func TestCorruptBlobs(t *testing.T) {
 // corrupt manifest can point a vector at any file the reader may open.
 func TestFramingErrorsShowNoContent(t *testing.T) {
 	secret := []byte("root:x:0:0:SECRET-CONTENT:/root:/bin/bash\n")
-	good := readFixture(t, "dv/java", "small-alternating-values-position-index.bin")
+	good := readTestdata(t, "one-container.bin")
 	cases := [][]byte{
 		secret,
 		append(binary.BigEndian.AppendUint32(nil, uint32(len(secret)-8)), secret[4:]...), // length fits, magic does not
@@ -312,27 +377,27 @@ func TestEncodeNil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty := readFixture(t, "dv/java", "empty-position-index.bin")
+	empty := readTestdata(t, "empty.bin")
 	if !bytes.Equal(blob, empty) {
 		t.Fatalf("got % x, want % x", blob, empty)
 	}
 }
 
 func TestDecodeDoesNotAlias(t *testing.T) {
-	blob := slices.Clone(readFixture(t, "dv/java", "all-container-types-position-index.bin"))
+	v, blob := vector(t, "container-kinds.bin")
 	b, err := Decode(blob, -1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := b.Clone()
 	clear(blob)
-	if !b.Equals(want) || b.GetCardinality() != uint64(len(allContainerTypes())) {
+	if !b.Equals(want) || !slices.Equal(b.ToArray(), expand(v.Positions)) {
 		t.Fatal("decoded bitmap changed when the blob was overwritten")
 	}
 }
 
 func TestReadAt(t *testing.T) {
-	blob := readFixture(t, "dv/java", "small-alternating-values-position-index.bin")
+	blob := readTestdata(t, "one-container.bin")
 	file := append(append([]byte("PFA1"), blob...), "rest"...)
 	r := &countingReaderAt{r: bytes.NewReader(file)}
 	b, err := ReadAt(r, 4, int64(len(blob)), 5, 10)
@@ -367,6 +432,58 @@ type countingReaderAt struct {
 func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	c.calls++
 	return c.r.ReadAt(p, off)
+}
+
+// buckets walks a portable 64-bit bitmap as it is stored, empty buckets
+// included, and counts each bucket's containers by kind, as roaring decodes
+// them without converting any.
+func buckets(t *testing.T, data []byte) []javaBucket {
+	t.Helper()
+	r := bytes.NewReader(data)
+	var count uint64
+	if err := binary.Read(r, binary.LittleEndian, &count); err != nil {
+		t.Fatal(err)
+	}
+	out := []javaBucket{}
+	for range count {
+		var key uint32
+		if err := binary.Read(r, binary.LittleEndian, &key); err != nil {
+			t.Fatal(err)
+		}
+		b := roaring.New()
+		if _, err := b.ReadFrom(r); err != nil {
+			t.Fatalf("bucket %d: %v", key, err)
+		}
+		s := b.Stats()
+		out = append(out, javaBucket{Key: key, Cardinality: s.Cardinality,
+			Array: int(s.ArrayContainers), Bitmap: int(s.BitmapContainers), Run: int(s.RunContainers)})
+	}
+	if r.Len() != 0 {
+		t.Fatalf("%d bytes after the last bucket", r.Len())
+	}
+	return out
+}
+
+// dropEmptyBuckets returns blob with its bitmap's empty buckets left out,
+// length and CRC made anew.
+func dropEmptyBuckets(t *testing.T, blob []byte) []byte {
+	t.Helper()
+	data := payload(blob)
+	var kept [][]byte
+	off := 8
+	for range binary.LittleEndian.Uint64(data) {
+		var b roaring.Bitmap
+		n, err := b.FromBuffer(data[off+4:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !b.IsEmpty() {
+			kept = append(kept, data[off:off+4+int(n)])
+		}
+		off += 4 + int(n)
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(kept)))
+	return reframe(append(out, bytes.Join(kept, nil)...))
 }
 
 // payload returns the bitmap inside a blob.

@@ -2,8 +2,6 @@ package dv
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -15,22 +13,27 @@ import (
 // must satisfy the checks they were asked for and survive Encode and Decode
 // unchanged.
 func FuzzDecode(f *testing.F) {
+	m := readManifest(f)
+	seeds := func(data []byte, card int64) {
+		f.Add(data, int64(-1), int64(-1))
+		if card >= 0 {
+			f.Add(data, card, int64(1)<<33)
+			f.Add(payload(data), card, int64(-1))
+			f.Add(flip(data, len(data)-1), card, int64(-1))
+			f.Add(patch(data, 4, 0, 0, 0, 0), int64(-1), int64(-1))
+			f.Add(data[:len(data)-3], int64(-1), int64(-1))
+			f.Add(reframe(append(payload(data), 0)), int64(-1), int64(-1))
+		}
+	}
+	for _, v := range m.Vectors {
+		seeds(readTestdata(f, v.File), v.Cardinality)
+	}
+	for _, p := range m.Puffin {
+		seeds(readTestdata(f, p.File), -1)
+	}
 	for _, sub := range []string{"dv/java", "dv/puffin"} {
 		for _, name := range fixtureFiles(f, sub) {
-			data, err := os.ReadFile(filepath.Join(fixtureDir(f, sub), name))
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data, int64(-1), int64(-1))
-			if _, ok := javaBlobs[name]; ok {
-				want := int64(len(javaBlobs[name]))
-				f.Add(data, want, int64(1)<<33)
-				f.Add(payload(data), want, int64(-1))
-				f.Add(flip(data, len(data)-1), want, int64(-1))
-				f.Add(patch(data, 4, 0, 0, 0, 0), int64(-1), int64(-1))
-				f.Add(data[:len(data)-3], int64(-1), int64(-1))
-				f.Add(reframe(append(payload(data), 0)), int64(-1), int64(-1))
-			}
+			seeds(readFixture(f, sub, name), -1)
 		}
 	}
 	f.Add(reframe(unsortedArray()), int64(-1), int64(-1))
