@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
@@ -20,30 +16,6 @@ import (
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
 )
-
-// lineRE finds the line a YAML error is at.
-var lineRE = regexp.MustCompile(`line (\d+): `)
-
-// nameLineKey adds the key of the line a YAML error points at ("line 27:
-// max_memory: …"), so that a value a setting's own type refuses (a size,
-// a duration) is named, whatever the setting.
-func nameLineKey(msg, doc string) string {
-	m := lineRE.FindStringSubmatchIndex(msg)
-	if m == nil {
-		return msg
-	}
-	n, _ := strconv.Atoi(msg[m[2]:m[3]])
-	lines := strings.Split(doc, "\n")
-	if n < 1 || n > len(lines) {
-		return msg
-	}
-	key, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(lines[n-1]), "- "), ":")
-	key = strings.TrimSpace(key)
-	if !ok || key == "" || strings.ContainsAny(key, " {[\"'") {
-		return msg
-	}
-	return msg[:m[1]] + key + ": " + msg[m[1]:]
-}
 
 // Upper bounds of settings that size what a table holds or runs at once.
 const (
@@ -164,29 +136,21 @@ type WebhookConfig struct {
 	} `yaml:"batch"`
 }
 
-// parseConfig expands ${ENV} references (see expandEnv), decodes strictly
-// (an unknown field is an error naming it), applies the overrides (the
-// command line's flags) and validates.
+// parseConfig parses the YAML, expands ${ENV} references inside its
+// values (see expandEnv), checks every key and value (see decodeConfig),
+// applies the overrides (the command line's flags) and validates. Its
+// error is one line: the first problem, and how many more there are.
 func parseConfig(raw []byte, getenv func(string) string, overrides ...func(*Config)) (*Config, error) {
-	expanded, missing, err := expandEnv(string(raw), getenv)
-	if err != nil {
-		return nil, err
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("config: environment variable %s is not set", strings.Join(missing, ", "))
-	}
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
-	dec.KnownFields(true)
 	var c Config
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("config: %s", oneLine(nameLineKey(err.Error(), expanded)))
+	if err := decodeConfig(raw, getenv, &c); err != nil {
+		return nil, err
 	}
 	for _, o := range overrides {
 		o(&c)
 	}
 	c.defaults()
 	if err := c.validate(); err != nil {
-		return nil, err
+		return nil, firstError([]error{err})
 	}
 	return &c, nil
 }
