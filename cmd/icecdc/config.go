@@ -22,6 +22,9 @@ const (
 	maxChunk         = 1_000_000
 	maxChunkBytes    = 256 << 20
 	maxIOConcurrency = 1024
+	// More connections than this defeat the cap's purpose, which is to
+	// leave the process its file descriptors.
+	maxHTTPConnections = 4096
 )
 
 // Config is icecdc.yaml (DESIGN §6).
@@ -40,13 +43,7 @@ type Config struct {
 	State    struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
-	HTTP struct {
-		Listen string `yaml:"listen"`
-		// Token authenticates requests that change what the daemon does
-		// (POST /snapshot, icecdc snapshot) as a bearer token; without it
-		// they are refused.
-		Token string `yaml:"token"`
-	} `yaml:"http"`
+	HTTP HTTPConfig `yaml:"http"`
 	// OnHistoryLoss is stop (default) or resync (DESIGN §4).
 	OnHistoryLoss string `yaml:"on_history_loss"`
 	// HoldInterval is the least time between two moves of a table's
@@ -80,6 +77,19 @@ type Config struct {
 	// Cluster spreads the tables over several processes (cluster mode);
 	// default type none: this process follows every table.
 	Cluster cluster.Config `yaml:"cluster"`
+}
+
+// HTTPConfig is the daemon's HTTP listener.
+type HTTPConfig struct {
+	Listen string `yaml:"listen"`
+	// Token authenticates requests that change what the daemon does
+	// (POST /snapshot, icecdc snapshot) as a bearer token; without it
+	// they are refused. When set, /status and /metrics want it too.
+	Token string `yaml:"token"`
+	// MaxConnections caps the listener's open connections (default
+	// DefaultHTTPMaxConnections); at the cap an idle one is closed to
+	// make room.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // CatalogConfig says where the tables are.
@@ -260,6 +270,9 @@ func (c *Config) validate() error {
 	}
 	if c.HTTP.Token != "" && c.HTTP.Listen == "" {
 		bad("http.token", "set, but http.listen is not: there is no port to take requests on")
+	}
+	if c.HTTP.MaxConnections < 0 || c.HTTP.MaxConnections > maxHTTPConnections {
+		bad("http.max_connections", "%d: want 1 to %d (0: the default, %d)", c.HTTP.MaxConnections, maxHTTPConnections, DefaultHTTPMaxConnections)
 	}
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
