@@ -176,8 +176,17 @@ func routeLibraryLogs(log *slog.Logger) (restore func()) {
 }
 
 // logOpened says what --adopt-state did: it starts every table over, which
-// must not go unnoticed, and it should not stay in a unit file after use.
+// must not go unnoticed, and it should not stay in a unit file after use;
+// and that a state file others could read was tightened.
 func logOpened(log *slog.Logger, cfg *Config, o state.Opened, adopt bool) {
+	switch {
+	case o.Tightened:
+		log.Warn("the state file was readable by other users; it is now the owner's only", "state", cfg.State.Path,
+			"mode", fmt.Sprintf("%04o", o.LooseMode), "now", fmt.Sprintf("%04o", o.LooseMode&^0o077))
+	case o.LooseMode != 0:
+		log.Warn("the state file is readable by other users and cannot be changed by this process: chmod go= it", "state", cfg.State.Path,
+			"mode", fmt.Sprintf("%04o", o.LooseMode))
+	}
 	switch {
 	case o.Adopted:
 		args := []any{"state", cfg.State.Path, "pipeline", cfg.Name}
