@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -27,6 +28,12 @@ type Opened struct {
 	Adopted bool
 	// Others are the other pipelines with checkpoints in the file.
 	Others []string
+	// LooseMode is the permission bits of an existing file that other
+	// users could read or write (0644), else 0; Tightened says whether
+	// Open took their access away (it does unless Options.ReadOnly, or
+	// the file is not the process's to change).
+	LooseMode fs.FileMode
+	Tightened bool
 }
 
 // metaBucket holds what the file says about itself. Its name begins with

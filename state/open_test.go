@@ -651,3 +651,66 @@ func BenchmarkOpen(b *testing.B) {
 	}
 	b.ReportMetric(float64(fi.Size())/(1<<20), "MiB")
 }
+
+// TestOpenTightensMode: an existing state file other users could read
+// (copied, restored, or made by an older version with 0644) is made the
+// owner's only, and Opened says what it was; a read-only open leaves it
+// as it is and says so too.
+func TestOpenTightensMode(t *testing.T) {
+	if os.PathSeparator != '/' {
+		t.Skip("no permission bits")
+	}
+	path := statePath(t)
+	mustOpenClose(t, path, Options{Pipeline: "p"}, nil)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, path, Options{Pipeline: "p", ReadOnly: true})
+	if o := ro.Opened(); o.LooseMode != 0o644 || o.Tightened {
+		t.Errorf("read-only open: Opened %+v, want mode 0644 reported and left", o)
+	}
+	ro.Close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+		t.Fatalf("a read-only open changed the mode to %o", fi.Mode().Perm())
+	}
+	s := mustOpen(t, path, Options{Pipeline: "p"})
+	if o := s.Opened(); o.LooseMode != 0o644 || !o.Tightened {
+		t.Errorf("Opened %+v, want mode 0644 tightened", o)
+	}
+	s.Close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %o after Open, want 0600", fi.Mode().Perm())
+	}
+	s = mustOpen(t, path, Options{Pipeline: "p"})
+	if o := s.Opened(); o.LooseMode != 0 || o.Tightened {
+		t.Errorf("a 0600 file: Opened %+v", o)
+	}
+	s.Close()
+}
+
+// TestOpenUnwritableDirectory: a state path whose directory cannot take a
+// new file is refused naming the state path and the directory, never the
+// temporary file Open creates it under.
+func TestOpenUnwritableDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// Root writes anywhere a mode allows nothing; /proc takes no
+		// new files from anyone.
+		dir = "/proc"
+		if _, err := os.Stat(dir); err != nil {
+			t.Skip("running as root, and no /proc")
+		}
+	}
+	path := filepath.Join(dir, "icecdc-state.db")
+	_, err := Open(path, Options{Pipeline: "p"})
+	if err == nil {
+		t.Fatal("opened a state file in an unwritable directory")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "state "+path+": cannot create the file in "+dir+": ") || strings.Contains(msg, ".new-") {
+		t.Fatalf("error %q, want it to name the state path and its directory, not the temporary file", msg)
+	}
+}

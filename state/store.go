@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -136,6 +137,15 @@ func open(path string, opts Options) (*Store, error) {
 	case fi.Size() == 0 && (!opts.Adopt || opts.ReadOnly):
 		return nil, errEmptyFile
 	}
+	// The file holds the pipeline's positions, and with them what tables
+	// it follows: the owner's only, as Open creates it. An older or copied
+	// file readable by others is tightened.
+	var loose fs.FileMode
+	tightened := false
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		loose = perm
+		tightened = !opts.ReadOnly && os.Chmod(path, perm&^0o077) == nil
+	}
 	db, err := openBolt(path, opts, fi.Size() > 0)
 	if err != nil {
 		return nil, err
@@ -158,6 +168,7 @@ func open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	s.opened.LooseMode, s.opened.Tightened = loose, tightened
 	return s, nil
 }
 
@@ -171,9 +182,11 @@ func create(path string, opts Options) (created bool, err error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return false, err
 	}
+	// Errors below name the directory, not the temporary file: the state
+	// path is what the operator set (Open names it) and can fix.
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".new-*")
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("cannot create the file in %s: %w", dir, bareError(err))
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
@@ -182,7 +195,7 @@ func create(path string, opts Options) (created bool, err error) {
 	}
 	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("cannot create the file in %s: %w", dir, bareError(err))
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		_, err := claim(tx, opts, true, opts.now())
@@ -192,14 +205,14 @@ func create(path string, opts Options) (created bool, err error) {
 		err = cerr
 	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("cannot create the file in %s: %w", dir, bareError(err))
 	}
 	// Link, not rename: a rename would replace a file another process
 	// created and is already using.
 	if err := os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
 		return false, nil
 	} else if err != nil {
-		return false, err
+		return false, fmt.Errorf("cannot link the new file into place in %s: %w", dir, bareError(err))
 	}
 	// The new name is durable once the directory is; where directories
 	// cannot be synced (Windows), the file system orders it by itself.
@@ -208,6 +221,20 @@ func create(path string, opts Options) (created bool, err error) {
 		_ = d.Close()
 	}
 	return true, nil
+}
+
+// bareError is err without the file name an *fs.PathError or an
+// *os.LinkError adds.
+func bareError(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
 }
 
 // Opened says whether Open created the file, adopted it, and which other

@@ -47,7 +47,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	ready := make(chan struct{})
 	var member *cluster.Member
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP.Listen, reg, ready, health, func() (any, error) {
+		srv, err := serveHTTP(cfg.HTTP, log, reg, ready, health, func() (any, error) {
 			if member == nil {
 				return clusterStatus{}, nil
 			}
@@ -58,7 +58,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		if err != nil {
 			return err
 		}
-		defer srv.Close()
+		defer srv.stop()
 	}
 	ts, err := waitForTableSources(ctx, cfg, log)
 	if err != nil || ts == nil {

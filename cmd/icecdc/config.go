@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
@@ -21,35 +17,14 @@ import (
 	"github.com/icecdc/icecdc/source"
 )
 
-// lineRE finds the line a YAML error is at.
-var lineRE = regexp.MustCompile(`line (\d+): `)
-
-// nameLineKey adds the key of the line a YAML error points at ("line 27:
-// max_memory: …"), so that a value a setting's own type refuses (a size,
-// a duration) is named, whatever the setting.
-func nameLineKey(msg, doc string) string {
-	m := lineRE.FindStringSubmatchIndex(msg)
-	if m == nil {
-		return msg
-	}
-	n, _ := strconv.Atoi(msg[m[2]:m[3]])
-	lines := strings.Split(doc, "\n")
-	if n < 1 || n > len(lines) {
-		return msg
-	}
-	key, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(lines[n-1]), "- "), ":")
-	key = strings.TrimSpace(key)
-	if !ok || key == "" || strings.ContainsAny(key, " {[\"'") {
-		return msg
-	}
-	return msg[:m[1]] + key + ": " + msg[m[1]:]
-}
-
 // Upper bounds of settings that size what a table holds or runs at once.
 const (
 	maxChunk         = 1_000_000
 	maxChunkBytes    = 256 << 20
 	maxIOConcurrency = 1024
+	// More connections than this defeat the cap's purpose, which is to
+	// leave the process its file descriptors.
+	maxHTTPConnections = 4096
 )
 
 // Config is icecdc.yaml (docs/configuration.md).
@@ -68,13 +43,7 @@ type Config struct {
 	State    struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
-	HTTP struct {
-		Listen string `yaml:"listen"`
-		// Token authenticates requests that change what the daemon does
-		// (POST /snapshot, icecdc snapshot) as a bearer token; without it
-		// they are refused.
-		Token string `yaml:"token"`
-	} `yaml:"http"`
+	HTTP HTTPConfig `yaml:"http"`
 	// OnHistoryLoss is stop (default) or resync (docs/delivery.md).
 	OnHistoryLoss string `yaml:"on_history_loss"`
 	// HoldInterval is the least time between two moves of a table's
@@ -108,6 +77,19 @@ type Config struct {
 	// Cluster spreads the tables over several processes (cluster mode);
 	// default type none: this process follows every table.
 	Cluster cluster.Config `yaml:"cluster"`
+}
+
+// HTTPConfig is the daemon's HTTP listener.
+type HTTPConfig struct {
+	Listen string `yaml:"listen"`
+	// Token authenticates requests that change what the daemon does
+	// (POST /snapshot, icecdc snapshot) as a bearer token; without it
+	// they are refused. When set, /status and /metrics want it too.
+	Token string `yaml:"token"`
+	// MaxConnections caps the listener's open connections (default
+	// DefaultHTTPMaxConnections); at the cap an idle one is closed to
+	// make room.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // CatalogConfig says where the tables are.
@@ -164,29 +146,21 @@ type WebhookConfig struct {
 	} `yaml:"batch"`
 }
 
-// parseConfig expands ${ENV} references (see expandEnv), decodes strictly
-// (an unknown field is an error naming it), applies the overrides (the
-// command line's flags) and validates.
+// parseConfig parses the YAML, expands ${ENV} references inside its
+// values (see expandEnv), checks every key and value (see decodeConfig),
+// applies the overrides (the command line's flags) and validates. Its
+// error is one line: the first problem, and how many more there are.
 func parseConfig(raw []byte, getenv func(string) string, overrides ...func(*Config)) (*Config, error) {
-	expanded, missing, err := expandEnv(string(raw), getenv)
-	if err != nil {
-		return nil, err
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("config: environment variable %s is not set", strings.Join(missing, ", "))
-	}
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
-	dec.KnownFields(true)
 	var c Config
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("config: %s", oneLine(nameLineKey(err.Error(), expanded)))
+	if err := decodeConfig(raw, getenv, &c); err != nil {
+		return nil, err
 	}
 	for _, o := range overrides {
 		o(&c)
 	}
 	c.defaults()
 	if err := c.validate(); err != nil {
-		return nil, err
+		return nil, firstError([]error{err})
 	}
 	return &c, nil
 }
@@ -296,6 +270,9 @@ func (c *Config) validate() error {
 	}
 	if c.HTTP.Token != "" && c.HTTP.Listen == "" {
 		bad("http.token", "set, but http.listen is not: there is no port to take requests on")
+	}
+	if c.HTTP.MaxConnections < 0 || c.HTTP.MaxConnections > maxHTTPConnections {
+		bad("http.max_connections", "%d: want 1 to %d (0: the default, %d)", c.HTTP.MaxConnections, maxHTTPConnections, DefaultHTTPMaxConnections)
 	}
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)

@@ -63,7 +63,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		name, edit, want string
 	}{
 		{"missing env", "", "ICECDC_WEBHOOK_SECRET is not set"},
-		{"unknown field", "sinc: {}\n", "field sinc not found"},
+		{"unknown field", "sinc: {}\n", `unknown key "sinc" (did you mean "sink"? valid keys: name, catalog, tables,`},
 		{"bad start", "start: earliest", "tables[0].start"},
 		{"bad sink", "type: webhook", "sink.type"},
 		{"bad url", `url: "https://hooks.example/icecdc"`, "sink.webhook.url"},
@@ -342,11 +342,57 @@ func TestConfigBounds(t *testing.T) {
 	for _, tc := range []struct{ from, to, want string }{
 		{"timeout: 15s,", "timeout: 15s, cloudevents_mode: bin,", `sink.webhook.cloudevents_mode: "bin": want structured or binary`},
 		{"timeout: 15s,", "timeout: 15s, cloudevents_mode: binary,", "sink.webhook.cloudevents_mode: binary needs sink.webhook.cloudevents: true"},
-		{"format: debezium-json\n", "format: debezium-json\ndebezium: {provide.transaction.metadata: true}\n", "table shop.orders: not with columns or net"},
+		{"format: debezium-json\n", "format: debezium-json\ndebezium: {provide.transaction.metadata: true}\n",
+			"debezium.provide.transaction.metadata: only the kafka sink writes transaction records (and 1 more error)"},
 	} {
 		_, err := parseConfig([]byte(strings.Replace(goodConfig, tc.from, tc.to, 1)), secret)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.to, err, tc.want)
+		}
+	}
+	kafkaSink := "name: p\ntables: [{name: shop.orders, net: true}]\nsink: {type: kafka, kafka: {brokers: [k:9092]}}\n"
+	_, err := parseConfig([]byte(kafkaSink+"debezium: {provide.transaction.metadata: true}\n"), secret)
+	if err == nil || !strings.Contains(err.Error(), "table shop.orders: not with columns or net") {
+		t.Errorf("transaction metadata with a net table: error %v", err)
+	}
+}
+
+// TestConfigErrorsSpeakYAML: the errors of a mistyped key, a value of the
+// wrong type, a tab and several mistakes at once are one line each, in
+// the configuration's terms, never Go's (a struct dump, !!int).
+func TestConfigErrorsSpeakYAML(t *testing.T) {
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	for _, tc := range []struct{ doc, want string }{
+		{goodConfig + "poll2: {}\n", `config: line 27: unknown key "poll2" (did you mean "poll"? valid keys: name, catalog, tables, poll, format,`},
+		{strings.Replace(goodConfig, "poll: {interval: 2s}", "poll: {intervall: 2s}", 1),
+			`config: line 18: poll: unknown key "intervall" (did you mean "interval"? valid keys: interval)`},
+		{strings.Replace(goodConfig, "    branch: main", "    brnch: main", 1),
+			`config: line 11: tables[0]: unknown key "brnch" (did you mean "branch"? valid keys: name, metadata, branch, start, key, max_memory, columns, net, hold)`},
+		{strings.Replace(goodConfig, "timeout: 15s,", "timeout: 15s, batch_size: 3,", 1),
+			`config: line 23: sink.webhook: unknown key "batch_size" (valid keys: url, secret, timeout, cloudevents, cloudevents_mode, batch)`},
+		{goodConfig + "cluster: {kafka: {sasl: {mechanizm: plain}}}\n", `cluster.kafka.sasl: unknown key "mechanizm" (did you mean "mechanism"? valid keys: mechanism, user, password)`},
+		{strings.Replace(goodConfig, "poll: {interval: 2s}", "poll: {interval: 1}", 1), "config: line 18: poll.interval: 1 is not a duration (e.g. 1s)"},
+		{strings.Replace(goodConfig, "poll: {interval: 2s}", "poll: 2s", 1), "config: line 18: poll: want a section with keys (interval), not 2s"},
+		{strings.Replace(goodConfig, "    net: true", "    net: maybe", 1), "config: line 15: tables[0].net: maybe is not true or false"},
+		{strings.Replace(goodConfig, "key: [order_id]", "key: order_id", 1), "config: line 13: tables[0].key: want a list ([a, b] or lines starting with -), not order_id"},
+		{goodConfig + "chunk: many\n", "config: line 27: chunk: many is not a whole number"},
+		{goodConfig + "chunk: 1.5\n", "config: line 27: chunk: 1.5 is not a whole number"},
+		{goodConfig + "cluster: {partitions: 99999999999}\n", "config: line 27: cluster.partitions: 99999999999 is not a whole number from -2147483648 to 2147483647"},
+		{goodConfig + "max_memory: lots\n", `config: line 27: max_memory: "lots" is not a size`},
+		{goodConfig + "name: again\n", `config: line 27: mapping key "name" already defined at line 2`},
+		{"name: p\npoll:\n\tinterval: 2s\n", "config: line 3: a tab indents the line: YAML indents with spaces only"},
+		{"name: p\ntables:\n  - name: a.b\n \t start: earliest\n", "config: line 4: a tab indents the line: YAML indents with spaces only"},
+		{"- name: p\n", "config: line 1: want a section with keys (name, catalog,"},
+		{"name: ''\ntables: [{name: a.b}]\nsink: {type: pigeon}\n", `config: name: required (the pipeline name) (and 1 more error)`},
+		{"poll: {intervall: 1s, max: 2}\nchunk: x\n", `config: line 1: poll: unknown key "intervall" (did you mean "interval"? valid keys: interval) (and 2 more errors)`},
+	} {
+		_, err := parseConfig([]byte(tc.doc), secret)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v\nwant it to contain %q", err, tc.want)
+			continue
+		}
+		if msg := err.Error(); strings.ContainsAny(msg, "\n") || strings.Contains(msg, "struct") || strings.Contains(msg, "!!") || strings.Contains(msg, "time.Duration") {
+			t.Errorf("error in Go's terms, or on more than one line: %q", msg)
 		}
 	}
 }

@@ -164,11 +164,11 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 		Ready:  make(chan struct{}),
 	}
 	listen := freeAddr(t)
-	srv, err := serveHTTP(listen, prometheus.NewRegistry(), p.Ready, p.Health, func() (any, error) { return tableStatuses(store, p.Name, p.Health) }, snapshotHandler("", p))
+	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, prometheus.NewRegistry(), p.Ready, p.Health, func() (any, error) { return tableStatuses(store, p.Name, p.Health) }, snapshotHandler("", p))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer srv.stop()
 	cfgPath := filepath.Join(dir, "icecdc.yaml")
 	cfg := fmt.Sprintf("name: p\ncatalog: {type: sql, uri: %q, warehouse: %q}\ntables: [{name: bookshop.orders}]\n"+
 		"sink: {type: webhook, webhook: {url: %q, secret: %q}}\nstate: {path: %q}\nhttp: {listen: %q}\n",

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/uptrace/bun"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/file"
@@ -79,6 +84,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	defer routeLibraryLogs(log)()
 	if cfg.Cluster.Enabled() {
 		if adopt {
 			return fmt.Errorf("run: --adopt-state has no use in cluster mode: the checkpoints are in the kafka checkpoint topic, not a state file")
@@ -123,13 +129,13 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP.Listen, reg, p.Ready, p.Health, func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) },
+		srv, err := serveHTTP(cfg.HTTP, log, reg, p.Ready, p.Health, func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) },
 			snapshotHandler(cfg.HTTP.Token, p))
 		if err != nil {
 			sink.Close(context.Background())
 			return err
 		}
-		defer srv.Close()
+		defer srv.stop()
 	}
 	if p.Tables, err = waitForTables(ctx, cfg, log, store); err != nil || p.Tables == nil {
 		sink.Close(context.Background())
@@ -150,9 +156,37 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	return runErr
 }
 
+// routeLibraryLogs sends what libraries print with Go's log package
+// (iceberg-go's catalogs warn that way) or through slog's default logger,
+// and bun's warnings, into the daemon's JSON log, until the returned
+// function puts them back: a line on stderr that is not JSON breaks the
+// log's readers.
+func routeLibraryLogs(log *slog.Logger) (restore func()) {
+	w, flags, def := stdlog.Writer(), stdlog.Flags(), slog.Default()
+	level := slog.SetLogLoggerLevel(slog.LevelWarn)
+	slog.SetDefault(log)
+	bun.SetLogger(slog.NewLogLogger(log.Handler(), slog.LevelWarn))
+	return func() {
+		bun.SetLogger(nil)
+		slog.SetDefault(def)
+		slog.SetLogLoggerLevel(level)
+		stdlog.SetOutput(w)
+		stdlog.SetFlags(flags)
+	}
+}
+
 // logOpened says what --adopt-state did: it starts every table over, which
-// must not go unnoticed, and it should not stay in a unit file after use.
+// must not go unnoticed, and it should not stay in a unit file after use;
+// and that a state file others could read was tightened.
 func logOpened(log *slog.Logger, cfg *Config, o state.Opened, adopt bool) {
+	switch {
+	case o.Tightened:
+		log.Warn("the state file was readable by other users; it is now the owner's only", "state", cfg.State.Path,
+			"mode", fmt.Sprintf("%04o", o.LooseMode), "now", fmt.Sprintf("%04o", o.LooseMode&^0o077))
+	case o.LooseMode != 0:
+		log.Warn("the state file is readable by other users and cannot be changed by this process: chmod go= it", "state", cfg.State.Path,
+			"mode", fmt.Sprintf("%04o", o.LooseMode))
+	}
 	switch {
 	case o.Adopted:
 		args := []any{"state", cfg.State.Path, "pipeline", cfg.Name}
@@ -407,13 +441,47 @@ func cfgPatterns(cfg *Config) []string {
 	return out
 }
 
-// serveHTTP serves /metrics, /healthz, /readyz and /status on a local
-// address. /readyz answers 503 with the reasons while a table is failing or
-// stopped.
-func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, status func() (any, error), snapshot http.Handler) (*http.Server, error) {
+// Timeouts of the HTTP listener: every request is small and every answer
+// quick, but for POST /snapshot, which waits for its read to start and
+// lifts its own write deadline once authenticated. Whoever can reach the
+// port holds a connection this long at most.
+const (
+	httpReadHeaderTimeout = 5 * time.Second
+	httpReadTimeout       = 10 * time.Second
+	httpWriteTimeout      = 30 * time.Second
+	httpIdleTimeout       = 60 * time.Second
+	httpShutdownTimeout   = 5 * time.Second
+)
+
+// httpServer is the daemon's HTTP listener.
+type httpServer struct {
+	srv    *http.Server
+	cancel context.CancelFunc
+}
+
+// stop ends the listener: in-flight requests get httpShutdownTimeout to
+// finish (a waiting POST /snapshot is told to give up), then what is left
+// is closed.
+func (h *httpServer) stop() {
+	h.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		h.srv.Close()
+	}
+}
+
+// serveHTTP serves /metrics, /healthz, /readyz and /status on cfg.Listen.
+// /readyz answers 503 with the reasons while a table is failing or
+// stopped. With a token, /status and /metrics want it too (as a bearer
+// token; Prometheus sends one from its scrape config's authorization);
+// /healthz and /readyz stay open for probes. The server's own messages go
+// to log.
+func serveHTTP(cfg HTTPConfig, log *slog.Logger, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, status func() (any, error), snapshot http.Handler) (*httpServer, error) {
+	guard := bearer(cfg.Token)
 	mux := http.NewServeMux()
 	mux.Handle("/snapshot", snapshot)
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if problems := health.Problems(); len(problems) > 0 {
@@ -427,7 +495,7 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, hea
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 		}
 	})
-	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("/status", guard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		ts, err := status()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -435,18 +503,59 @@ func serveHTTP(addr string, reg *prometheus.Registry, ready <-chan struct{}, hea
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(ts)
-	})
-	ln, err := net.Listen("tcp", addr)
+	})))
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("http.listen %s: %w", addr, err)
+		return nil, fmt.Errorf("http.listen %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if ip, ok := ln.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() && cfg.Token == "" {
+		log.Warn("http.listen is reachable from other hosts and http.token is not set: anyone who reaches it reads /status and /metrics; set http.token, or listen on 127.0.0.1",
+			"listen", cfg.Listen)
+	}
+	limit := limitConns(ln, cmp.Or(cfg.MaxConnections, DefaultHTTPMaxConnections))
+	base, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		WriteTimeout:      httpWriteTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		ConnState:         limit.ConnState,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("http server", "err", err)
+		if err := srv.Serve(limit); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "listen", cfg.Listen, "err", err)
 		}
 	}()
-	return srv, nil
+	return &httpServer{srv: srv, cancel: cancel}, nil
+}
+
+// bearer makes a handler want the token as a bearer token; without a
+// token it lets every request through.
+func bearer(token string) func(http.Handler) http.Handler {
+	if token == "" {
+		return func(h http.Handler) http.Handler { return h }
+	}
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !tokenMatches(r, token) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="icecdc"`)
+				http.Error(w, "missing or wrong bearer token (http.token)", http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// tokenMatches compares the request's bearer token with token in
+// constant time: hashed first, so that it takes as long for any length.
+func tokenMatches(r *http.Request, token string) bool {
+	given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got, want := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(token))
+	return ok && subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // webhookMetrics counts the webhook sink's retries by HTTP status.

@@ -17,8 +17,8 @@ type byteSize int64
 func parseByteSize(s string) (byteSize, error) {
 	n, err := humanize.ParseBytes(s)
 	if err != nil || n > math.MaxInt64 {
-		// No setting name here: a YAML error gets the line of the key, a
-		// flag error the flag's name.
+		// No setting name here: the config check adds the key and its
+		// line, a flag error the flag's name.
 		return 0, fmt.Errorf("%q is not a size: want bytes, or a number with a unit such as 512MiB or 1GiB", s)
 	}
 	return byteSize(n), nil
@@ -27,7 +27,7 @@ func parseByteSize(s string) (byteSize, error) {
 func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
 	v, err := parseByteSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return err
 	}
 	*b = v
 	return nil

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,7 +28,6 @@ type snapshotAnswer struct {
 // start is checkpointed. Requests authenticate with http.token as a
 // bearer token; without a configured token the endpoint is off.
 func snapshotHandler(token string, p *cdc.Pipeline) http.Handler {
-	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fail := func(code int, format string, a ...any) {
 			http.Error(w, oneLine(fmt.Sprintf(format, a...)), code)
@@ -44,15 +41,15 @@ func snapshotHandler(token string, p *cdc.Pipeline) http.Handler {
 			fail(http.StatusForbidden, "snapshot: on-demand snapshots are off: set http.token in the daemon's configuration")
 			return
 		}
-		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		// Hashed first, so that the comparison takes as long for any
-		// length of token.
-		got := sha256.Sum256([]byte(given))
-		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		if !tokenMatches(r, token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="icecdc"`)
 			fail(http.StatusUnauthorized, "snapshot: missing or wrong bearer token (http.token)")
 			return
 		}
+		// The answer waits for the read to start, longer than the
+		// listener's write timeout; the request's context ends it when the
+		// client gives up or the daemon stops.
+		http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		table := r.URL.Query().Get("table")
 		if table == "" {
 			fail(http.StatusBadRequest, "snapshot: give the table: POST /snapshot?table=NAMESPACE.TABLE")

@@ -484,3 +484,25 @@ func TestResetExactlyOnce(t *testing.T) {
 		t.Fatalf("kafka checkpoint after the second run: %v", r)
 	}
 }
+
+// TestRunTightensStateFile: a state file other users could read is made
+// the owner's only at start, with one warning saying what it was.
+func TestRunTightensStateFile(t *testing.T) {
+	statePath := filepath.Join(t.TempDir(), "state.db")
+	saveCheckpoints(t, statePath, "p")
+	if err := os.Chmod(statePath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, "p", bookshopCatalog(t), "{type: stdout}", statePath)
+	var out, logs bytes.Buffer
+	if err := cmdRun(context.Background(), []string{"-c", cfg, "--once"}, &out, &logs); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(statePath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	want := `"level":"WARN","msg":"the state file was readable by other users; it is now the owner's only","state":"` + statePath + `","mode":"0644","now":"0600"`
+	if n := strings.Count(logs.String(), want); n != 1 {
+		t.Fatalf("%d warnings %s, want 1; log:\n%s", n, want, logs.String())
+	}
+}

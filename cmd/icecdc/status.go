@@ -154,6 +154,9 @@ func statesFromDaemon(ctx context.Context, cfg *Config) ([]tableStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.HTTP.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.HTTP.Token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err

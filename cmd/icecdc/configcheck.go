@@ -1,0 +1,402 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// decodeConfig parses raw, expands ${NAME} inside its scalar values (see
+// expandEnv), checks every key and value against the yaml tags and field
+// types of c, and decodes it into c.
+//
+// The check walks the parsed nodes beside the struct by reflection, so
+// that every section gets the same errors without a line per setting:
+// an unknown key lists the section's keys with the nearest as a
+// suggestion, and a value of the wrong type says what is wanted. yaml.v3
+// itself only offers Go's view ("field x not found in type struct {…}",
+// "cannot unmarshal !!int into time.Duration").
+func decodeConfig(raw []byte, getenv func(string) string, c *Config) error {
+	marked, refs := markRefs(string(raw))
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(marked), &doc); err != nil {
+		return syntaxError(raw, refs.unmark(err.Error()))
+	}
+	if len(doc.Content) == 0 {
+		return nil // an empty file: validate says what is missing
+	}
+	ck := &checker{getenv: getenv, refs: refs, seen: map[*yaml.Node]bool{}}
+	ck.walk(doc.Content[0], reflect.TypeOf(c).Elem(), "")
+	if len(ck.missing) > 0 {
+		slices.Sort(ck.missing)
+		return fmt.Errorf("config: environment variable %s is not set", strings.Join(slices.Compact(ck.missing), ", "))
+	}
+	if len(ck.errs) > 0 {
+		return firstError(ck.errs)
+	}
+	if err := doc.Content[0].Decode(c); err != nil {
+		// The check above refuses what yaml.v3 would; this is what it
+		// did not foresee, kept to its first line.
+		return fmt.Errorf("config: %s", firstLine(strings.TrimPrefix(refs.unmark(err.Error()), "yaml: unmarshal errors:\n")))
+	}
+	return nil
+}
+
+// yamlLineRE finds the line number in a yaml.v3 syntax error.
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError is a YAML syntax error in one line, naming a tab where one
+// indents a line (YAML allows only spaces there, and yaml.v3 calls it "a
+// character that cannot start any token").
+func syntaxError(raw []byte, msg string) error {
+	upTo := -1
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		upTo, _ = strconv.Atoi(m[1])
+	}
+	for i, line := range strings.Split(string(raw), "\n") {
+		// The scanner may stop on the line before the tab.
+		if upTo >= 0 && i > upTo && !strings.Contains(msg, "tab") {
+			break
+		}
+		indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+		if strings.Contains(indent, "\t") {
+			return fmt.Errorf("config: line %d: a tab indents the line: YAML indents with spaces only", i+1)
+		}
+	}
+	return fmt.Errorf("config: %s", firstLine(strings.TrimPrefix(msg, "yaml: ")))
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
+}
+
+// firstError is the first of errs (errors.Join's included) with a count
+// of the others: an error is one line, and two run together read as one.
+func firstError(errs []error) error {
+	var flat []error
+	var add func(error)
+	add = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				add(e)
+			}
+			return
+		}
+		if err != nil {
+			flat = append(flat, err)
+		}
+	}
+	for _, err := range errs {
+		add(err)
+	}
+	switch len(flat) {
+	case 0:
+		return nil
+	case 1:
+		return flat[0]
+	case 2:
+		return fmt.Errorf("%w (and 1 more error)", flat[0])
+	}
+	return fmt.Errorf("%w (and %d more errors)", flat[0], len(flat)-1)
+}
+
+// checker walks a parsed configuration beside its Go type.
+type checker struct {
+	getenv  func(string) string
+	refs    *envRefs
+	missing []string
+	errs    []error
+	// seen holds the nodes already walked: an anchored node is checked
+	// (and expanded) once however many aliases name it, which also keeps
+	// an alias bomb from costing more than its size.
+	seen map[*yaml.Node]bool
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	durationType    = reflect.TypeFor[time.Duration]()
+)
+
+func (ck *checker) fail(n *yaml.Node, path, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	ck.errs = append(ck.errs, fmt.Errorf("config: line %d: %s", n.Line, msg))
+}
+
+func (ck *checker) walk(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n == nil || ck.seen[n] {
+		return
+	}
+	ck.seen[n] = true
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return // the setting's default
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		ck.scalar(n, t, path)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		ck.section(n, t, path)
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			ck.fail(n, path, "want a section of key: value pairs, not %s", describe(n, nil))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			kpath := joinPath(path, ck.refs.unmark(k.Value))
+			ck.walk(k, t.Key(), path)
+			ck.walk(n.Content[i+1], t.Elem(), kpath)
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			ck.fail(n, path, "want a list ([a, b] or lines starting with -), not %s", describe(n, nil))
+			return
+		}
+		for i, e := range n.Content {
+			ck.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Interface:
+	default:
+		ck.scalar(n, t, path)
+	}
+}
+
+// section checks the keys of a mapping against the fields of struct t.
+func (ck *checker) section(n *yaml.Node, t reflect.Type, path string) {
+	fields, names := yamlFields(t)
+	if n.Kind != yaml.MappingNode {
+		ck.fail(n, path, "want a section with keys (%s), not %s", strings.Join(names, ", "), describe(n, nil))
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.ShortTag() == "!!merge" { // <<: *defaults
+			if v.Kind == yaml.SequenceNode {
+				for _, m := range v.Content {
+					ck.walk(m, t, path)
+				}
+			} else {
+				ck.walk(v, t, path)
+			}
+			continue
+		}
+		ft, ok := fields[k.Value]
+		if !ok {
+			key := ck.refs.unmark(k.Value)
+			ck.fail(k, path, "unknown key %q (%svalid keys: %s)", key, didYouMean(key, names), strings.Join(names, ", "))
+			continue
+		}
+		ck.walk(v, ft, joinPath(path, k.Value))
+	}
+}
+
+// scalar expands a value and checks that it decodes into t.
+func (ck *checker) scalar(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.ScalarNode {
+		ck.fail(n, path, "%s is not %s", describe(n, nil), want(t))
+		return
+	}
+	v, used, missing, err := ck.refs.expand(n.Value, n.Line, ck.getenv)
+	if err != nil {
+		ck.errs = append(ck.errs, err)
+		return
+	}
+	ck.missing = append(ck.missing, missing...)
+	n.Value = v
+	if len(used) > 0 {
+		// A plain value is typed by its text, which is now the
+		// variable's: chunk: ${CHUNK} is a number. A string setting
+		// keeps the text as it is (a "null" or "~" stays that text),
+		// and a quoted or tagged value stays what it says.
+		if t.Kind() != reflect.String && n.Style&(yaml.TaggedStyle|yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			n.Tag = ""
+		}
+	}
+	if len(missing) > 0 {
+		return
+	}
+	err = n.Decode(reflect.New(t).Interface())
+	if err == nil && isInteger(t) && !reflect.PointerTo(t).Implements(unmarshalerType) && n.ShortTag() == "!!float" {
+		err = errors.New("a fraction") // which yaml.v3 would cut to a whole number
+	}
+	if err != nil {
+		if reflect.PointerTo(t).Implements(unmarshalerType) && len(used) == 0 {
+			ck.fail(n, path, "%s", firstLine(err.Error())) // the type's own words
+			return
+		}
+		ck.fail(n, path, "%s is not %s", describe(n, used), wantValue(t, n.Value))
+	}
+}
+
+// describe names a node in an error: a short value as written (never a
+// value that came from the environment: it may be a secret), or what
+// kind of node it is.
+func describe(n *yaml.Node, fromEnv []string) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a section"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	if len(fromEnv) > 0 {
+		return "the value of ${" + strings.Join(fromEnv, "}${") + "}"
+	}
+	v := n.Value
+	if utf8.RuneCountInString(v) > 40 {
+		v = string([]rune(v)[:40]) + "…"
+	}
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 || v == "" || strings.ContainsAny(v, "\n\t") {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// want says what a setting of type t is written as.
+func want(t reflect.Type) string {
+	switch t {
+	case durationType:
+		return "a duration (e.g. 1s)"
+	case reflect.TypeFor[byteSize]():
+		return "a size (bytes, or a number with a unit such as 512MiB)"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a text value"
+	case reflect.Struct:
+		_, names := yamlFields(t)
+		return "a section with keys (" + strings.Join(names, ", ") + ")"
+	}
+	return "a value of this setting"
+}
+
+// wantValue is want, saying the range when v is a number too large for t.
+func wantValue(t reflect.Type, v string) string {
+	if t == durationType || t == reflect.TypeFor[byteSize]() {
+		return want(t)
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if _, err := strconv.ParseInt(v, 0, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			bits := t.Bits()
+			return fmt.Sprintf("a whole number from %d to %d", int64(-1)<<(bits-1), int64(math.MaxInt64>>(64-bits)))
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if _, err := strconv.ParseInt(v, 0, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return fmt.Sprintf("a whole number from 0 to %d", uint64(math.MaxUint64>>(64-t.Bits())))
+		}
+	}
+	return want(t)
+}
+
+// yamlFields lists the keys of struct t as yaml.v3 reads them (the tag's
+// name, or the field's name in lower case; inline structs' keys too) and
+// their types, in the struct's order.
+func yamlFields(t reflect.Type) (map[string]reflect.Type, []string) {
+	fields := map[string]reflect.Type{}
+	var names []string
+	var add func(reflect.Type)
+	add = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("yaml")
+			if !f.IsExported() || tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if strings.Contains(","+opts+",", ",inline,") && f.Type.Kind() == reflect.Struct {
+				add(f.Type)
+				continue
+			}
+			if name == "" {
+				name = strings.ToLower(f.Name)
+			}
+			if _, dup := fields[name]; !dup {
+				names = append(names, name)
+			}
+			fields[name] = f.Type
+		}
+	}
+	add(t)
+	return fields, names
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// didYouMean suggests the name closest to key, if one is close enough to
+// be a typo.
+func didYouMean(key string, names []string) string {
+	best, bestD := "", math.MaxInt
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(key), n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" || bestD > 2 || bestD*2 > len(best) {
+		return ""
+	}
+	return fmt.Sprintf("did you mean %q? ", best)
+}
+
+// editDistance is the Levenshtein distance of a and b in bytes (the keys
+// are ASCII). No module in go.mod exports one, and it is a dozen lines.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func isInteger(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
