@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/file"
@@ -27,57 +27,40 @@ import (
 	"github.com/icecdc/icecdc/state"
 )
 
-// runFlags are the flags of run, status and reset: a config file and the
-// overrides a flag may give.
-type runFlags struct {
-	config, listen, statePath, sinkType string
+func runCommand(e *cli) *cobra.Command {
+	var (
+		f           configFlags
+		adopt, once bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run -c FILE [flags]",
+		Short: "run the daemon: follow the configured tables and deliver their changes to the sink",
+		Long: `Run the daemon: follow every configured table, deliver each new commit's change events to the sink,
+and checkpoint what the sink confirmed. The first SIGINT or SIGTERM drains and exits 0; a second
+exits at once.`,
+		Example: `  icecdc run -c icecdc.yaml
+  icecdc run -c icecdc.yaml --sink stdout --state /tmp/try.db    # try a config without touching its sink
+  icecdc run -c icecdc.yaml --once                              # deliver up to each table's head, then exit`,
+		Args:                  noArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.load()
+			if err != nil {
+				return err
+			}
+			return cmdRun(cmd.Context(), cfg, once, adopt, e.stdout, e.stderr)
+		},
+	}
+	f.register(cmd, overrideListen|overrideState|overrideSink)
+	fl := cmd.Flags()
+	fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit")
+	fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
+		"and start every table from its configured start (remove the flag afterwards)")
+	groupFlags(fl, "Run", "once", "adopt-state")
+	return cmd
 }
 
-// parseRunFlags parses the shared flags and those extra adds (a command's
-// own), and loads the config with the overrides applied.
-func parseRunFlags(name string, args []string, extra func(*flag.FlagSet)) (*runFlags, *Config, error) {
-	fl := flag.NewFlagSet(name, flag.ContinueOnError)
-	var f runFlags
-	fl.StringVar(&f.config, "c", "icecdc.yaml", "config file")
-	fl.StringVar(&f.listen, "listen", "", "override http.listen")
-	fl.StringVar(&f.statePath, "state", "", "override state.path")
-	fl.StringVar(&f.sinkType, "sink", "", "override sink.type")
-	if extra != nil {
-		extra(fl)
-	}
-	if err := fl.Parse(args); err != nil {
-		return nil, nil, err
-	}
-	if fl.NArg() > 0 {
-		return nil, nil, fmt.Errorf("%s: unexpected argument %q", name, fl.Arg(0))
-	}
-	cfg, err := loadConfig(f.config, func(c *Config) {
-		if f.sinkType != "" {
-			c.Sink.Type = f.sinkType
-		}
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if f.listen != "" {
-		cfg.HTTP.Listen = f.listen
-	}
-	if f.statePath != "" {
-		cfg.State.Path = f.statePath
-	}
-	return &f, cfg, nil
-}
-
-func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer) error {
-	var adopt, once bool
-	_, cfg, err := parseRunFlags("run", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit")
-		fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
-			"and start every table from its configured start (remove the flag afterwards)")
-	})
-	if err != nil {
-		return err
-	}
+func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, logOut io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if cfg.Cluster.Enabled() {
 		if adopt {

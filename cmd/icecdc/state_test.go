@@ -179,7 +179,7 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &daemon{cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- cmdRun(ctx, args, &d.out, &d.logs) }()
+	go func() { d.done <- execute(ctx, append([]string{"run"}, args...), &d.out, &d.logs) }()
 	t.Cleanup(func() { d.stop(t) })
 	return d
 }
