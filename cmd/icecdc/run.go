@@ -36,8 +36,8 @@ func runCommand(e *cli) *cobra.Command {
 		Use:   "run -c FILE [flags]",
 		Short: "run the daemon: follow the configured tables and deliver their changes to the sink",
 		Long: `Run the daemon: follow every configured table, deliver each new commit's change events to the sink,
-and checkpoint what the sink confirmed. The first SIGINT or SIGTERM drains and exits 0; a second
-exits at once.`,
+and checkpoint what the sink confirmed. The first SIGINT or SIGTERM drains and exits 0 (--once: 1
+unless every table reached its head); a second exits at once.`,
 		Example: `  icecdc run -c icecdc.yaml
   icecdc run -c icecdc.yaml --sink stdout --state /tmp/try.db    # try a config without touching its sink
   icecdc run -c icecdc.yaml --once                              # deliver up to each table's head, then exit`,
@@ -53,7 +53,7 @@ exits at once.`,
 	}
 	f.register(cmd, overrideListen|overrideState|overrideSink)
 	fl := cmd.Flags()
-	fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit")
+	fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit (1 when a table could not be read)")
 	fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
 		"and start every table from its configured start (remove the flag afterwards)")
 	groupFlags(fl, "Run", "once", "adopt-state")
@@ -114,8 +114,18 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		}
 		defer srv.Close()
 	}
+	if once {
+		// A batch job does not wait for a namespace's tables to appear.
+		if _, err := listTableSources(ctx, cfg, log); err != nil {
+			sink.Close(context.Background())
+			return fmt.Errorf("run --once: %w", err)
+		}
+	}
 	if p.Tables, err = waitForTables(ctx, cfg, log, store); err != nil || p.Tables == nil {
 		sink.Close(context.Background())
+		if err == nil && once {
+			err = errOnceInterrupted
+		}
 		return err // nil: stopped by a signal while waiting
 	}
 	if err := markUnexpectedStarts(store, cfg.Name, p.Tables, adopt); err != nil {
@@ -129,9 +139,16 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err := sink.Close(closeCtx); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close sink: %w", err)
 	}
+	if once && runErr == nil && ctx.Err() != nil {
+		runErr = errOnceInterrupted
+	}
 	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return runErr
 }
+
+// errOnceInterrupted ends a run --once stopped by a signal: it did not do
+// its job, whatever the tables delivered before.
+var errOnceInterrupted = errors.New("run --once: interrupted before every table reached its head; a new run resumes from the checkpoints")
 
 // logOpened says what --adopt-state did: it starts every table over, which
 // must not go unnoticed, and it should not stay in a unit file after use.
