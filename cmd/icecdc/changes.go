@@ -41,7 +41,7 @@ func changesCommand(e *cli) *cobra.Command {
 		Short: "print a table's change events, from a metadata file or a catalog",
 		Long: `Print the change events of a table's commits as one JSON line each (or a table for a person
 to read), oldest first, from a metadata.json file or from a catalog, then exit.`,
-		Example: `  icecdc changes --metadata ./demo/warehouse/bookshop.db/orders/metadata/00007-*.metadata.json
+		Example: `  icecdc changes --metadata ./demo/warehouse/bookshop.db/orders/metadata/00006-*.metadata.json
   icecdc changes --catalog-uri file:./demo/catalog.db --warehouse file://$PWD/demo/warehouse --table bookshop.orders --format table
   icecdc changes --catalog-type rest --catalog-uri http://localhost:8181 --table shop.orders --from-seq 10 --net
   icecdc changes --metadata m.json --format debezium-connect-json --with-key | kcat -P -b localhost:9092 -t shop.orders -K '\t'`,

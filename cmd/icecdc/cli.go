@@ -40,9 +40,10 @@ func newRootCommand(e *cli) *cobra.Command {
 told apart by row lineage) and delivers them as Debezium-style events: once from the command line
 (changes), or as a daemon that follows each table's new commits and checkpoints what it delivered (run).`,
 		Version: version,
-		Example: `  icecdc demo --dir ./demo                 # a small v3 table and its change events
-  icecdc changes --metadata ./demo/warehouse/bookshop.db/orders/metadata/00007-*.metadata.json
-  icecdc run -c icecdc.yaml                # follow the configured tables`,
+		Example: `  icecdc demo --dir ./demo                     # a small v3 table and its change events
+  icecdc run -c ./demo/icecdc.yaml             # follow it (the demo wrote this config)
+  icecdc demo --dir ./demo --commit update     # one more commit, which the daemon delivers
+  icecdc changes --catalog-uri file:./demo/catalog.db --warehouse file://$PWD/demo/warehouse --table bookshop.orders --format table`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
