@@ -127,11 +127,11 @@ func unknownCommand(root *cobra.Command, name string) error {
 	return &usageError{fmt.Errorf("%s; see 'icecdc --help'", msg)}
 }
 
-// singleDashLongFlags rewrites -name to --name for the long flags of the
-// command args call, and --c to -c for its one-letter ones: icecdc's
-// flags were Go flag package flags, which take either form, and scripts
-// and unit files written then (-listen ADDR, -state PATH) keep working.
-// pflag alone reads -listen as -l -i -s -t -e -n.
+// singleDashLongFlags rewrites -name to --name, and --c to -c for the
+// command's one-letter flags: icecdc's flags were Go flag package flags,
+// which take either form, and scripts and unit files written then
+// (-listen ADDR, -state PATH) keep working. pflag alone reads -listen as
+// -l -i -s -t -e -n.
 func singleDashLongFlags(root *cobra.Command, args []string) []string {
 	cmd, _, err := root.Find(args)
 	if err != nil || cmd == nil {
@@ -165,7 +165,10 @@ func singleDashLongFlags(root *cobra.Command, args []string) []string {
 				}
 			}
 		case strings.HasPrefix(a, "-") && len(name) > 1:
-			if f = lookup(name); f != nil {
+			// Unless it starts with a shorthand (-cFILE), a name that is no
+			// flag here is one too, and is refused as --name, not as
+			// shorthands.
+			if f = lookup(name); f != nil || short(name[:1]) == nil {
 				a = "-" + a
 			}
 		case strings.HasPrefix(a, "-") && len(name) == 1:

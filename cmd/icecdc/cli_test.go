@@ -74,6 +74,7 @@ func TestMainOffersFlagsWhereTheyMeanSomething(t *testing.T) {
 				t.Errorf("%s --help offers %s", cmd, f)
 			}
 			wantUsageError(t, []string{cmd, "-c", "icecdc.yaml", f, "x"}, "unknown flag: "+f, "'icecdc "+cmd+" --help'")
+			wantUsageError(t, []string{cmd, "-c", "icecdc.yaml", f[1:], "x"}, "unknown flag: "+f, "'icecdc "+cmd+" --help'")
 		}
 	}
 }
@@ -114,7 +115,7 @@ func TestMainSingleDashLongFlags(t *testing.T) {
 		{[]string{"run", "--c", "x.yaml", "--sink", "-stdout"}, []string{"run", "-c", "x.yaml", "--sink", "-stdout"}},
 		{[]string{"changes", "-metadata", "-m.json", "-from-seq", "2", "-net", "--", "-to-seq"},
 			[]string{"changes", "--metadata", "-m.json", "--from-seq", "2", "--net", "--", "-to-seq"}},
-		{[]string{"status", "-listen", "a", "-sink", "x"}, []string{"status", "--listen", "a", "-sink", "x"}},
+		{[]string{"status", "-listen", "a", "-sink", "x", "-cx.yaml"}, []string{"status", "--listen", "a", "--sink", "x", "-cx.yaml"}},
 	} {
 		if got := singleDashLongFlags(root, tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
