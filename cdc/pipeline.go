@@ -83,8 +83,9 @@ type Pipeline struct {
 	Ready chan struct{}
 	// Once makes each table stop, without error, as soon as it delivered
 	// every snapshot up to the head it found (for batch jobs and
-	// benchmarks); Run returns when all did. Default false: follow for
-	// ever.
+	// benchmarks); Run returns when all did. A table that fails
+	// OnceAttempts times in a row stops with its error instead of retrying
+	// for ever. Default false: follow for ever.
 	Once bool
 	// Progress, when set, shows the files and rows of initial reads as
 	// they are delivered (NewProgress: only to a terminal).
@@ -103,6 +104,12 @@ type Pipeline struct {
 
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
+
+// OnceAttempts is how many attempts in a row a table may fail under
+// Pipeline.Once before it stops with the last error: a batch job that
+// cannot read a table fails, so that its scheduler sees it, where the
+// daemon would retry for ever; the retries before that ride out a blip.
+const OnceAttempts = 3
 
 // The defaults of Pipeline.ChunkSize and ChunkBytes.
 const (
@@ -203,6 +210,7 @@ type follower struct {
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
+	resumed  bool            // the resume from a checkpoint was logged
 	held     heldState       // the retention hold, see hold.go
 	batch    batchBuilder    // encodes the batches of net ranges, see batch.go
 	builders [2]batchBuilder // deliver's, see there
@@ -216,6 +224,7 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 	defer readyOnce()
 	backoff := f.p.RetryInitial
 	loaded := false
+	failures := 0
 	for {
 		var err error
 		if !loaded {
@@ -257,6 +266,10 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		}
 		m.Retries.WithLabelValues(f.spec.Name).Inc()
 		h.Fail(f.spec.Name, component(err), err) // logs, rate-limited
+		if failures++; f.p.Once && failures >= OnceAttempts {
+			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
+			return fmt.Errorf("%w (gave up after %d attempts)", err, failures)
+		}
 		f.log.Debug("retrying from the checkpoint", "err", err, "backoff", backoff)
 		if !sleep(ctx, jitter(backoff)) {
 			return nil
@@ -303,6 +316,7 @@ func (f *follower) load(ctx context.Context) error {
 		}
 		if found {
 			f.cp, f.cpFrom = cp, "the sink's checkpoint record"
+			f.logResume()
 			return nil
 		}
 	}
@@ -336,7 +350,30 @@ func (f *follower) load(ctx context.Context) error {
 	if p, ok := f.p.Store.(interface{ Path() string }); ok {
 		f.cpFrom = "state file " + p.Path()
 	}
+	if found {
+		f.logResume()
+	}
 	return nil
+}
+
+// logResume says where a table resumes, once: a reload after an error
+// resumes from the same checkpoint and is not news.
+func (f *follower) logResume() {
+	if f.resumed {
+		return
+	}
+	f.resumed = true
+	cp := f.cp
+	args := []any{"snapshot", cp.SnapshotID, "sequence_number", cp.Seq}
+	switch {
+	case cp.Initial:
+		args = append(args, "initial_read_next_row", cp.Next)
+	case cp.Done:
+		args = append(args, "snapshot_done", true)
+	default:
+		args = append(args, "next_event", cp.Next)
+	}
+	f.log.Info("resuming from the checkpoint", append(args, "checkpoint", f.cpFrom)...)
 }
 
 // catchUp delivers every snapshot after the checkpoint. An idle poll —
@@ -425,6 +462,8 @@ func (f *follower) catchUp(ctx context.Context) error {
 		if err := f.deliver(ctx, c, from, "false"); err != nil {
 			return err
 		}
+		f.log.Info("commit delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "operation", si.Operation,
+			"events", c.Len()-from)
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		f.lag(snaps[i+1:])
 	}
@@ -504,7 +543,12 @@ func (f *follower) initialRead(ctx context.Context) error {
 	f.p.Progress.FilesByRows(c.FileEnds)
 	f.p.Progress.Add(0, 0, int64(f.cp.Next))
 	defer f.p.Progress.Done()
-	return f.deliver(ctx, c, f.cp.Next, "true")
+	from := f.cp.Next
+	if err := f.deliver(ctx, c, from, "true"); err != nil {
+		return err
+	}
+	f.log.Info("initial read delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "rows", c.Len()-from)
+	return nil
 }
 
 // deliver sends the commit's events from index from on, in chunks, and

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,16 +13,46 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/source"
 )
 
-func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
-	fl := flag.NewFlagSet("changes", flag.ContinueOnError)
-	var o source.Options
-	props := propsFlag{}
+// changesFlags are the flags of changes.
+type changesFlags struct {
+	o                source.Options
+	props            propsFlag
+	maxMemory        byteSize
+	from, to         int64
+	format, pipeline string
+	dbz              DebeziumConfig
+	withKey, net     bool
+	netMax           int
+	columns          listFlag
+	progress         string
+}
+
+func changesCommand(e *cli) *cobra.Command {
+	f := &changesFlags{props: propsFlag{}}
+	cmd := &cobra.Command{
+		Use:   "changes (--metadata FILE | --catalog-uri URI --table NS.NAME) [flags]",
+		Short: "print a table's change events, from a metadata file or a catalog",
+		Long: `Print the change events of a table's commits as one JSON line each (or a table for a person
+to read), oldest first, from a metadata.json file or from a catalog, then exit.`,
+		Example: `  icecdc changes --metadata ./demo/warehouse/bookshop.db/orders/metadata/00006-*.metadata.json
+  icecdc changes --catalog-uri file:./demo/catalog.db --warehouse file://$PWD/demo/warehouse --table bookshop.orders --format table
+  icecdc changes --catalog-type rest --catalog-uri http://localhost:8181 --table shop.orders --from-seq 10 --net
+  icecdc changes --metadata m.json --format debezium-connect-json --with-key | kcat -P -b localhost:9092 -t shop.orders -K '\t'`,
+		Args:                  noArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmdChanges(cmd.Context(), f, e.stdout, e.stderr, e.log)
+		},
+	}
+	fl := cmd.Flags()
+	o := &f.o
 	fl.StringVar(&o.MetadataPath, "metadata", "", "load the table from this metadata.json file")
 	fl.StringVar(&o.CatalogType, "catalog-type", "sql", "catalog type: "+strings.Join(source.CatalogTypes, " | "))
 	fl.StringVar(&o.CatalogName, "catalog-name", "local", "the catalog's own name")
@@ -31,61 +60,61 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	fl.StringVar(&o.Warehouse, "warehouse", "", "warehouse location")
 	fl.StringVar(&o.Table, "table", "", "table as NAMESPACE.NAME (with --metadata: the name events carry; default from the table location, <namespace>.db/<name>)")
 	fl.StringVar(&o.Branch, "branch", "main", "branch to follow")
-	fl.Var(props, "catalog-prop", "catalog property key=value (repeatable)")
+	fl.Var(f.props, "catalog-prop", "catalog property key=value (repeatable)")
 	fl.Var((*listFlag)(&o.AllowedLocations), "allowed-location", "read the table's files only from this location prefix (repeatable; default the table location and warehouse)")
-	var maxMemory byteSize
-	fl.Var(&maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
-	from := fl.Int64("from-seq", 0, "start after this sequence number (exclusive)")
-	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
-	format := fl.String("format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
-	var dbz DebeziumConfig
-	fl.StringVar(&dbz.TopicPrefix, "topic-prefix", cdc.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
-	fl.StringVar(&dbz.TimePrecisionMode, "time-precision-mode", string(cdc.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
-	fl.StringVar(&dbz.DecimalHandlingMode, "decimal-handling-mode", string(cdc.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
-	withKey := fl.Bool("with-key", false, "print each event's key, a tab, then its value (kcat -K '\t' reads that)")
-	pipeline := fl.String("name", "icecdc", "pipeline name for source.name")
-	net := fl.Bool("net", false, "one event per row for the whole range (its net changes)")
-	netMax := fl.Int("net-max-rows", 100_000, "with --net: the most changed rows a range may hold in memory")
-	var columns listFlag
-	fl.Var(&columns, "columns", "subscribe to these columns, comma separated: only updates that change one are printed, images projected to them and the key (repeatable)")
-	progress := fl.String("progress", "auto", "progress on stderr: auto (when stderr is a terminal) | never")
-	if err := fl.Parse(args); err != nil {
-		return err
-	}
-	if fl.NArg() > 0 {
-		return fmt.Errorf("changes: unexpected argument %q", fl.Arg(0))
-	}
+	groupFlags(fl, "Table", "metadata", "catalog-type", "catalog-name", "catalog-uri", "warehouse", "table", "branch", "catalog-prop", "allowed-location")
+	fl.Int64Var(&f.from, "from-seq", 0, "start after this sequence number (exclusive)")
+	fl.Int64Var(&f.to, "to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
+	fl.BoolVar(&f.net, "net", false, "one event per row for the whole range (its net changes)")
+	fl.IntVar(&f.netMax, "net-max-rows", 100_000, "with --net: the most changed rows a range may hold in memory")
+	fl.Var(&f.columns, "columns", "subscribe to these columns, comma separated: only updates that change one are printed, images projected to them and the key (repeatable)")
+	groupFlags(fl, "Range", "from-seq", "to-seq", "net", "net-max-rows", "columns")
+	fl.StringVar(&f.format, "format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
+	fl.BoolVar(&f.withKey, "with-key", false, "print each event's key, a tab, then its value (kcat -K '\\t' reads that)")
+	fl.StringVar(&f.pipeline, "name", "icecdc", "pipeline name for source.name")
+	fl.StringVar(&f.dbz.TopicPrefix, "topic-prefix", cdc.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
+	fl.StringVar(&f.dbz.TimePrecisionMode, "time-precision-mode", string(cdc.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
+	fl.StringVar(&f.dbz.DecimalHandlingMode, "decimal-handling-mode", string(cdc.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
+	groupFlags(fl, "Output", "format", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode")
+	fl.Var(&f.maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
+	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal) | never")
+	groupFlags(fl, "Resources", "max-memory", "progress")
+	return cmd
+}
+
+func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, log *slog.Logger) error {
+	o, props := f.o, f.props
 	var enc cdc.Encoder
-	if *format != "table" {
+	if f.format != "table" {
 		var err error
-		if enc, err = newEncoder(*format, dbz, *pipeline); err != nil {
+		if enc, err = newEncoder(f.format, f.dbz, f.pipeline); err != nil {
 			return fmt.Errorf("changes: %w; or table", err)
 		}
 	}
-	if *netMax < 1 {
-		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", *netMax)
+	if f.netMax < 1 {
+		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
 	}
-	if *progress != "auto" && *progress != "never" {
-		return fmt.Errorf("changes: --progress %q: want auto or never", *progress)
+	if f.progress != "auto" && f.progress != "never" {
+		return fmt.Errorf("changes: --progress %q: want auto or never", f.progress)
 	}
 	var cols []string
-	for _, c := range columns {
+	for _, c := range f.columns {
 		for _, part := range strings.Split(c, ",") {
 			if part = strings.TrimSpace(part); part != "" {
 				cols = append(cols, part)
 			}
 		}
 	}
-	if *from < 0 || *to < 0 || (*to > 0 && *to <= *from) {
-		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", *from, *to)
+	if f.from < 0 || f.to < 0 || (f.to > 0 && f.to <= f.from) {
+		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", f.from, f.to)
 	}
 	o.Props = props
-	o.MaxMemory = int64(maxMemory)
+	o.MaxMemory = int64(f.maxMemory)
 	// One table, one commit at a time: the budget is the process's too,
 	// so that the garbage collector works to stay within it rather than
 	// let the heap double (GOMEMLIMIT, when set, wins).
 	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := int64(maxMemory)
+		limit := int64(f.maxMemory)
 		if limit == 0 {
 			limit = source.DefaultMaxMemory
 		}
@@ -114,7 +143,7 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	for _, b := range []struct {
 		flag string
 		seq  int64
-	}{{"--from-seq", *from}, {"--to-seq", *to}} {
+	}{{"--from-seq", f.from}, {"--to-seq", f.to}} {
 		switch {
 		case b.seq == 0:
 		case !ok:
@@ -132,15 +161,15 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
 	var tf *cdc.TableFormat
-	if *format == "table" {
+	if f.format == "table" {
 		tf = cdc.NewTableFormat(w)
 	}
 	var prog *cdc.Progress
-	if *progress == "auto" {
+	if f.progress == "auto" {
 		prog = cdc.NewProgress(terminal(stderr))
 	}
 	var buf []byte
-	opts := cdc.ChangesOptions{FromSeq: *from, ToSeq: *to, Net: *net, NetMaxRows: *netMax, Log: log, Progress: prog, What: "changes"}
+	opts := cdc.ChangesOptions{FromSeq: f.from, ToSeq: f.to, Net: f.net, NetMaxRows: f.netMax, Log: log, Progress: prog, What: "changes"}
 	err = cdc.ChangesOf(ctx, src, opts, func(c *cdc.Commit) error {
 		now := time.Now().UnixMilli()
 		return c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
@@ -159,7 +188,7 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 			}
 			for i := range evs {
 				buf = buf[:0]
-				if *withKey {
+				if f.withKey {
 					// Both formats write JSON on one line, so a tab
 					// can only be the separator.
 					if buf, err = enc.AppendKey(buf, c, &evs[i]); err != nil {
@@ -186,7 +215,7 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 		err = fmt.Errorf("changes --net: %w; raise --net-max-rows (memory grows with it) or print a shorter range", err)
 	}
 	if errors.Is(err, cdc.ErrHistory) {
-		if snaps, whole, rerr := src.Retained(ctx); rerr == nil && !whole && len(snaps) > 0 && snaps[0].SequenceNumber-1 > *from {
+		if snaps, whole, rerr := src.Retained(ctx); rerr == nil && !whole && len(snaps) > 0 && snaps[0].SequenceNumber-1 > f.from {
 			err = fmt.Errorf("%w; --from-seq %d prints the retained history", err, snaps[0].SequenceNumber-1)
 		}
 	}
@@ -202,6 +231,8 @@ func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
 	return nil
 }
+
+func (l *listFlag) Type() string { return "list" }
 
 // terminal returns w when it is a terminal, else nil: progress is for a
 // person watching, never for a log file or a pipe.

@@ -154,14 +154,14 @@ func TestConfigSinkRequired(t *testing.T) {
 	if err := os.WriteFile(path, []byte(noSink), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := parseRunFlags("status", []string{"-c", path}, nil); err == nil || !strings.Contains(err.Error(), "sink.type") {
+	if _, err := (&configFlags{path: path}).load(); err == nil || !strings.Contains(err.Error(), "sink.type") {
 		t.Fatalf("no sink, no flag: %v", err)
 	}
-	_, c, err := parseRunFlags("status", []string{"-c", path, "--sink", "stdout"}, nil)
+	c, err := (&configFlags{path: path, sinkType: "stdout"}).load()
 	if err != nil || c.Sink.Type != "stdout" {
 		t.Fatalf("--sink stdout: %v %+v", err, c)
 	}
-	if _, _, err := parseRunFlags("status", []string{"-c", path, "--sink", "pigeon"}, nil); err == nil || !strings.Contains(err.Error(), `sink.type: "pigeon"`) {
+	if _, err := (&configFlags{path: path, sinkType: "pigeon"}).load(); err == nil || !strings.Contains(err.Error(), `sink.type: "pigeon"`) {
 		t.Fatalf("--sink pigeon: %v", err)
 	}
 }

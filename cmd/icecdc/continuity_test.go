@@ -210,7 +210,7 @@ http: {listen: '%s'}
 			defer cancel()
 			var logs syncBuffer
 			done := make(chan error, 1)
-			go func() { done <- cmdRun(ctx, []string{"-c", cfg}, io.Discard, &logs) }()
+			go func() { done <- execute(ctx, []string{"run", "-c", cfg}, io.Discard, &logs) }()
 			stopped := func() []map[string]any {
 				var out []map[string]any
 				for _, l := range strings.Split(logs.String(), "\n") {
@@ -255,7 +255,7 @@ http: {listen: '%s'}
 				sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer scancel()
 				var out bytes.Buffer
-				if err := cmdStatus(sctx, []string{"-c", cfg}, &out); err != nil {
+				if err := execute(sctx, []string{"status", "-c", cfg}, &out, io.Discard); err != nil {
 					t.Fatalf("status (daemon running %v): %v", daemon, err)
 				}
 				if el := time.Since(start); el > 10*time.Second {

@@ -220,7 +220,7 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 		t.Fatalf("/status health while failing: %+v", h)
 	}
 	var out bytes.Buffer
-	if err := cmdStatus(ctx, []string{"-c", cfgPath}, &out); err != nil {
+	if err := execute(ctx, []string{"status", "-c", cfgPath}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "\n\nbookshop.orders: sink failing since ") || !strings.Contains(out.String(), want) {

@@ -132,7 +132,8 @@ func TestChangesFromCatalogAndMetadata(t *testing.T) {
 	if c3 != 0 || strings.Join(got, "\n") != strings.Join(bookshopEvents, "\n") {
 		t.Fatalf("--max-memory 1: exit %d %s\n%s", c3, e3, out3)
 	}
-	failsWith(t, append([]string{"--max-memory", "lots"}, catArgs...), "max-memory", `"lots"`)
+	// A flag that does not parse is a usage error: exit 2.
+	wantUsageError(t, append([]string{"changes", "--max-memory", "lots"}, catArgs...), "--max-memory", `"lots" is not a size`)
 	// --from-seq is exclusive, --to-seq inclusive.
 	out, _, code := runCmd(append([]string{"changes", "--from-seq", "1", "--to-seq", "3"}, catArgs...)...)
 	ls := parseLines(t, out)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,11 +12,47 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
+
+func resetCommand(e *cli) *cobra.Command {
+	var (
+		f       configFlags
+		table   string
+		all     bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "reset -c FILE (--table NS.NAME | --all) [flags]",
+		Short: "forget a table's checkpoint, or every table's, and its retention hold",
+		Long: `Forget the checkpoint of a table, or of every table of the pipeline (under exactly-once delivery,
+the Kafka checkpoint records too), and remove its retention hold, so that the configured start
+applies again at the next run. The daemon must be stopped.`,
+		Example: `  icecdc reset -c icecdc.yaml --table shop.orders
+  icecdc reset -c icecdc.yaml --all`,
+		Args:                  noArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.load()
+			if err != nil {
+				return err
+			}
+			return cmdReset(cmd.Context(), cfg, table, all, timeout, e.stdout)
+		},
+	}
+	f.register(cmd, overrideState)
+	fl := cmd.Flags()
+	fl.StringVar(&table, "table", "", "the table to forget, as configured (namespace.table)")
+	fl.BoolVar(&all, "all", false, "forget every table of the pipeline")
+	fl.DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for Kafka under exactly-once delivery")
+	groupFlags(fl, "Reset", "table", "all", "timeout")
+	return cmd
+}
 
 // cmdReset forgets the checkpoint of a table, or of every table of the
 // pipeline, so that their start positions apply again (after a rollback,
@@ -25,20 +60,7 @@ import (
 // Kafka checkpoint topic is the position of record, so its records are
 // deleted too, before the state file's: when Kafka cannot be reached,
 // nothing changes, and a reset that failed half way can be run again.
-func cmdReset(ctx context.Context, args []string, out io.Writer) error {
-	var (
-		table   string
-		all     bool
-		timeout time.Duration
-	)
-	_, cfg, err := parseRunFlags("reset", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&table, "table", "", "the table to forget, as configured (namespace.table)")
-		fl.BoolVar(&all, "all", false, "forget every table of the pipeline")
-		fl.DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for Kafka under exactly-once delivery")
-	})
-	if err != nil {
-		return err
-	}
+func cmdReset(ctx context.Context, cfg *Config, table string, all bool, timeout time.Duration, out io.Writer) error {
 	if (table == "") == !all {
 		return errors.New("reset: give --table NAME or --all")
 	}

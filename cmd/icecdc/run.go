@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	stdlog "log"
@@ -21,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
 	"github.com/uptrace/bun"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -32,57 +32,40 @@ import (
 	"github.com/icecdc/icecdc/state"
 )
 
-// runFlags are the flags of run, status and reset: a config file and the
-// overrides a flag may give.
-type runFlags struct {
-	config, listen, statePath, sinkType string
+func runCommand(e *cli) *cobra.Command {
+	var (
+		f           configFlags
+		adopt, once bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run -c FILE [flags]",
+		Short: "run the daemon: follow the configured tables and deliver their changes to the sink",
+		Long: `Run the daemon: follow every configured table, deliver each new commit's change events to the sink,
+and checkpoint what the sink confirmed. The first SIGINT or SIGTERM drains and exits 0 (--once: 1
+unless every table reached its head); a second exits at once.`,
+		Example: `  icecdc run -c icecdc.yaml
+  icecdc run -c icecdc.yaml --sink stdout --state /tmp/try.db    # try a config without touching its sink
+  icecdc run -c icecdc.yaml --once                              # deliver up to each table's head, then exit`,
+		Args:                  noArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.load()
+			if err != nil {
+				return err
+			}
+			return cmdRun(cmd.Context(), cfg, once, adopt, e.stdout, e.stderr)
+		},
+	}
+	f.register(cmd, overrideListen|overrideState|overrideSink)
+	fl := cmd.Flags()
+	fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit (1 when a table could not be read)")
+	fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
+		"and start every table from its configured start (remove the flag afterwards)")
+	groupFlags(fl, "Run", "once", "adopt-state")
+	return cmd
 }
 
-// parseRunFlags parses the shared flags and those extra adds (a command's
-// own), and loads the config with the overrides applied.
-func parseRunFlags(name string, args []string, extra func(*flag.FlagSet)) (*runFlags, *Config, error) {
-	fl := flag.NewFlagSet(name, flag.ContinueOnError)
-	var f runFlags
-	fl.StringVar(&f.config, "c", "icecdc.yaml", "config file")
-	fl.StringVar(&f.listen, "listen", "", "override http.listen")
-	fl.StringVar(&f.statePath, "state", "", "override state.path")
-	fl.StringVar(&f.sinkType, "sink", "", "override sink.type")
-	if extra != nil {
-		extra(fl)
-	}
-	if err := fl.Parse(args); err != nil {
-		return nil, nil, err
-	}
-	if fl.NArg() > 0 {
-		return nil, nil, fmt.Errorf("%s: unexpected argument %q", name, fl.Arg(0))
-	}
-	cfg, err := loadConfig(f.config, func(c *Config) {
-		if f.sinkType != "" {
-			c.Sink.Type = f.sinkType
-		}
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if f.listen != "" {
-		cfg.HTTP.Listen = f.listen
-	}
-	if f.statePath != "" {
-		cfg.State.Path = f.statePath
-	}
-	return &f, cfg, nil
-}
-
-func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer) error {
-	var adopt, once bool
-	_, cfg, err := parseRunFlags("run", args, func(fl *flag.FlagSet) {
-		fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit")
-		fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
-			"and start every table from its configured start (remove the flag afterwards)")
-	})
-	if err != nil {
-		return err
-	}
+func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, logOut io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	defer routeLibraryLogs(log)()
 	if cfg.Cluster.Enabled() {
@@ -137,8 +120,18 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 		}
 		defer srv.stop()
 	}
+	if once {
+		// A batch job does not wait for a namespace's tables to appear.
+		if _, err := listTableSources(ctx, cfg, log); err != nil {
+			sink.Close(context.Background())
+			return fmt.Errorf("run --once: %w", err)
+		}
+	}
 	if p.Tables, err = waitForTables(ctx, cfg, log, store); err != nil || p.Tables == nil {
 		sink.Close(context.Background())
+		if err == nil && once {
+			err = errOnceInterrupted
+		}
 		return err // nil: stopped by a signal while waiting
 	}
 	if err := markUnexpectedStarts(store, cfg.Name, p.Tables, adopt); err != nil {
@@ -151,6 +144,9 @@ func cmdRun(ctx context.Context, args []string, out io.Writer, logOut io.Writer)
 	defer cancel()
 	if err := sink.Close(closeCtx); err != nil && runErr == nil {
 		runErr = fmt.Errorf("close sink: %w", err)
+	}
+	if once && runErr == nil && ctx.Err() != nil {
+		runErr = errOnceInterrupted
 	}
 	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return runErr
@@ -174,6 +170,10 @@ func routeLibraryLogs(log *slog.Logger) (restore func()) {
 		stdlog.SetFlags(flags)
 	}
 }
+
+// errOnceInterrupted ends a run --once stopped by a signal: it did not do
+// its job, whatever the tables delivered before.
+var errOnceInterrupted = errors.New("run --once: interrupted before every table reached its head; a new run resumes from the checkpoints")
 
 // logOpened says what --adopt-state did: it starts every table over, which
 // must not go unnoticed, and it should not stay in a unit file after use;

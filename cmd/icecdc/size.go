@@ -33,7 +33,7 @@ func (b *byteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Set and String make it a flag.
+// Set, String and Type make it a flag.
 func (b *byteSize) Set(s string) error {
 	v, err := parseByteSize(s)
 	if err != nil {
@@ -49,3 +49,5 @@ func (b *byteSize) String() string {
 	}
 	return humanize.IBytes(uint64(*b))
 }
+
+func (b *byteSize) Type() string { return "size" }

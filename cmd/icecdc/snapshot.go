@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/icecdc/icecdc/cdc"
 )
@@ -76,21 +77,40 @@ func snapshotHandler(token string, p *cdc.Pipeline) http.Handler {
 	})
 }
 
-// cmdSnapshot asks the running daemon of the configuration for an
-// on-demand snapshot of a table, over its http.listen address with
-// http.token.
-func cmdSnapshot(ctx context.Context, args []string, out io.Writer) error {
+func snapshotCommand(e *cli) *cobra.Command {
 	var (
+		f       configFlags
 		table   string
 		timeout time.Duration
 	)
-	_, cfg, err := parseRunFlags("snapshot", args, func(fl *flag.FlagSet) {
-		fl.StringVar(&table, "table", "", "the table to read, as the daemon follows it (namespace.table)")
-		fl.DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the table to start the read (it waits for the commit being delivered)")
-	})
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:   "snapshot -c FILE --table NS.NAME [flags]",
+		Short: "ask the running daemon to emit a table's rows as 'r' events",
+		Long: `Ask the running daemon of the configuration (at http.listen, with http.token) to emit the rows of
+a table's current snapshot as 'r' events in its stream, between two commits.`,
+		Example:               `  icecdc snapshot -c icecdc.yaml --table shop.orders`,
+		Args:                  noArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.load()
+			if err != nil {
+				return err
+			}
+			return cmdSnapshot(cmd.Context(), cfg, table, timeout, e.stdout)
+		},
 	}
+	f.register(cmd, overrideListen)
+	fl := cmd.Flags()
+	fl.StringVar(&table, "table", "", "the table to read, as the daemon follows it (namespace.table)")
+	fl.DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the table to start the read (it waits for the commit being delivered)")
+	groupFlags(fl, "Snapshot", "table", "timeout")
+	return cmd
+}
+
+// cmdSnapshot asks the running daemon of the configuration for an
+// on-demand snapshot of a table, over its http.listen address with
+// http.token.
+func cmdSnapshot(ctx context.Context, cfg *Config, table string, timeout time.Duration, out io.Writer) error {
 	if table == "" {
 		return errors.New("snapshot: give --table NAMESPACE.TABLE")
 	}

@@ -179,7 +179,7 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &daemon{cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- cmdRun(ctx, args, &d.out, &d.logs) }()
+	go func() { d.done <- execute(ctx, append([]string{"run"}, args...), &d.out, &d.logs) }()
 	t.Cleanup(func() { d.stop(t) })
 	return d
 }
@@ -495,7 +495,7 @@ func TestRunTightensStateFile(t *testing.T) {
 	}
 	cfg := writeConfig(t, "p", bookshopCatalog(t), "{type: stdout}", statePath)
 	var out, logs bytes.Buffer
-	if err := cmdRun(context.Background(), []string{"-c", cfg, "--once"}, &out, &logs); err != nil {
+	if err := execute(context.Background(), []string{"run", "-c", cfg, "--once"}, &out, &logs); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(statePath); err != nil || fi.Mode().Perm() != 0o600 {

@@ -11,18 +11,39 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/state"
 )
 
+func statusCommand(e *cli) *cobra.Command {
+	var f configFlags
+	cmd := &cobra.Command{
+		Use:   "status -c FILE [flags]",
+		Short: "print each table's checkpoint, the branch head and the lag",
+		Long: `Print each configured table's checkpoint, its branch head and how far behind the checkpoint is.
+A running daemon is asked at http.listen; without one, the state file is read.`,
+		Example: `  icecdc status -c icecdc.yaml
+  icecdc status -c icecdc.yaml --listen 127.0.0.1:9464    # a daemon started with --listen`,
+		Args:                  noArgs,
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.load()
+			if err != nil {
+				return err
+			}
+			return cmdStatus(cmd.Context(), cfg, e.stdout)
+		},
+	}
+	f.register(cmd, overrideListen|overrideState)
+	return cmd
+}
+
 // cmdStatus prints each table's checkpoint, the branch head and the lag.
 // A running daemon holds the state file's lock, so status asks it over
 // HTTP first and reads the file only when no daemon answers.
-func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
-	_, cfg, err := parseRunFlags("status", args, nil)
-	if err != nil {
-		return err
-	}
+func cmdStatus(ctx context.Context, cfg *Config, out io.Writer) error {
 	if cfg.Cluster.Enabled() {
 		return clusterStatusTable(ctx, cfg, out)
 	}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMainVersionAndHelp: --version as well as version; the help lists
+// every command with its description, and each command's help has a
+// synopsis, examples and its flags in groups, as --long flags.
+func TestMainVersionAndHelp(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
+		out, errOut, code := runCmd(args...)
+		if code != 0 || out != "icecdc "+version+"\n" || errOut != "" {
+			t.Errorf("icecdc %s: exit %d, stdout %q, stderr %q; want icecdc %s", strings.Join(args, " "), code, out, errOut, version)
+		}
+	}
+	out, _, code := runCmd("--help")
+	if code != 0 {
+		t.Fatalf("--help: exit %d", code)
+	}
+	commands := map[string]string{
+		"changes":  "print a table's change events",
+		"demo":     "write a small v3 table",
+		"run":      "run the daemon",
+		"status":   "print each table's checkpoint",
+		"reset":    "forget a table's checkpoint",
+		"snapshot": "ask the running daemon",
+		"version":  "print the version",
+	}
+	for name, short := range commands {
+		if !strings.Contains(out, "\n  "+name) || !strings.Contains(out, short) {
+			t.Errorf("--help does not list %s with %q:\n%s", name, short, out)
+		}
+	}
+	for name, groups := range map[string][]string{
+		"changes":  {"Table:", "Range:", "Output:", "Resources:"},
+		"run":      {"Configuration:", "Run:"},
+		"status":   {"Configuration:"},
+		"reset":    {"Configuration:", "Reset:"},
+		"snapshot": {"Configuration:", "Snapshot:"},
+		"demo":     {"Demo:"},
+	} {
+		help, errOut, code := runCmd(name, "--help")
+		if code != 0 || errOut != "" {
+			t.Errorf("%s --help: exit %d, stderr %q", name, code, errOut)
+		}
+		for _, want := range append([]string{"Usage:\n  icecdc " + name, "Examples:\n  icecdc " + name, "-h, --help"}, groups...) {
+			if !strings.Contains(help, want) {
+				t.Errorf("%s --help lacks %q:\n%s", name, want, help)
+			}
+		}
+	}
+}
+
+// TestMainOffersFlagsWhereTheyMeanSomething: status, reset and snapshot
+// take only the overrides they use; the others are unknown flags there.
+func TestMainOffersFlagsWhereTheyMeanSomething(t *testing.T) {
+	for cmd, flags := range map[string]struct{ has, not []string }{
+		"run":      {has: []string{"--config", "--listen", "--state", "--sink", "--once", "--adopt-state"}},
+		"status":   {has: []string{"--config", "--listen", "--state"}, not: []string{"--sink", "--once"}},
+		"reset":    {has: []string{"--config", "--state", "--table", "--all", "--timeout"}, not: []string{"--sink", "--listen"}},
+		"snapshot": {has: []string{"--config", "--listen", "--table", "--timeout"}, not: []string{"--sink", "--state"}},
+	} {
+		help, _, _ := runCmd(cmd, "--help")
+		for _, f := range flags.has {
+			if !strings.Contains(help, f+" ") {
+				t.Errorf("%s --help lacks %s", cmd, f)
+			}
+		}
+		for _, f := range flags.not {
+			if strings.Contains(help, f+" ") {
+				t.Errorf("%s --help offers %s", cmd, f)
+			}
+			wantUsageError(t, []string{cmd, "-c", "icecdc.yaml", f, "x"}, "unknown flag: "+f, "'icecdc "+cmd+" --help'")
+			wantUsageError(t, []string{cmd, "-c", "icecdc.yaml", f[1:], "x"}, "unknown flag: "+f, "'icecdc "+cmd+" --help'")
+		}
+	}
+}
+
+// TestMainUsageErrors: a command line that does not parse is answered
+// with one line pointing at --help, exit 2.
+func TestMainUsageErrors(t *testing.T) {
+	wantUsageError(t, []string{"stauts"}, `unknown command "stauts" (did you mean status?)`, "'icecdc --help'")
+	wantUsageError(t, []string{"bogus"}, `unknown command "bogus"`, "'icecdc --help'")
+	wantUsageError(t, []string{"--bogus"}, "unknown flag: --bogus", "'icecdc --help'")
+	wantUsageError(t, []string{"run", "--bogus"}, "run: unknown flag: --bogus", "'icecdc run --help'")
+	wantUsageError(t, []string{"changes", "--from-seq", "x"}, `changes: invalid argument "x" for "--from-seq"`, "'icecdc changes --help'")
+	wantUsageError(t, []string{"status", "-c", "icecdc.yaml", "extra"}, `status: unexpected argument "extra"`, "'icecdc status --help'")
+	wantUsageError(t, []string{"demo", "--commit"}, "demo: flag needs an argument: --commit", "'icecdc demo --help'")
+}
+
+func wantUsageError(t *testing.T, args []string, parts ...string) {
+	t.Helper()
+	out, errOut, code := runCmd(args...)
+	if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "icecdc: ") {
+		t.Fatalf("icecdc %s: exit %d, stdout %q, stderr %q; want exit 2 and one line", strings.Join(args, " "), code, out, errOut)
+	}
+	for _, p := range parts {
+		if !strings.Contains(errOut, p) {
+			t.Fatalf("icecdc %s: stderr %q does not say %q", strings.Join(args, " "), errOut, p)
+		}
+	}
+}
+
+// TestMainSingleDashLongFlags: the flags were Go flag package flags, which
+// take -name as well as --name, and --c as well as -c; scripts written
+// then keep working. Values are never rewritten.
+func TestMainSingleDashLongFlags(t *testing.T) {
+	root := newRootCommand(&cli{})
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"run", "-c", "x.yaml", "-listen", ":9464", "-state=s.db", "-once"},
+			[]string{"run", "-c", "x.yaml", "--listen", ":9464", "--state=s.db", "--once"}},
+		{[]string{"run", "--c", "x.yaml", "--sink", "-stdout"}, []string{"run", "-c", "x.yaml", "--sink", "-stdout"}},
+		{[]string{"changes", "-metadata", "-m.json", "-from-seq", "2", "-net", "--", "-to-seq"},
+			[]string{"changes", "--metadata", "-m.json", "--from-seq", "2", "--net", "--", "-to-seq"}},
+		{[]string{"status", "-listen", "a", "-sink", "x", "-cx.yaml"}, []string{"status", "--listen", "a", "--sink", "x", "-cx.yaml"}},
+	} {
+		if got := singleDashLongFlags(root, tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

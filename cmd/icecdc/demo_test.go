@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/icecdc/icecdc/internal/replay"
+	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/source"
+)
+
+// TestDemoCommits: a demo directory is reused by a second demo, and
+// --commit update and --commit delete add one commit each to its table,
+// printing exactly that commit's events; changes over the table then
+// shows exactly those new events, the replay of every snapshot matches
+// the table's live rows (the commits keep row lineage), and the demo
+// writes nothing outside its directory.
+func TestDemoCommits(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := filepath.Join(t.TempDir(), "demo")
+	out, errOut, code := runCmd("demo", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"icecdc run -c " + filepath.Join(dir, "icecdc.yaml"), "icecdc changes --catalog-uri file:" + filepath.Join(dir, "catalog.db"),
+		"icecdc demo --dir " + dir + " --commit update"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo does not suggest %q:\n%s", want, out)
+		}
+	}
+
+	out, errOut, code = runCmd("demo", "--dir", dir)
+	if code != 0 || !strings.Contains(out, "exists") || len(parseLines(t, out)) != len(bookshopEvents) {
+		t.Fatalf("second demo on %s: exit %d, stderr %q:\n%s", dir, code, errOut, out)
+	}
+
+	commit := func(kind string, want ...string) {
+		t.Helper()
+		out, errOut, code := runCmd("demo", "--dir", dir, "--commit", kind)
+		if code != 0 {
+			t.Fatalf("demo --commit %s: exit %d: %s", kind, code, errOut)
+		}
+		var got []string
+		for _, l := range parseLines(t, out) {
+			got = append(got, l.summary())
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("demo --commit %s printed\n%s\nwant\n%s", kind, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	// The story left orders 1 (shipped), 4, 5, 6; an update moves the
+	// oldest order not delivered one step on, a delete removes the oldest.
+	commit("update", "7 u 0 order=1 shipped->delivered")
+	commit("delete", "8 d 0 order=1 delivered")
+
+	env, err := scenario.NewEnv(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	opts := demoOptions(env)
+	out, errOut, code = runCmd("changes", "--catalog-uri", opts.CatalogURI, "--warehouse", opts.Warehouse, "--table", opts.Table, "--from-seq", "6")
+	var got []string
+	for _, l := range parseLines(t, out) {
+		got = append(got, l.summary())
+	}
+	if want := []string{"7 u 0 order=1 shipped->delivered", "8 d 0 order=1 delivered"}; code != 0 || !slices.Equal(got, want) {
+		t.Fatalf("changes after the story: exit %d, stderr %q, events\n%s\nwant\n%s", code, errOut, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	checkDemoReplay(t, env, opts)
+
+	entries, err := os.ReadDir(tmp)
+	if err != nil || len(entries) > 0 {
+		t.Errorf("the demo wrote into the temporary directory %s: %v %v", tmp, entries, err)
+	}
+	var outside []string
+	filepath.Walk(filepath.Dir(dir), func(p string, _ os.FileInfo, _ error) error {
+		if p != filepath.Dir(dir) && p != dir && !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			outside = append(outside, p)
+		}
+		return nil
+	})
+	if len(outside) > 0 {
+		t.Errorf("the demo wrote beside its directory: %v", outside)
+	}
+}
+
+// TestDemoCommitMergeAndInsert: a merge commit updates one order and
+// inserts one in a single snapshot, an insert adds the next order; both
+// keep row lineage (the replay matches the live rows at every snapshot).
+func TestDemoCommitMergeAndInsert(t *testing.T) {
+	dir := t.TempDir()
+	for _, kind := range []string{"merge", "insert"} {
+		// The first --commit on an empty directory writes the story first.
+		if _, errOut, code := runCmd("demo", "--dir", dir, "--commit", kind); code != 0 {
+			t.Fatalf("demo --commit %s: exit %d: %s", kind, code, errOut)
+		}
+	}
+	env, err := scenario.NewEnv(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	steps := checkDemoReplay(t, env, demoOptions(env))
+	var got []string
+	for _, st := range steps[len(steps)-2:] {
+		for _, ev := range st.Events {
+			got = append(got, ev.Op)
+		}
+	}
+	if want := []string{"u", "c", "c"}; !slices.Equal(got, want) {
+		t.Fatalf("merge and insert commits gave ops %v, want %v", got, want)
+	}
+	wantFail(t, []string{"demo", "--commit", "update"}, "demo: --commit needs --dir")
+	wantFail(t, []string{"demo", "--dir", dir, "--commit", "upsert"}, `demo: --commit "upsert": want insert, update, delete, merge`)
+}
+
+func checkDemoReplay(t *testing.T, env *scenario.Env, opts source.Options) []replay.Step {
+	t.Helper()
+	ctx := context.Background()
+	src, err := source.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	tbl, err := env.LoadTable(ctx, demoTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := replay.Check(ctx, src, tbl)
+	if err != nil {
+		t.Fatalf("replay of the demo table: %v", err)
+	}
+	return steps
+}
