@@ -13,27 +13,12 @@ import (
 type Envelope struct {
 	Pipeline string // source.name: the pipeline's configured name
 	Version  string // source.version: the icecdc version
-	// SnapshotMarker is source.snapshot: "false" (the default when empty)
-	// for streamed changes, "true" while emitting an initial read, "last"
-	// on its last event.
-	SnapshotMarker string
-	// Resync adds source.resync: true, on the events of a read that
-	// re-emits the head after the table's history was lost.
-	Resync bool
 }
 
 // DebeziumJSON encodes events as Debezium envelopes (DESIGN §3), so that
 // existing Debezium consumers read icecdc's events unchanged. It holds no
 // per-call state and may be used from several goroutines.
 type DebeziumJSON struct{ Envelope }
-
-// WithSnapshotMarker returns a copy of f whose events carry marker as
-// source.snapshot, and source.resync when resync is set.
-func (f *DebeziumJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
-	g := *f
-	g.SnapshotMarker, g.Resync = marker, resync
-	return &g
-}
 
 // AppendValue appends the event's envelope JSON to dst, on one line without
 // a trailing newline; tsMs is the processing time. The row images are
@@ -48,8 +33,8 @@ func (f *DebeziumJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 }
 
 func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
-	if !validOp(e.Op) {
-		return dst, fmt.Errorf("unknown op %q", byte(e.Op))
+	if err := validEvent(e); err != nil {
+		return dst, err
 	}
 	if c.Table.Schema == nil {
 		return dst, errNoSchema
@@ -92,12 +77,8 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, c.Snapshot.TimestampMs, 10)
 	dst = append(dst, `,"snapshot":`...)
-	if f.SnapshotMarker == "" {
-		dst = append(dst, `"false"`...)
-	} else {
-		dst = appendJSONString(dst, f.SnapshotMarker)
-	}
-	if f.Resync {
+	dst = append(dst, snapshotMarkers[e.Snapshot]...)
+	if e.Resync {
 		dst = append(dst, `,"resync":true`...)
 	}
 	dst = append(dst, `,"db":`...)
@@ -178,6 +159,19 @@ var errNoSchema = errors.New("no schema")
 
 func validOp(op Op) bool {
 	return op == OpCreate || op == OpUpdate || op == OpDelete || op == OpSnapshot
+}
+
+// snapshotMarkers spells source.snapshot per marker, as Debezium does.
+var snapshotMarkers = [...]string{SnapshotNone: `"false"`, SnapshotRead: `"true"`, SnapshotLast: `"last"`}
+
+func validEvent(e *Event) error {
+	if !validOp(e.Op) {
+		return fmt.Errorf("unknown op %q", byte(e.Op))
+	}
+	if int(e.Snapshot) >= len(snapshotMarkers) {
+		return fmt.Errorf("unknown snapshot marker %d", e.Snapshot)
+	}
+	return nil
 }
 
 // eventID names an event in errors; only called on the error path.

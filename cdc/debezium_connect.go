@@ -37,15 +37,6 @@ func NewDebeziumConnectJSON(env Envelope, opts ConnectOptions) (*DebeziumConnect
 // Options returns the format's options, with their defaults applied.
 func (f *DebeziumConnectJSON) Options() ConnectOptions { return f.opts }
 
-// WithSnapshotMarker returns a copy of f whose events carry marker as
-// source.snapshot, and source.resync when resync is set; the copy shares
-// f's schema cache.
-func (f *DebeziumConnectJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
-	g := *f
-	g.SnapshotMarker, g.Resync = marker, resync
-	return &g
-}
-
 // connectTable is what the format derives once per schema and table: the
 // compiled row, and the key and value prefixes up to the payload.
 type connectTable struct {
@@ -215,8 +206,8 @@ func (f *DebeziumConnectJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs 
 }
 
 func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
-	if !validOp(e.Op) {
-		return dst, fmt.Errorf("unknown op %q", byte(e.Op))
+	if err := validEvent(e); err != nil {
+		return dst, err
 	}
 	ct, err := f.table(&c.Table)
 	if err != nil {
@@ -244,12 +235,8 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, commitMs, 10)
 	dst = append(dst, `,"snapshot":`...)
-	if f.SnapshotMarker == "" {
-		dst = append(dst, `"false"`...)
-	} else {
-		dst = appendJSONString(dst, f.SnapshotMarker)
-	}
-	if f.Resync {
+	dst = append(dst, snapshotMarkers[e.Snapshot]...)
+	if e.Resync {
 		dst = append(dst, `,"resync":true`...)
 	} else {
 		dst = append(dst, `,"resync":null`...)

@@ -598,19 +598,25 @@ func TestConnectOptionsValidate(t *testing.T) {
 func TestConnectSnapshotMarker(t *testing.T) {
 	f := newConnect(t, ConnectOptions{})
 	c := goldenCommit(false)
-	for _, m := range []string{"true", "last"} {
-		enc := f.WithSnapshotMarker(m, m == "last")
-		v, err := enc.AppendValue(nil, c, &Event{Op: OpSnapshot, RowID: 1, After: fullRow()}, 0)
+	for _, tc := range []struct {
+		marker SnapshotMarker
+		want   string
+	}{{SnapshotNone, "false"}, {SnapshotRead, "true"}, {SnapshotLast, "last"}} {
+		resync := tc.marker == SnapshotLast
+		v, err := f.AppendValue(nil, c, &Event{Op: OpSnapshot, RowID: 1, After: fullRow(), Snapshot: tc.marker, Resync: resync}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(v), `"snapshot":"`+m+`"`) {
-			t.Fatalf("marker %s missing", m)
+		if !strings.Contains(string(v), `"snapshot":"`+tc.want+`"`) {
+			t.Fatalf("marker %s missing: %s", tc.want, v)
 		}
-		if strings.Contains(string(v), `"resync":true`) != (m == "last") {
-			t.Fatalf("resync with marker %s: %s", m, v)
+		if strings.Contains(string(v), `"resync":true`) != resync {
+			t.Fatalf("resync with marker %s: %s", tc.want, v)
 		}
 		decodeConnect(t, v)
+	}
+	if _, err := f.AppendValue(nil, c, &Event{Op: OpSnapshot, RowID: 1, After: fullRow(), Snapshot: SnapshotLast + 1}, 0); err == nil {
+		t.Fatal("an unknown snapshot marker was encoded")
 	}
 }
 

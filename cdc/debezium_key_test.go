@@ -152,8 +152,8 @@ func TestDebeziumJSONEnvelopeStrings(t *testing.T) {
 	c := goldenCommit(false)
 	c.Table.Namespace = "we\"ird\nns"
 	c.Table.UUID = "u\\id"
-	f := &DebeziumJSON{Envelope{Pipeline: "p\x00", Version: "v", SnapshotMarker: "last"}}
-	got, err := f.AppendValue(nil, c, &Event{Op: OpSnapshot, After: fullRow()}, 0)
+	f := &DebeziumJSON{Envelope{Pipeline: "p\x00", Version: "v"}}
+	got, err := f.AppendValue(nil, c, &Event{Op: OpSnapshot, After: fullRow(), Snapshot: SnapshotLast}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,21 +190,22 @@ func TestDebeziumJSONGolden(t *testing.T) {
 	cases := []struct {
 		name   string
 		keyed  bool
-		marker string
+		marker SnapshotMarker
 		event  Event
 	}{
-		{"create", true, "", Event{Op: OpCreate, RowID: 1000, LUSN: 7, After: fullRow(), Index: 3}},
-		{"update", true, "", Event{Op: OpUpdate, RowID: 12, LUSN: 7, Before: fullRow(), After: updated, Index: 1}},
-		{"update_paired", true, "", Event{Op: OpUpdate, RowID: 13, LUSN: 7, Before: sparseRow(), After: fullRow(),
+		{"create", true, SnapshotNone, Event{Op: OpCreate, RowID: 1000, LUSN: 7, After: fullRow(), Index: 3}},
+		{"update", true, SnapshotNone, Event{Op: OpUpdate, RowID: 12, LUSN: 7, Before: fullRow(), After: updated, Index: 1}},
+		{"update_paired", true, SnapshotNone, Event{Op: OpUpdate, RowID: 13, LUSN: 7, Before: sparseRow(), After: fullRow(),
 			Index: 2, Source: "equality-delete", PairedRowID: 9}},
-		{"delete", true, "", Event{Op: OpDelete, RowID: 11, LUSN: 5, Before: sparseRow(), Index: 0}},
-		{"read", false, "true", Event{Op: OpSnapshot, RowID: 0, LUSN: 1, After: pastRow(), Index: 0}},
+		{"delete", true, SnapshotNone, Event{Op: OpDelete, RowID: 11, LUSN: 5, Before: sparseRow(), Index: 0}},
+		{"read", false, SnapshotRead, Event{Op: OpSnapshot, RowID: 0, LUSN: 1, After: pastRow(), Index: 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goldenCommit(tc.keyed)
+			tc.event.Snapshot = tc.marker
 			c.Events = []Event{tc.event}
-			f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0", SnapshotMarker: tc.marker}}
+			f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 			key, err := f.AppendKey(nil, c, &c.Events[0])
 			if err != nil {
 				t.Fatal(err)

@@ -37,16 +37,6 @@ type Encoder interface {
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
 }
 
-// SnapshotMarkerEncoder is an Encoder whose events say whether they come
-// from an initial read (Debezium's source.snapshot).
-type SnapshotMarkerEncoder interface {
-	Encoder
-	// WithSnapshotMarker returns the encoder for events marked "true"
-	// (an initial read) or "last" (its last event); resync marks a read
-	// that re-emits the head after the table's history was lost.
-	WithSnapshotMarker(marker string, resync bool) Encoder
-}
-
 // ErrHistory marks a table whose history no longer continues from its
 // checkpoint: expired snapshots, a rollback, a re-created table.
 var ErrHistory = errors.New("history does not continue from the checkpoint")
@@ -422,7 +412,7 @@ func (f *follower) catchUp(ctx context.Context) error {
 		if !f.cp.Done && si.ID == f.cp.SnapshotID {
 			from = f.cp.Next
 		}
-		if err := f.deliver(ctx, c, from, "false"); err != nil {
+		if err := f.deliver(ctx, c, from, SnapshotNone); err != nil {
 			return err
 		}
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
@@ -504,7 +494,7 @@ func (f *follower) initialRead(ctx context.Context) error {
 	f.p.Progress.FilesByRows(c.FileEnds)
 	f.p.Progress.Add(0, 0, int64(f.cp.Next))
 	defer f.p.Progress.Done()
-	return f.deliver(ctx, c, f.cp.Next, "true")
+	return f.deliver(ctx, c, f.cp.Next, SnapshotRead)
 }
 
 // deliver sends the commit's events from index from on, in chunks, and
@@ -519,8 +509,8 @@ func (f *follower) initialRead(ctx context.Context) error {
 // no longer stalls the reads. The order of writes and checkpoints is
 // unchanged, and a chunk is encoded into the buffers of the chunk before
 // the one in flight, which is confirmed by then.
-func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
-	initial := marker == "true"
+func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker SnapshotMarker) error {
+	initial := marker == SnapshotRead
 	resync := initial && f.cp.Resync
 	epoch := f.cp.Epoch
 	n := c.Len()
@@ -661,7 +651,7 @@ func (f *follower) chunkLimit() int {
 }
 
 // write encodes and sends one chunk (the net ranges' path).
-func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string, change *SchemaChange) error {
+func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) error {
 	b, err := f.encode(&f.batch, c, evs, lo, total, cp, marker, change)
 	if err != nil || b == nil {
 		return err
@@ -671,11 +661,8 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 
 // encode encodes a chunk into bb; nil when the subscription left nothing
 // to write.
-func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string, change *SchemaChange) (*Batch, error) {
-	enc, last := f.p.Encoder, f.p.Encoder
-	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
-		enc, last = m.WithSnapshotMarker(marker, cp.Resync), m.WithSnapshotMarker("last", cp.Resync)
-	}
+func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) (*Batch, error) {
+	resync := marker != SnapshotNone && cp.Resync
 	if f.sub != nil {
 		var err error
 		if c, evs, err = f.sub.Apply(c, evs); err != nil {
@@ -692,11 +679,11 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 		if f.sub != nil {
 			i = e.Index // the subscription skipped events; indexes stay those of the commit
 		}
-		enc := enc
-		if i == total-1 {
-			enc = last // the last row of an initial read says so
+		e.Snapshot, e.Resync = marker, resync
+		if marker != SnapshotNone && i == total-1 {
+			e.Snapshot = SnapshotLast // the last row of an initial read says so
 		}
-		if err := bb.add(enc, c, e, now); err != nil {
+		if err := bb.add(f.p.Encoder, c, e, now); err != nil {
 			return nil, fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
 		}
 	}
