@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
 )
@@ -17,8 +18,14 @@ type Envelope struct {
 
 // DebeziumJSON encodes events as Debezium envelopes (DESIGN §3), so that
 // existing Debezium consumers read icecdc's events unchanged. It holds no
-// per-call state and may be used from several goroutines.
-type DebeziumJSON struct{ Envelope }
+// per-call state and may be used from several goroutines; it caches what
+// it derives from schemas and commits, so it is used by pointer and never
+// copied.
+type DebeziumJSON struct {
+	Envelope
+	schemas schemaCache
+	commits commitCache
+}
 
 // AppendValue appends the event's envelope JSON to dst, on one line without
 // a trailing newline; tsMs is the processing time. The row images are
@@ -39,7 +46,7 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	if c.Table.Schema == nil {
 		return dst, errNoSchema
 	}
-	row := &jsonSchemaFor(c.Table.Schema).row
+	row := &f.schemas.get(c.Table.Schema).row
 	before, after, err := e.images(c.Table.Schema, e.Op == OpUpdate)
 	if err != nil {
 		return dst, err
@@ -83,13 +90,14 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	}
 	dst = append(dst, `,"db":`...)
 	dst = appendJSONString(dst, c.Table.Catalog)
-	dst = appendSourceTail(dst, c, e, false)
+	cb := f.commits.get(c)
+	dst = appendSourceTail(dst, cb, e, false)
 
 	// One Iceberg snapshot is one transaction of one table, so the total
 	// order and the per-table order coincide.
 	order := int64(e.Index) + 1
 	dst = append(dst, '}')
-	dst = append(dst, c.encoded().transaction...)
+	dst = append(dst, cb.transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
 	dst = append(dst, `,"data_collection_order":`...)
 	dst = strconv.AppendInt(dst, order, 10)
@@ -102,14 +110,14 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 // delete, After otherwise), or {"_row_id": N} when the table has no key
 // fields. On error it returns dst unchanged.
 func (f *DebeziumJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
-	out, err := appendKey(dst, c, e)
+	out, err := f.appendKey(dst, c, e)
 	if err != nil {
 		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
 	}
 	return out, nil
 }
 
-func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+func (f *DebeziumJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
 	if len(c.Table.KeyFields) == 0 {
 		dst = append(dst, `{"_row_id":`...)
 		dst = strconv.AppendInt(dst, e.RowID, 10)
@@ -122,7 +130,7 @@ func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	s := jsonSchemaFor(c.Table.Schema)
+	s := f.schemas.get(c.Table.Schema)
 	key, err := s.key(c.Table.Schema, c.Table.KeyFields)
 	if err != nil {
 		return dst, err
@@ -283,8 +291,8 @@ func (p *jsonKeyPart) lookup(row Row) (any, error) {
 // it names the removed row too, or a consumer keyed by _row_id would keep
 // it forever. explicitNulls writes the pairing fields as null when there
 // is none (the Connect form, whose schema declares them).
-func appendSourceTail(dst []byte, c *Commit, e *Event, explicitNulls bool) []byte {
-	dst = append(dst, c.encoded().source...)
+func appendSourceTail(dst []byte, cb *commitBytes, e *Event, explicitNulls bool) []byte {
+	dst = append(dst, cb.source...)
 	dst = append(dst, `,"row_id":`...)
 	dst = strconv.AppendInt(dst, e.RowID, 10)
 	dst = append(dst, `,"last_updated_sequence_number":`...)
@@ -306,6 +314,7 @@ func appendSourceTail(dst []byte, c *Commit, e *Event, explicitNulls bool) []byt
 // commitBytes are the parts of every event's envelope that depend on its
 // commit only, encoded once per commit instead of once per event.
 type commitBytes struct {
+	key commitKey
 	// source is the source block's fields from "schema" to "operation".
 	source []byte
 	// transaction opens the transaction block up to total_order's value:
@@ -313,12 +322,33 @@ type commitBytes struct {
 	transaction []byte
 }
 
-// encoded returns c's commitBytes, built on first use. A commit is
-// encoded by one goroutine at a time (its table's follower, or
-// `changes`), so the lazy fill needs no lock.
-func (c *Commit) encoded() *commitBytes {
-	if c.bytes != nil {
-		return c.bytes
+// commitKey is what commitBytes are built from.
+type commitKey struct {
+	namespace, name, uuid, operation string
+	id, seq                          int64
+}
+
+func keyOf(c *Commit) commitKey {
+	return commitKey{c.Table.Namespace, c.Table.Name, c.Table.UUID, c.Snapshot.Operation, c.Snapshot.ID, c.Snapshot.SequenceNumber}
+}
+
+// commitCache keeps the commitBytes of the commits an encoder is
+// encoding, a few slots chosen by snapshot id and sequence number: the
+// tables of a pipeline encode their commits on goroutines of their own at
+// the same time, and one slot for all would rebuild the bytes at nearly
+// every event. The zero value is empty and ready.
+type commitCache struct {
+	slots [16]atomic.Pointer[commitBytes]
+}
+
+// get returns c's commitBytes, built on first use. A slot's entry is
+// compared by value, so a commit encoded again (a retry, a copy of the
+// commit) finds its bytes, and another never takes them.
+func (cc *commitCache) get(c *Commit) *commitBytes {
+	slot := &cc.slots[uint64(c.Snapshot.ID^c.Snapshot.SequenceNumber)%uint64(len(cc.slots))]
+	k := keyOf(c)
+	if cb := slot.Load(); cb != nil && cb.key == k {
+		return cb
 	}
 	var b []byte
 	b = append(b, `,"schema":`...)
@@ -339,6 +369,7 @@ func (c *Commit) encoded() *commitBytes {
 	t = append(t, ':')
 	t = strconv.AppendInt(t, c.Snapshot.SequenceNumber, 10)
 	t = append(t, `","total_order":`...)
-	c.bytes = &commitBytes{source: b, transaction: t}
-	return c.bytes
+	cb := &commitBytes{key: k, source: b, transaction: t}
+	slot.Store(cb)
+	return cb
 }

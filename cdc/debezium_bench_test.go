@@ -48,7 +48,7 @@ func benchCommit(n int) *Commit {
 // to a discarding writer, on one goroutine.
 func BenchmarkEncodeInsert(b *testing.B) {
 	c := benchCommit(4096)
-	f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+	f := &DebeziumJSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 	var w io.Writer = io.Discard
 	buf := make([]byte, 0, 4096)
 	var total int64
@@ -82,7 +82,7 @@ func TestEncodeInsertAllocs(t *testing.T) {
 	for _, keys := range [][]string{nil, {"order_id"}} {
 		c := benchCommit(64)
 		c.Table.KeyFields = keys
-		f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+		f := &DebeziumJSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 		buf := make([]byte, 0, 4096)
 		i := 0
 		allocs := testing.AllocsPerRun(1000, func() {

@@ -26,7 +26,8 @@ type DebeziumConnectJSON struct {
 }
 
 // NewDebeziumConnectJSON returns the format with opts (zero fields take
-// Debezium's defaults), or an error naming a bad mode.
+// Debezium's defaults), or an error naming a bad mode. The format caches
+// what it derives from schemas and commits, for itself alone.
 func NewDebeziumConnectJSON(env Envelope, opts ConnectOptions) (*DebeziumConnectJSON, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -59,6 +60,8 @@ type connectCacheKey struct {
 type connectCache struct {
 	mu     sync.Mutex
 	tables map[connectCacheKey]*connectTable
+	// commits holds the envelope parts of the commits being encoded.
+	commits commitCache
 }
 
 const connectCacheMax = 256
@@ -253,7 +256,8 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 	dst = strconv.AppendInt(dst, commitMs*1000, 10)
 	dst = append(dst, `,"ts_ns":`...)
 	dst = strconv.AppendInt(dst, commitMs*1_000_000, 10)
-	dst = appendSourceTail(dst, c, e, true)
+	cb := f.cache.commits.get(c)
+	dst = appendSourceTail(dst, cb, e, true)
 	dst = append(dst, `},"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
 	dst = append(dst, `,"ts_ms":`...)
@@ -263,7 +267,7 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 	dst = append(dst, `,"ts_ns":`...)
 	dst = strconv.AppendInt(dst, tsMs*1_000_000, 10)
 	order := int64(e.Index) + 1
-	dst = append(dst, c.encoded().transaction...)
+	dst = append(dst, cb.transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
 	dst = append(dst, `,"data_collection_order":`...)
 	dst = strconv.AppendInt(dst, order, 10)

@@ -18,7 +18,7 @@ func BenchmarkEncodeConnect(b *testing.B) {
 		name string
 		enc  Encoder
 	}{
-		{"format=debezium-json", &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}},
+		{"format=debezium-json", &DebeziumJSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}},
 		{"format=debezium-connect-json", connect},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

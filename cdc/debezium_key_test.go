@@ -152,7 +152,7 @@ func TestDebeziumJSONEnvelopeStrings(t *testing.T) {
 	c := goldenCommit(false)
 	c.Table.Namespace = "we\"ird\nns"
 	c.Table.UUID = "u\\id"
-	f := &DebeziumJSON{Envelope{Pipeline: "p\x00", Version: "v"}}
+	f := &DebeziumJSON{Envelope: Envelope{Pipeline: "p\x00", Version: "v"}}
 	got, err := f.AppendValue(nil, c, &Event{Op: OpSnapshot, After: fullRow(), Snapshot: SnapshotLast}, 0)
 	if err != nil {
 		t.Fatal(err)

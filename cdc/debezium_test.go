@@ -205,7 +205,7 @@ func TestDebeziumJSONGolden(t *testing.T) {
 			c := goldenCommit(tc.keyed)
 			tc.event.Snapshot = tc.marker
 			c.Events = []Event{tc.event}
-			f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+			f := &DebeziumJSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 			key, err := f.AppendKey(nil, c, &c.Events[0])
 			if err != nil {
 				t.Fatal(err)

@@ -215,7 +215,7 @@ func BenchmarkEncodeImage(b *testing.B) {
 		c    *Commit
 	}{{"row", benchCommit(4096)}, {"arrow", benchArrowCommit(4096)}} {
 		b.Run(tc.name, func(b *testing.B) {
-			f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+			f := &DebeziumJSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 			buf := make([]byte, 0, 4096)
 			b.ReportAllocs()
 			i := 0

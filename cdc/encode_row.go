@@ -2,11 +2,10 @@ package cdc
 
 import (
 	"fmt"
-	"runtime"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/apache/iceberg-go"
 )
@@ -101,12 +100,11 @@ type jsonField struct {
 }
 
 // jsonSchema is a schema compiled for encoding, with the key layout asked of
-// it. It refers to its schema only weakly, so that the cache below does not
-// keep schemas alive.
+// it.
 type jsonSchema struct {
 	row    jsonType
 	keys   atomic.Pointer[jsonKey]
-	schema weak.Pointer[iceberg.Schema] // for the front of the cache
+	schema *iceberg.Schema // the schema compiled, for schemaCache
 }
 
 // compileJSONSchema compiles sc. It never fails: types without a defined Row
@@ -181,68 +179,55 @@ func compileType(t iceberg.Type) *jsonType {
 	return j
 }
 
-// jsonSchemas caches compiled schemas by weak pointer: lookups are lock-free
-// reads of an immutable map (schemas change rarely, events are many), and an
-// entry goes away when its schema is collected, so a daemon that reloads
-// table metadata on every poll does not grow the cache. lastJSONSchema, the
-// one used last, answers the common case (a commit's events one after the
-// other) without hashing.
-var (
-	jsonSchemas    atomic.Pointer[map[weak.Pointer[iceberg.Schema]]*jsonSchema]
-	jsonSchemasMu  sync.Mutex // serialises writers of jsonSchemas
-	lastJSONSchema atomic.Pointer[jsonSchema]
-)
+// schemaCache holds the compiled schemas an encoder met: lookups are
+// lock-free reads of an immutable map (schemas change rarely, events are
+// many), and last, the one used last, answers the common case (a
+// commit's events one after the other) without hashing. The map is
+// bounded, so that a daemon that reloads table metadata on every poll
+// does not grow it: past schemaCacheMax schemas it starts again. The zero
+// value is empty and ready.
+type schemaCache struct {
+	last    atomic.Pointer[jsonSchema]
+	schemas atomic.Pointer[map[*iceberg.Schema]*jsonSchema]
+	mu      sync.Mutex // serialises writers of schemas
+}
 
-// jsonSchemaFor returns the compiled form of sc, compiling it on first use.
-func jsonSchemaFor(sc *iceberg.Schema) *jsonSchema {
-	// Value is non-nil and equal to sc only for the very object the entry
-	// was compiled from (sc is alive, so its weak pointer is too): a new
-	// schema at a reused address never matches.
-	if s := lastJSONSchema.Load(); s != nil && s.schema.Value() == sc {
+const schemaCacheMax = 256
+
+// get returns the compiled form of sc, compiling it on first use. An
+// entry keeps its schema alive, so a new schema at a reused address never
+// matches an old entry.
+func (c *schemaCache) get(sc *iceberg.Schema) *jsonSchema {
+	if s := c.last.Load(); s != nil && s.schema == sc {
 		return s
 	}
-	wp := weak.Make(sc)
-	if m := jsonSchemas.Load(); m != nil {
-		if s, ok := (*m)[wp]; ok {
-			lastJSONSchema.Store(s)
+	if m := c.schemas.Load(); m != nil {
+		if s, ok := (*m)[sc]; ok {
+			c.last.Store(s)
 			return s
 		}
 	}
-	jsonSchemasMu.Lock()
-	defer jsonSchemasMu.Unlock()
-	old := jsonSchemas.Load()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.schemas.Load()
 	if old != nil {
-		if s, ok := (*old)[wp]; ok {
+		if s, ok := (*old)[sc]; ok {
 			return s
+		}
+		if len(*old) >= schemaCacheMax {
+			old = nil
 		}
 	}
 	s := compileJSONSchema(sc)
-	s.schema = wp
-	next := make(map[weak.Pointer[iceberg.Schema]]*jsonSchema, 1)
+	s.schema = sc
+	next := make(map[*iceberg.Schema]*jsonSchema, 1)
 	if old != nil {
-		for k, v := range *old {
-			next[k] = v
-		}
+		maps.Copy(next, *old)
 	}
-	next[wp] = s
-	jsonSchemas.Store(&next)
-	lastJSONSchema.Store(s)
-	runtime.AddCleanup(sc, forgetJSONSchema, wp)
+	next[sc] = s
+	c.schemas.Store(&next)
+	c.last.Store(s)
 	return s
-}
-
-// forgetJSONSchema drops the entry of a collected schema.
-func forgetJSONSchema(wp weak.Pointer[iceberg.Schema]) {
-	jsonSchemasMu.Lock()
-	defer jsonSchemasMu.Unlock()
-	old := *jsonSchemas.Load()
-	next := make(map[weak.Pointer[iceberg.Schema]]*jsonSchema, len(old))
-	for k, v := range old {
-		if k != wp {
-			next[k] = v
-		}
-	}
-	jsonSchemas.Store(&next)
 }
 
 // AppendRow appends r as a JSON object keyed by the top-level field names of
@@ -250,11 +235,11 @@ func forgetJSONSchema(wp weak.Pointer[iceberg.Schema]) {
 // the debezium-json format. It is exported for the other JSON formats. On
 // error (a *ValueError, or a length mismatch) it returns dst unchanged, so a
 // reused buffer never holds half a row.
-func AppendRow(dst []byte, sc *iceberg.Schema, r Row) ([]byte, error) {
+func (f *DebeziumJSON) AppendRow(dst []byte, sc *iceberg.Schema, r Row) ([]byte, error) {
 	if sc == nil {
 		return dst, fmt.Errorf("encode row: no schema")
 	}
-	out, err := jsonSchemaFor(sc).row.appendStruct(dst, r)
+	out, err := f.schemas.get(sc).row.appendStruct(dst, r)
 	if err != nil {
 		return dst, err
 	}

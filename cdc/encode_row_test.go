@@ -3,12 +3,10 @@ package cdc
 import (
 	"errors"
 	"math"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-	"weak"
 
 	"github.com/apache/iceberg-go"
 )
@@ -55,7 +53,7 @@ func TestAppendRowValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := AppendRow(nil, oneColumn(tc.typ), Row{tc.v})
+			got, err := (&DebeziumJSON{}).AppendRow(nil, oneColumn(tc.typ), Row{tc.v})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +69,7 @@ func TestAppendRowFieldNames(t *testing.T) {
 		iceberg.NestedField{ID: 1, Name: `we"ird`, Type: iceberg.PrimitiveTypes.Int32},
 		iceberg.NestedField{ID: 2, Name: "ünï\ncode", Type: iceberg.PrimitiveTypes.Int32},
 	)
-	got, err := AppendRow([]byte("prefix "), sc, Row{int32(1), int32(2)})
+	got, err := (&DebeziumJSON{}).AppendRow([]byte("prefix "), sc, Row{int32(1), int32(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +146,7 @@ func TestAppendRowErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := []byte("kept")
-			got, err := AppendRow(dst, oneColumn(tc.typ), Row{tc.v})
+			got, err := (&DebeziumJSON{}).AppendRow(dst, oneColumn(tc.typ), Row{tc.v})
 			if err == nil {
 				t.Fatalf("no error; encoded %s", got)
 			}
@@ -166,42 +164,39 @@ func TestAppendRowErrors(t *testing.T) {
 	}
 
 	sc := oneColumn(str)
-	if _, err := AppendRow(nil, sc, Row{"a", "b"}); err == nil || err.Error() != "row: want 1 values for struct, got 2" {
+	if _, err := (&DebeziumJSON{}).AppendRow(nil, sc, Row{"a", "b"}); err == nil || err.Error() != "row: want 1 values for struct, got 2" {
 		t.Errorf("long row: %v", err)
 	}
-	if _, err := AppendRow(nil, nil, Row{}); err == nil {
+	if _, err := (&DebeziumJSON{}).AppendRow(nil, nil, Row{}); err == nil {
 		t.Error("nil schema: no error")
 	}
 }
 
 // TestJSONSchemaCache checks that a compiled schema is shared by lookups
-// and dropped once its schema is garbage.
+// of one encoder, not by another encoder, and that the cache stays within
+// its bound however many schemas come.
 func TestJSONSchemaCache(t *testing.T) {
-	if sc := allTypesSchema(); jsonSchemaFor(sc) != jsonSchemaFor(sc) {
+	var a, b DebeziumJSON
+	sc := allTypesSchema()
+	if a.schemas.get(sc) != a.schemas.get(sc) {
 		t.Fatal("a schema compiled twice")
 	}
-	wp := func() weak.Pointer[iceberg.Schema] {
-		sc := allTypesSchema()
-		jsonSchemaFor(sc)
-		return weak.Make(sc)
-	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		runtime.GC()
-		if _, ok := (*jsonSchemas.Load())[wp]; !ok {
-			return
+	if a.schemas.get(sc) == b.schemas.get(sc) {
+		t.Fatal("two encoders share a compiled schema")
+	}
+	for range schemaCacheMax + 10 {
+		a.schemas.get(oneColumn(iceberg.PrimitiveTypes.Int64))
+		if n := len(*a.schemas.schemas.Load()); n > schemaCacheMax {
+			t.Fatalf("%d schemas cached, want at most %d", n, schemaCacheMax)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the entry of a collected schema is still cached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
 // TestAppendRowConcurrent runs encoders of several schemas at once, for the
-// race detector: the cache is shared by all goroutines.
+// race detector: the encoder and its cache are shared by all goroutines.
 func TestAppendRowConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
+	enc := &DebeziumJSON{}
 	for g := range 8 {
 		wg.Go(func() {
 			var buf []byte
@@ -210,14 +205,14 @@ func TestAppendRowConcurrent(t *testing.T) {
 				if (g+i)%3 == 0 {
 					sc = oneColumn(iceberg.PrimitiveTypes.Int64)
 					var err error
-					if buf, err = AppendRow(buf[:0], sc, Row{int64(i)}); err != nil {
+					if buf, err = enc.AppendRow(buf[:0], sc, Row{int64(i)}); err != nil {
 						t.Error(err)
 						return
 					}
 					continue
 				}
 				var err error
-				if buf, err = AppendRow(buf[:0], sc, benchRow(i)); err != nil {
+				if buf, err = enc.AppendRow(buf[:0], sc, benchRow(i)); err != nil {
 					t.Error(err)
 					return
 				}

@@ -153,8 +153,6 @@ type Commit struct {
 	// (an initial read), is the event index at which each file's events
 	// end, ascending: the files done follow the events delivered.
 	FileEnds []int
-
-	bytes *commitBytes // see encoded
 }
 
 // Len returns the number of events of the commit.

@@ -47,10 +47,12 @@ var ErrHistory = errors.New("history does not continue from the checkpoint")
 // error reloads the checkpoint and retries with backoff; a permanent one
 // (sink ErrPermanent / ErrDisabled, ErrHistory) stops that table only.
 type Pipeline struct {
-	Name    string
-	Tables  []TableSpec
-	Sink    Sink
-	Store   Store
+	Name   string
+	Tables []TableSpec
+	Sink   Sink
+	Store  Store
+	// Encoder writes the events in the pipeline's format (package
+	// debezium has icecdc's); required, the pipeline knows no format.
 	Encoder Encoder
 	Poll    time.Duration // default 1s
 	// ChunkSize is the most events of a batch (default 2048, Debezium's
@@ -128,9 +130,6 @@ func (p *Pipeline) defaults() {
 	if p.Health.Log == nil {
 		p.Health.Log = p.Log
 	}
-	if p.Encoder == nil {
-		p.Encoder = &DebeziumJSON{Envelope: Envelope{Pipeline: p.Name}}
-	}
 	if p.HoldInterval <= 0 {
 		p.HoldInterval = time.Minute
 	}
@@ -140,6 +139,9 @@ func (p *Pipeline) defaults() {
 // in-flight batches finished) or until every table stopped; it returns the
 // tables' errors joined. A table's source is closed when its table stops.
 func (p *Pipeline) Run(ctx context.Context) error {
+	if p.Encoder == nil {
+		return fmt.Errorf("pipeline %s: no encoder", p.Name)
+	}
 	p.defaults()
 	var (
 		wg    sync.WaitGroup

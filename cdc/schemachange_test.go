@@ -106,7 +106,7 @@ func TestSchemaChangeRecords(t *testing.T) {
 		Snapshot: SnapshotInfo{ID: 42, SequenceNumber: 7, TimestampMs: 1000, Operation: "append"}}
 	ch := NewSchemaChange(a, true, b)
 	env := Envelope{Pipeline: "p", Version: "v"}
-	plain := &DebeziumJSON{env}
+	plain := &DebeziumJSON{Envelope: env}
 	k, v, err := plain.EncodeSchemaChange(c, ch, 2000)
 	if err != nil || string(k) != `{"databaseName":"lake"}` {
 		t.Fatalf("key %s %v", k, err)

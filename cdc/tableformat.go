@@ -83,11 +83,11 @@ func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
 	}
 	switch e.Op {
 	case OpUpdate:
-		before, err := imageMap(c, beforeRow)
+		before, err := t.imageMap(c, beforeRow)
 		if err != nil {
 			return "", err
 		}
-		after, err := imageMap(c, afterRow)
+		after, err := t.imageMap(c, afterRow)
 		if err != nil {
 			return "", err
 		}
@@ -100,13 +100,13 @@ func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
 		}
 		return strings.Join(parts, ", "), nil
 	case OpDelete:
-		b, err := AppendRow(nil, c.Table.Schema, beforeRow)
+		b, err := t.enc.AppendRow(nil, c.Table.Schema, beforeRow)
 		if err != nil {
 			return "", err
 		}
 		return "was " + flatObject(b), nil
 	default:
-		b, err := AppendRow(nil, c.Table.Schema, afterRow)
+		b, err := t.enc.AppendRow(nil, c.Table.Schema, afterRow)
 		if err != nil {
 			return "", err
 		}
@@ -114,8 +114,8 @@ func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
 	}
 }
 
-func imageMap(c *Commit, r Row) (map[string]any, error) {
-	b, err := AppendRow(nil, c.Table.Schema, r)
+func (t *TableFormat) imageMap(c *Commit, r Row) (map[string]any, error) {
+	b, err := t.enc.AppendRow(nil, c.Table.Schema, r)
 	if err != nil {
 		return nil, err
 	}

@@ -159,9 +159,10 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 	const interval = 150 * time.Millisecond
 	p := &cdc.Pipeline{
 		Name: "p", Sink: sink, Store: store, Poll: 20 * time.Millisecond, Log: log, Metrics: metrics,
-		Tables: []cdc.TableSpec{{Name: "bookshop.orders", Source: src, Start: earliest}},
-		Health: &cdc.Health{Log: log, Sink: "webhook", Interval: interval},
-		Ready:  make(chan struct{}),
+		Encoder: &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "p"}},
+		Tables:  []cdc.TableSpec{{Name: "bookshop.orders", Source: src, Start: earliest}},
+		Health:  &cdc.Health{Log: log, Sink: "webhook", Interval: interval},
+		Ready:   make(chan struct{}),
 	}
 	listen := freeAddr(t)
 	srv, err := serveHTTP(listen, prometheus.NewRegistry(), p.Ready, p.Health, func() (any, error) { return tableStatuses(store, p.Name, p.Health) }, snapshotHandler("", p))

@@ -120,6 +120,7 @@ func runPipeline(b *testing.B, env *scenario.Env, sink cdc.Sink) *countingSink {
 		Name:   "bench",
 		Tables: []cdc.TableSpec{{Name: benchTable, Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Sink:   cs, Store: st,
+		Encoder: &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "bench"}},
 	}
 	if err := p.Run(ctx); err != nil {
 		b.Fatal(err)
@@ -293,7 +294,8 @@ func latencyRun(b *testing.B, seed uint64) (lat, commit []float64) {
 		Name:   "latency",
 		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Sink:   sink, Store: st, Poll: latencyPoll,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Encoder: &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "latency"}},
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
