@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
@@ -53,7 +54,7 @@ type harness struct {
 // newEncoder is the encoder of the pipeline tests: debezium-json, with
 // source.name the pipeline's name.
 func newEncoder(pipeline string) cdc.Encoder {
-	return &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: pipeline}}
+	return &debezium.JSON{Envelope: debezium.Envelope{Pipeline: pipeline}}
 }
 
 // TestPipelineNeedsEncoder checks that a pipeline without an encoder

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -39,9 +40,9 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 	to := fl.Int64("to-seq", 0, "stop at this sequence number (inclusive; 0 = head)")
 	format := fl.String("format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
 	var dbz DebeziumConfig
-	fl.StringVar(&dbz.TopicPrefix, "topic-prefix", cdc.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
-	fl.StringVar(&dbz.TimePrecisionMode, "time-precision-mode", string(cdc.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
-	fl.StringVar(&dbz.DecimalHandlingMode, "decimal-handling-mode", string(cdc.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
+	fl.StringVar(&dbz.TopicPrefix, "topic-prefix", debezium.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
+	fl.StringVar(&dbz.TimePrecisionMode, "time-precision-mode", string(debezium.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
+	fl.StringVar(&dbz.DecimalHandlingMode, "decimal-handling-mode", string(debezium.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
 	withKey := fl.Bool("with-key", false, "print each event's key, a tab, then its value (kcat -K '\t' reads that)")
 	pipeline := fl.String("name", "icecdc", "pipeline name for source.name")
 	net := fl.Bool("net", false, "one event per row for the whole range (its net changes)")
@@ -131,9 +132,9 @@ func cmdChanges(ctx context.Context, args []string, stdout, stderr io.Writer, lo
 		}
 	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
-	var tf *cdc.TableFormat
+	var tf *debezium.TableFormat
 	if *format == "table" {
-		tf = cdc.NewTableFormat(w)
+		tf = debezium.NewTableFormat(w)
 	}
 	var prog *cdc.Progress
 	if *progress == "auto" {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
 )
@@ -103,7 +104,7 @@ func cmdDemo(ctx context.Context, args []string, stdout io.Writer, log *slog.Log
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	fmt.Fprintf(w, "# icecdc demo: table bookshop.orders in %s, events as debezium-json\n", *dir)
-	enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "demo", Version: version}}
+	enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "demo", Version: version}}
 	i := 0
 	var buf []byte
 	return cdc.Changes(ctx, src, 0, 0, log, func(c *cdc.Commit) error {

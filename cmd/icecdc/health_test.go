@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -159,7 +160,7 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 	const interval = 150 * time.Millisecond
 	p := &cdc.Pipeline{
 		Name: "p", Sink: sink, Store: store, Poll: 20 * time.Millisecond, Log: log, Metrics: metrics,
-		Encoder: &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "p"}},
+		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}},
 		Tables:  []cdc.TableSpec{{Name: "bookshop.orders", Source: src, Start: earliest}},
 		Health:  &cdc.Health{Log: log, Sink: "webhook", Interval: interval},
 		Ready:   make(chan struct{}),

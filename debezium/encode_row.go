@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // ValueError reports a row value that does not fit its Iceberg field: a Go
@@ -235,7 +237,7 @@ func (c *schemaCache) get(sc *iceberg.Schema) *jsonSchema {
 // the debezium-json format. It is exported for the other JSON formats. On
 // error (a *ValueError, or a length mismatch) it returns dst unchanged, so a
 // reused buffer never holds half a row.
-func (f *DebeziumJSON) AppendRow(dst []byte, sc *iceberg.Schema, r Row) ([]byte, error) {
+func (f *JSON) AppendRow(dst []byte, sc *iceberg.Schema, r cdc.Row) ([]byte, error) {
 	if sc == nil {
 		return dst, fmt.Errorf("encode row: no schema")
 	}
@@ -247,7 +249,7 @@ func (f *DebeziumJSON) AppendRow(dst []byte, sc *iceberg.Schema, r Row) ([]byte,
 }
 
 // appendStruct appends r as an object of t's fields.
-func (t *jsonType) appendStruct(dst []byte, r Row) ([]byte, error) {
+func (t *jsonType) appendStruct(dst []byte, r cdc.Row) ([]byte, error) {
 	if len(r) != len(t.fields) {
 		return dst, &ValueError{Type: t.name, Want: strconv.Itoa(len(t.fields)) + " values",
 			Got: strconv.Itoa(len(r))}
@@ -292,34 +294,34 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendJSONFloat(dst, f, 64), nil
 		}
 	case kindDecimal:
-		if d, ok := v.(Decimal); ok {
+		if d, ok := v.(cdc.Decimal); ok {
 			return t.appendDecimal(dst, d)
 		}
 	case kindDate:
-		if d, ok := v.(Date); ok {
+		if d, ok := v.(cdc.Date); ok {
 			return appendDate(dst, int64(d)), nil
 		}
 	case kindTime:
-		if tm, ok := v.(Time); ok {
+		if tm, ok := v.(cdc.Time); ok {
 			if tm < 0 || tm >= microsPerDay {
 				return dst, t.domainError("microseconds in [0, 86400000000)", strconv.FormatInt(int64(tm), 10))
 			}
 			return appendTimeOfDay(dst, int64(tm)), nil
 		}
 	case kindTimestamp:
-		if ts, ok := v.(Timestamp); ok {
+		if ts, ok := v.(cdc.Timestamp); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000, 6, false), nil
 		}
 	case kindTimestampTZ:
-		if ts, ok := v.(TimestampTZ); ok {
+		if ts, ok := v.(cdc.TimestampTZ); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000, 6, true), nil
 		}
 	case kindTimestampNs:
-		if ts, ok := v.(TimestampNano); ok {
+		if ts, ok := v.(cdc.TimestampNano); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, false), nil
 		}
 	case kindTimestampTZNs:
-		if ts, ok := v.(TimestampTZNano); ok {
+		if ts, ok := v.(cdc.TimestampTZNano); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, true), nil
 		}
 	case kindString:
@@ -327,7 +329,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendJSONString(dst, s), nil
 		}
 	case kindUUID:
-		if u, ok := v.(UUID); ok {
+		if u, ok := v.(cdc.UUID); ok {
 			return appendUUID(dst, u), nil
 		}
 	case kindFixed:
@@ -342,7 +344,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendBase64(dst, b), nil
 		}
 	case kindStruct:
-		if r, ok := v.(Row); ok {
+		if r, ok := v.(cdc.Row); ok {
 			return t.appendStruct(dst, r)
 		}
 	case kindList:
@@ -350,7 +352,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return t.appendList(dst, l)
 		}
 	case kindMap:
-		if m, ok := v.([]MapEntry); ok {
+		if m, ok := v.([]cdc.MapEntry); ok {
 			return t.appendMap(dst, m)
 		}
 	}
@@ -365,7 +367,7 @@ func (t *jsonType) domainError(want, got string) *ValueError {
 // than the column's would change what the digits mean to a consumer that
 // reads the column's scale from its schema, and more digits than the
 // precision cannot come from a valid Iceberg file.
-func (t *jsonType) appendDecimal(dst []byte, d Decimal) ([]byte, error) {
+func (t *jsonType) appendDecimal(dst []byte, d cdc.Decimal) ([]byte, error) {
 	if d.Scale != t.scale {
 		return dst, t.domainError("scale "+strconv.Itoa(t.scale), "scale "+strconv.Itoa(d.Scale))
 	}
@@ -399,7 +401,7 @@ func (t *jsonType) appendList(dst []byte, l []any) ([]byte, error) {
 // stringifying them would hide their type from consumers and make distinct
 // keys collide (1 and "1"), so such maps become an array of {"key", "value"}
 // objects, in entry order.
-func (t *jsonType) appendMap(dst []byte, m []MapEntry) ([]byte, error) {
+func (t *jsonType) appendMap(dst []byte, m []cdc.MapEntry) ([]byte, error) {
 	if t.key.kind == kindString {
 		dst = append(dst, '{')
 		for i, e := range m {

@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // Envelope carries what the envelope needs beyond the event itself.
@@ -16,12 +18,12 @@ type Envelope struct {
 	Version  string // source.version: the icecdc version
 }
 
-// DebeziumJSON encodes events as Debezium envelopes (DESIGN §3), so that
+// JSON encodes events as Debezium envelopes (DESIGN §3), so that
 // existing Debezium consumers read icecdc's events unchanged. It holds no
 // per-call state and may be used from several goroutines; it caches what
 // it derives from schemas and commits, so it is used by pointer and never
 // copied.
-type DebeziumJSON struct {
+type JSON struct {
 	Envelope
 	schemas schemaCache
 	commits commitCache
@@ -31,7 +33,7 @@ type DebeziumJSON struct {
 // a trailing newline; tsMs is the processing time. The row images are
 // encoded with c.Table.Schema. On error (a *ValueError for a row value that
 // does not fit its field) it returns dst unchanged.
-func (f *DebeziumJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+func (f *JSON) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
 	out, err := f.appendValue(dst, c, e, tsMs)
 	if err != nil {
 		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
@@ -39,7 +41,7 @@ func (f *DebeziumJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	return out, nil
 }
 
-func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+func (f *JSON) appendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
 	if err := validEvent(e); err != nil {
 		return dst, err
 	}
@@ -47,7 +49,7 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 		return dst, errNoSchema
 	}
 	row := &f.schemas.get(c.Table.Schema).row
-	before, after, err := e.images(c.Table.Schema, e.Op == OpUpdate)
+	before, after, err := images(e, c.Table.Schema, e.Op == cdc.OpUpdate)
 	if err != nil {
 		return dst, err
 	}
@@ -62,11 +64,11 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	}
 	dst = append(dst, `,"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
-	if e.Op == OpUpdate {
+	if e.Op == cdc.OpUpdate {
 		// Which fields the update changed, so that a consumer interested
 		// in a few columns need not compare the images itself.
 		dst = append(dst, `,"changed_fields":[`...)
-		for i, p := range ChangedFields(c.Table.Schema, before.row, after.row) {
+		for i, p := range cdc.ChangedFields(c.Table.Schema, before.row, after.row) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -109,7 +111,7 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 // inside a struct), taken from the row image the event carries (Before for a
 // delete, After otherwise), or {"_row_id": N} when the table has no key
 // fields. On error it returns dst unchanged.
-func (f *DebeziumJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+func (f *JSON) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
 	out, err := f.appendKey(dst, c, e)
 	if err != nil {
 		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
@@ -117,7 +119,7 @@ func (f *DebeziumJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error
 	return out, nil
 }
 
-func (f *DebeziumJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+func (f *JSON) appendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
 	if len(c.Table.KeyFields) == 0 {
 		dst = append(dst, `{"_row_id":`...)
 		dst = strconv.AppendInt(dst, e.RowID, 10)
@@ -126,7 +128,7 @@ func (f *DebeziumJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte, error
 	if c.Table.Schema == nil {
 		return dst, errNoSchema
 	}
-	im, err := e.keyImage(c.Table.Schema)
+	im, err := keyImage(e, c.Table.Schema)
 	if err != nil {
 		return dst, err
 	}
@@ -148,8 +150,8 @@ func (f *DebeziumJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte, error
 
 // images returns the event's before and after images ready to encode with
 // sc; as Rows when rows is set (changed_fields compares an update's).
-func (e *Event) images(sc *iceberg.Schema, rows bool) (before, after image, err error) {
-	before, after = e.beforeImage(), e.afterImage()
+func images(e *cdc.Event, sc *iceberg.Schema, rows bool) (before, after image, err error) {
+	before, after = beforeImage(e), afterImage(e)
 	if before.arrow != nil && (rows || before.arrow.Schema != sc) {
 		if before, err = before.materialized(); err != nil {
 			return before, after, fmt.Errorf("before: %w", err)
@@ -165,14 +167,14 @@ func (e *Event) images(sc *iceberg.Schema, rows bool) (before, after image, err 
 
 var errNoSchema = errors.New("no schema")
 
-func validOp(op Op) bool {
-	return op == OpCreate || op == OpUpdate || op == OpDelete || op == OpSnapshot
+func validOp(op cdc.Op) bool {
+	return op == cdc.OpCreate || op == cdc.OpUpdate || op == cdc.OpDelete || op == cdc.OpSnapshot
 }
 
 // snapshotMarkers spells source.snapshot per marker, as Debezium does.
-var snapshotMarkers = [...]string{SnapshotNone: `"false"`, SnapshotRead: `"true"`, SnapshotLast: `"last"`}
+var snapshotMarkers = [...]string{cdc.SnapshotNone: `"false"`, cdc.SnapshotRead: `"true"`, cdc.SnapshotLast: `"last"`}
 
-func validEvent(e *Event) error {
+func validEvent(e *cdc.Event) error {
 	if !validOp(e.Op) {
 		return fmt.Errorf("unknown op %q", byte(e.Op))
 	}
@@ -183,8 +185,8 @@ func validEvent(e *Event) error {
 }
 
 // eventID names an event in errors; only called on the error path.
-func eventID(c *Commit, e *Event) string {
-	return EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op)
+func eventID(c *cdc.Commit, e *cdc.Event) string {
+	return cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op)
 }
 
 // jsonKey is the compiled layout of a key: where each key field sits in a
@@ -251,7 +253,7 @@ func (t *jsonType) findStructPath(id int) ([]int, *jsonType) {
 
 // append appends the key object of row. A key field under a null struct is
 // null.
-func (k *jsonKey) append(dst []byte, row Row) ([]byte, error) {
+func (k *jsonKey) append(dst []byte, row cdc.Row) ([]byte, error) {
 	for i := range k.parts {
 		p := &k.parts[i]
 		dst = append(dst, p.prefix...)
@@ -267,7 +269,7 @@ func (k *jsonKey) append(dst []byte, row Row) ([]byte, error) {
 }
 
 // lookup follows the part's path into row.
-func (p *jsonKeyPart) lookup(row Row) (any, error) {
+func (p *jsonKeyPart) lookup(row cdc.Row) (any, error) {
 	r := row
 	for depth, i := range p.path {
 		if i >= len(r) {
@@ -279,7 +281,7 @@ func (p *jsonKeyPart) lookup(row Row) (any, error) {
 			return v, nil
 		}
 		var ok bool
-		if r, ok = v.(Row); !ok {
+		if r, ok = v.(cdc.Row); !ok {
 			return nil, &ValueError{Field: p.name, Type: "struct", Want: "cdc.Row", Got: fmt.Sprintf("%T", v)}
 		}
 	}
@@ -291,7 +293,7 @@ func (p *jsonKeyPart) lookup(row Row) (any, error) {
 // it names the removed row too, or a consumer keyed by _row_id would keep
 // it forever. explicitNulls writes the pairing fields as null when there
 // is none (the Connect form, whose schema declares them).
-func appendSourceTail(dst []byte, cb *commitBytes, e *Event, explicitNulls bool) []byte {
+func appendSourceTail(dst []byte, cb *commitBytes, e *cdc.Event, explicitNulls bool) []byte {
 	dst = append(dst, cb.source...)
 	dst = append(dst, `,"row_id":`...)
 	dst = strconv.AppendInt(dst, e.RowID, 10)
@@ -328,7 +330,7 @@ type commitKey struct {
 	id, seq                          int64
 }
 
-func keyOf(c *Commit) commitKey {
+func keyOf(c *cdc.Commit) commitKey {
 	return commitKey{c.Table.Namespace, c.Table.Name, c.Table.UUID, c.Snapshot.Operation, c.Snapshot.ID, c.Snapshot.SequenceNumber}
 }
 
@@ -344,7 +346,7 @@ type commitCache struct {
 // get returns c's commitBytes, built on first use. A slot's entry is
 // compared by value, so a commit encoded again (a retry, a copy of the
 // commit) finds its bytes, and another never takes them.
-func (cc *commitCache) get(c *Commit) *commitBytes {
+func (cc *commitCache) get(c *cdc.Commit) *commitBytes {
 	slot := &cc.slots[uint64(c.Snapshot.ID^c.Snapshot.SequenceNumber)%uint64(len(cc.slots))]
 	k := keyOf(c)
 	if cb := slot.Load(); cb != nil && cb.key == k {
