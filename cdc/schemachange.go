@@ -285,8 +285,7 @@ func (s *SchemaChange) DDL(table string, sc *iceberg.Schema) string {
 
 // SchemaChangeEncoder encodes a commit's schema change as the key and
 // value of a record of the schema-change topic, in a format's form; tsMs
-// is the processing time. Records are built once per change, so they go
-// through encoding/json.
+// is the processing time.
 type SchemaChangeEncoder interface {
 	EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error)
 }
