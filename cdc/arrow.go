@@ -25,30 +25,37 @@ type ArrowRows struct {
 	Schema *iceberg.Schema
 	Cols   []arrow.Array // Cols[k] is field k; nil: the file lacks it, it reads as null
 	fields []iceberg.NestedField
-	views  []columnView // views[k] is Cols[k] for the encoders' common cases
+	views  []ColumnView // views[k] is Cols[k] for the encoders' common cases
 }
 
-// columnView gives the encoders direct access to a column's validity
+// ColumnView gives the encoders direct access to a column's validity
 // bitmap and, for the commonest types, its values: per value, that saves
 // the interface calls of IsNull and Value (measurable at a million events
-// a second).
-type columnView struct {
-	nulls []byte // the validity bitmap (IsNull's), empty when there is none
-	off   int    // the array's offset into nulls
-	i64   []int64
-	f64   []float64
-	str   *array.String
+// a second). It is only read.
+type ColumnView struct {
+	nulls    []byte // the validity bitmap (IsNull's), empty when there is none
+	off      int    // the array's offset into nulls
+	Int64s   []int64
+	Float64s []float64
+	Strings  *array.String
 }
 
-// null is arr.IsNull(i), as arrow-go computes it.
-func (v *columnView) null(i int) bool {
+// Null is arr.IsNull(i), as arrow-go computes it.
+func (v *ColumnView) Null(i int) bool {
 	return len(v.nulls) != 0 && bitutil.BitIsNotSet(v.nulls, v.off+i)
 }
+
+// View returns the view of column k (Cols[k] must be set).
+func (a *ArrowRows) View(k int) *ColumnView { return &a.views[k] }
+
+// Fields returns the fields of Schema, as they were when the rows were
+// made; the slice is shared and only read.
+func (a *ArrowRows) Fields() []iceberg.NestedField { return a.fields }
 
 // NewArrowRows returns the rows of cols, read with schema sc (cols are
 // aligned with sc.Fields()).
 func NewArrowRows(sc *iceberg.Schema, cols []arrow.Array) *ArrowRows {
-	a := &ArrowRows{Schema: sc, Cols: cols, fields: sc.Fields(), views: make([]columnView, len(cols))}
+	a := &ArrowRows{Schema: sc, Cols: cols, fields: sc.Fields(), views: make([]ColumnView, len(cols))}
 	for k, c := range cols {
 		if c == nil {
 			continue
@@ -57,11 +64,11 @@ func NewArrowRows(sc *iceberg.Schema, cols []arrow.Array) *ArrowRows {
 		v.nulls, v.off = c.NullBitmapBytes(), c.Data().Offset()
 		switch c := c.(type) {
 		case *array.Int64:
-			v.i64 = c.Int64Values()
+			v.Int64s = c.Int64Values()
 		case *array.Float64:
-			v.f64 = c.Float64Values()
+			v.Float64s = c.Float64Values()
 		case *array.String:
-			v.str = c
+			v.Strings = c
 		}
 	}
 	return a
@@ -119,47 +126,6 @@ func (e *Event) MaterializeRows() error {
 	}
 	e.BeforeArrow, e.AfterArrow, e.BeforePos, e.AfterPos = nil, nil, 0, 0
 	return nil
-}
-
-// image is one row image of an event, as a Row or a row of Arrow columns.
-type image struct {
-	row   Row
-	arrow *ArrowRows
-	pos   int
-}
-
-func (e *Event) beforeImage() image {
-	if e.Before == nil && e.BeforeArrow != nil {
-		return image{arrow: e.BeforeArrow, pos: e.BeforePos}
-	}
-	return image{row: e.Before}
-}
-
-func (e *Event) afterImage() image {
-	if e.After == nil && e.AfterArrow != nil {
-		return image{arrow: e.AfterArrow, pos: e.AfterPos}
-	}
-	return image{row: e.After}
-}
-
-func (im image) null() bool { return im.row == nil && im.arrow == nil }
-
-// forSchema returns im ready to encode with sc: Arrow columns read with
-// another schema (a projection's, say) are turned into a Row first, so
-// that the Row path decides as it always did.
-func (im image) forSchema(sc *iceberg.Schema) (image, error) {
-	if im.arrow == nil || im.arrow.Schema == sc {
-		return im, nil
-	}
-	return im.materialized()
-}
-
-func (im image) materialized() (image, error) {
-	if im.arrow == nil {
-		return im, nil
-	}
-	r, err := im.arrow.Row(im.pos)
-	return image{row: r}, err
 }
 
 // ArrowValue converts the value at row i of arr, an array of Iceberg type

@@ -45,7 +45,7 @@ func (h *harness) runStopping(o source.Options, start string) error {
 	defer fs.Close(h.ctx)
 	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second)
 	defer cancel()
-	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st}},
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st}}, Encoder: newEncoder("p"),
 		Sink: fs, Store: store, Poll: 20 * time.Millisecond, RetryInitial: 10 * time.Millisecond}
 	err = p.Run(ctx)
 	if ctx.Err() != nil {

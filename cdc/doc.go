@@ -1,6 +1,7 @@
 // Package cdc is the pipeline of icecdc: the event model, the per-snapshot
-// driver that turns a commit into ordered row events, their encodings, and
-// the Source / Sink / Store interfaces that the concrete packages implement.
+// driver that turns a commit into ordered row events, the Encoder interfaces
+// its wire formats implement (package debezium has them), and the Source /
+// Sink / Store interfaces that the concrete packages implement.
 //
 // The model: a table is a sequence of snapshots in ascending sequence number
 // along one branch. Each snapshot yields a Commit, whose events follow the

@@ -69,13 +69,29 @@ type UUID [16]byte
 // MapEntry is one key/value pair of an Iceberg map.
 type MapEntry struct{ Key, Value any }
 
+// SnapshotMarker says whether an event comes from an initial read, and
+// whether it is the read's last (Debezium's source.snapshot, which each
+// format spells in its own way).
+type SnapshotMarker uint8
+
+const (
+	SnapshotNone SnapshotMarker = iota // a streamed change
+	SnapshotRead                       // a row of an initial read
+	SnapshotLast                       // the last row of an initial read
+)
+
 // Event is one row-level change.
 type Event struct {
-	Op     Op
-	RowID  int64
-	LUSN   int64 // effective _last_updated_sequence_number of the row image the event carries last
-	Before Row   // nil for c and r
-	After  Row   // nil for d
+	Op Op
+	// Snapshot and Resync are set by the pipeline as it delivers the
+	// event: Snapshot marks the rows of an initial read, Resync a read
+	// that re-emits the head after the table's history was lost.
+	Snapshot SnapshotMarker
+	Resync   bool
+	RowID    int64
+	LUSN     int64 // effective _last_updated_sequence_number of the row image the event carries last
+	Before   Row   // nil for c and r
+	After    Row   // nil for d
 	// BeforeArrow and AfterArrow, when set (and Before or After is nil),
 	// hold the image as row BeforePos or AfterPos of a record batch's
 	// columns: encoders read it there, and BeforeRow and AfterRow give it
@@ -137,8 +153,6 @@ type Commit struct {
 	// (an initial read), is the event index at which each file's events
 	// end, ascending: the files done follow the events delivered.
 	FileEnds []int
-
-	bytes *commitBytes // see encoded
 }
 
 // Len returns the number of events of the commit.

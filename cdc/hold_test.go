@@ -95,7 +95,7 @@ func (h *harness) runWith(o runOpts) error {
 	ctx, cancel := context.WithTimeout(h.ctx, 60*time.Second)
 	defer cancel()
 	sink := &gateSink{countingSink: countingSink{Sink: fs, stopAfter: o.stopAfter, cancel: cancel}, blocked: o.blocked, stuck: o.stuck, writing: o.writing}
-	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Hold: o.hold}},
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Hold: o.hold}}, Encoder: newEncoder("p"),
 		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: o.chunk, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
 		OnHistoryLoss: o.policy, HoldInterval: o.holdInterval, Metrics: o.metrics, Progress: o.progress, Ready: make(chan struct{})}
 	until := o.until

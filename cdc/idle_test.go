@@ -57,7 +57,7 @@ func TestIdlePollSkipsWalk(t *testing.T) {
 	earliest, _ := cdc.ParseStart("earliest")
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
-	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Poll: 10 * time.Millisecond,
+	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: 10 * time.Millisecond,
 		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: cs, Start: earliest}}}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -192,7 +192,7 @@ func TestPipelineUnknownSubscribedColumn(t *testing.T) {
 	}
 	defer fs.Close(h.ctx)
 	st, _ := cdc.ParseStart("earliest")
-	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Poll: 20 * time.Millisecond,
+	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: 20 * time.Millisecond,
 		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Columns: []string{"status", "colour"}}}}
 	err = p.Run(h.ctx)
 	want := `table shop.orders: columns: unknown column "colour" (the table's columns: order_id, customer, status, amount)`

@@ -68,7 +68,7 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		if err := f.deliver(ctx, c, f.cp.Next, "false"); err != nil {
+		if err := f.deliver(ctx, c, f.cp.Next, SnapshotNone); err != nil {
 			return false, err
 		}
 	}
@@ -111,7 +111,7 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 			}
 			if used == 0 && c.Len() > limit {
 				// Too large to reduce, and one event per row already.
-				if err := f.deliver(ctx, c, 0, "false"); err != nil {
+				if err := f.deliver(ctx, c, 0, SnapshotNone); err != nil {
 					return false, err
 				}
 				n, used = nil, 1
@@ -199,7 +199,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 		for lo := max(skip-g, 0); lo < m; {
 			hi := min(lo+f.chunkLimit(), m)
 			cp := pos(g + hi)
-			if err := f.write(ctx, c, c.Events[lo:hi], lo, m, cp, "false", nil); err != nil {
+			if err := f.write(ctx, c, c.Events[lo:hi], lo, m, cp, SnapshotNone, nil); err != nil {
 				return err
 			}
 			if err := save(cp); err != nil {

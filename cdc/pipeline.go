@@ -37,16 +37,6 @@ type Encoder interface {
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
 }
 
-// SnapshotMarkerEncoder is an Encoder whose events say whether they come
-// from an initial read (Debezium's source.snapshot).
-type SnapshotMarkerEncoder interface {
-	Encoder
-	// WithSnapshotMarker returns the encoder for events marked "true"
-	// (an initial read) or "last" (its last event); resync marks a read
-	// that re-emits the head after the table's history was lost.
-	WithSnapshotMarker(marker string, resync bool) Encoder
-}
-
 // ErrHistory marks a table whose history no longer continues from its
 // checkpoint: expired snapshots, a rollback, a re-created table.
 var ErrHistory = errors.New("history does not continue from the checkpoint")
@@ -57,10 +47,12 @@ var ErrHistory = errors.New("history does not continue from the checkpoint")
 // error reloads the checkpoint and retries with backoff; a permanent one
 // (sink ErrPermanent / ErrDisabled, ErrHistory) stops that table only.
 type Pipeline struct {
-	Name    string
-	Tables  []TableSpec
-	Sink    Sink
-	Store   Store
+	Name   string
+	Tables []TableSpec
+	Sink   Sink
+	Store  Store
+	// Encoder writes the events in the pipeline's format (package
+	// debezium has icecdc's); required, the pipeline knows no format.
 	Encoder Encoder
 	Poll    time.Duration // default 1s
 	// ChunkSize is the most events of a batch (default 2048, Debezium's
@@ -145,9 +137,6 @@ func (p *Pipeline) defaults() {
 	if p.Health.Log == nil {
 		p.Health.Log = p.Log
 	}
-	if p.Encoder == nil {
-		p.Encoder = &DebeziumJSON{Envelope: Envelope{Pipeline: p.Name}}
-	}
 	if p.HoldInterval <= 0 {
 		p.HoldInterval = time.Minute
 	}
@@ -157,6 +146,9 @@ func (p *Pipeline) defaults() {
 // in-flight batches finished) or until every table stopped; it returns the
 // tables' errors joined. A table's source is closed when its table stops.
 func (p *Pipeline) Run(ctx context.Context) error {
+	if p.Encoder == nil {
+		return fmt.Errorf("pipeline %s: no encoder", p.Name)
+	}
 	p.defaults()
 	var (
 		wg    sync.WaitGroup
@@ -459,7 +451,7 @@ func (f *follower) catchUp(ctx context.Context) error {
 		if !f.cp.Done && si.ID == f.cp.SnapshotID {
 			from = f.cp.Next
 		}
-		if err := f.deliver(ctx, c, from, "false"); err != nil {
+		if err := f.deliver(ctx, c, from, SnapshotNone); err != nil {
 			return err
 		}
 		f.log.Info("commit delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "operation", si.Operation,
@@ -544,7 +536,7 @@ func (f *follower) initialRead(ctx context.Context) error {
 	f.p.Progress.Add(0, 0, int64(f.cp.Next))
 	defer f.p.Progress.Done()
 	from := f.cp.Next
-	if err := f.deliver(ctx, c, from, "true"); err != nil {
+	if err := f.deliver(ctx, c, from, SnapshotRead); err != nil {
 		return err
 	}
 	f.log.Info("initial read delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "rows", c.Len()-from)
@@ -563,8 +555,8 @@ func (f *follower) initialRead(ctx context.Context) error {
 // no longer stalls the reads. The order of writes and checkpoints is
 // unchanged, and a chunk is encoded into the buffers of the chunk before
 // the one in flight, which is confirmed by then.
-func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker string) error {
-	initial := marker == "true"
+func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker SnapshotMarker) error {
+	initial := marker == SnapshotRead
 	resync := initial && f.cp.Resync
 	epoch := f.cp.Epoch
 	n := c.Len()
@@ -705,7 +697,7 @@ func (f *follower) chunkLimit() int {
 }
 
 // write encodes and sends one chunk (the net ranges' path).
-func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string, change *SchemaChange) error {
+func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) error {
 	b, err := f.encode(&f.batch, c, evs, lo, total, cp, marker, change)
 	if err != nil || b == nil {
 		return err
@@ -715,11 +707,8 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 
 // encode encodes a chunk into bb; nil when the subscription left nothing
 // to write.
-func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker string, change *SchemaChange) (*Batch, error) {
-	enc, last := f.p.Encoder, f.p.Encoder
-	if m, ok := enc.(SnapshotMarkerEncoder); ok && marker != "false" {
-		enc, last = m.WithSnapshotMarker(marker, cp.Resync), m.WithSnapshotMarker("last", cp.Resync)
-	}
+func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) (*Batch, error) {
+	resync := marker != SnapshotNone && cp.Resync
 	if f.sub != nil {
 		var err error
 		if c, evs, err = f.sub.Apply(c, evs); err != nil {
@@ -736,11 +725,11 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 		if f.sub != nil {
 			i = e.Index // the subscription skipped events; indexes stay those of the commit
 		}
-		enc := enc
-		if i == total-1 {
-			enc = last // the last row of an initial read says so
+		e.Snapshot, e.Resync = marker, resync
+		if marker != SnapshotNone && i == total-1 {
+			e.Snapshot = SnapshotLast // the last row of an initial read says so
 		}
-		if err := bb.add(enc, c, e, now); err != nil {
+		if err := bb.add(f.p.Encoder, c, e, now); err != nil {
 			return nil, fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
@@ -48,6 +49,39 @@ type harness struct {
 	failAt   int
 	attempts []int
 	spec     func(*cdc.TableSpec)
+}
+
+// newEncoder is the encoder of the pipeline tests: debezium-json, with
+// source.name the pipeline's name.
+func newEncoder(pipeline string) cdc.Encoder {
+	return &debezium.JSON{Envelope: debezium.Envelope{Pipeline: pipeline}}
+}
+
+// TestPipelineNeedsEncoder checks that a pipeline without an encoder
+// refuses to run instead of choosing a format itself.
+func TestPipelineNeedsEncoder(t *testing.T) {
+	h := newHarness(t)
+	h.append(1, 3)
+	src, err := source.Open(h.ctx, source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse, Table: "shop.orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	store, err := state.Open(h.state, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	fs, err := file.Open(h.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close(h.ctx)
+	p := &cdc.Pipeline{Name: "p", Store: store, Sink: fs, Once: true,
+		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}}}
+	if err := p.Run(h.ctx); err == nil || err.Error() != "pipeline p: no encoder" {
+		t.Fatalf("Run without an encoder: %v, want pipeline p: no encoder", err)
+	}
 }
 
 func newHarness(t *testing.T) *harness {
@@ -107,7 +141,7 @@ func (h *harness) run(start string, chunk int, stopAfter int) {
 	if h.spec != nil {
 		h.spec(&spec)
 	}
-	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{spec},
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{spec}, Encoder: newEncoder("p"),
 		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: chunk, RetryInitial: 10 * time.Millisecond}
 	head := h.tbl.CurrentSnapshot().SequenceNumber
 	go func() {
@@ -314,7 +348,7 @@ func TestPipelineTableIsolation(t *testing.T) {
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	health := &cdc.Health{}
-	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Poll: 20 * time.Millisecond, RetryInitial: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: 20 * time.Millisecond, RetryInitial: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond,
 		Health: health,
 		Tables: []cdc.TableSpec{
 			{Name: "shop.missing", Source: open("shop.missing"), Start: earliest},

@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,4 +281,25 @@ func (s *SchemaChange) DDL(table string, sc *iceberg.Schema) string {
 		stmts = append(stmts, alter+st)
 	}
 	return strings.Join(stmts, "; ")
+}
+
+// SchemaChangeEncoder encodes a commit's schema change as the key and
+// value of a record of the schema-change topic, in a format's form; tsMs
+// is the processing time.
+type SchemaChangeEncoder interface {
+	EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error)
+}
+
+// encodeSchemaChange encodes a commit's schema change with enc as the
+// record of the schema-change topic.
+func encodeSchemaChange(enc Encoder, c *Commit, s *SchemaChange, tsMs int64) (*Message, error) {
+	se, ok := enc.(SchemaChangeEncoder)
+	if !ok {
+		return nil, fmt.Errorf("format %T has no schema-change records (table %s.%s)", enc, c.Table.Namespace, c.Table.Name)
+	}
+	k, v, err := se.EncodeSchemaChange(c, s, tsMs)
+	if err != nil {
+		return nil, err
+	}
+	return &Message{ID: c.Table.UUID + ":" + strconv.FormatInt(c.Snapshot.SequenceNumber, 10) + ":schema", Key: k, Value: v}, nil
 }

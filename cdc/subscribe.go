@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -88,6 +89,8 @@ func (s *Subscription) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 	pc.Events, pc.Rest, pc.Total = nil, nil, 0
 	return &pc, kept, nil
 }
+
+var errNoSchema = errors.New("no schema")
 
 func (s *Subscription) projection(c *Commit) (*subProjection, error) {
 	sc := c.Table.Schema

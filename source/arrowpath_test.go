@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
@@ -186,7 +187,7 @@ func TestArrowPathValues(t *testing.T) {
 	if err := c.Materialize(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	enc := &cdc.DebeziumJSON{}
+	enc := &debezium.JSON{}
 	var all string
 	for i := range c.Events {
 		if c.Events[i].AfterArrow == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
 )
@@ -68,7 +69,7 @@ func benchBulkChanges(b *testing.B, meta string, n, maxMemory int64) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "bench", Version: "bench"}}
+		enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "bench", Version: "bench"}}
 		var buf []byte
 		count := 0
 		err = c.EachBatch(ctx, 0, func(evs []cdc.Event) error {

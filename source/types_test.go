@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
@@ -50,7 +51,7 @@ func TestValuesFromRealFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc := &cdc.DebeziumJSON{}
+	enc := &debezium.JSON{}
 	image := func(si cdc.SnapshotInfo, i int) map[string]json.RawMessage {
 		c, err := src.Commit(f.ctx, si)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -72,9 +73,9 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 	fl.StringVar(&f.format, "format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
 	fl.BoolVar(&f.withKey, "with-key", false, "print each event's key, a tab, then its value (kcat -K '\\t' reads that)")
 	fl.StringVar(&f.pipeline, "name", "icecdc", "pipeline name for source.name")
-	fl.StringVar(&f.dbz.TopicPrefix, "topic-prefix", cdc.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
-	fl.StringVar(&f.dbz.TimePrecisionMode, "time-precision-mode", string(cdc.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
-	fl.StringVar(&f.dbz.DecimalHandlingMode, "decimal-handling-mode", string(cdc.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
+	fl.StringVar(&f.dbz.TopicPrefix, "topic-prefix", debezium.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
+	fl.StringVar(&f.dbz.TimePrecisionMode, "time-precision-mode", string(debezium.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
+	fl.StringVar(&f.dbz.DecimalHandlingMode, "decimal-handling-mode", string(debezium.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
 	groupFlags(fl, "Output", "format", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode")
 	fl.Var(&f.maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal) | never")
@@ -160,9 +161,9 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 		}
 	}
 	w := bufio.NewWriterSize(stdout, 1<<16)
-	var tf *cdc.TableFormat
+	var tf *debezium.TableFormat
 	if f.format == "table" {
-		tf = cdc.NewTableFormat(w)
+		tf = debezium.NewTableFormat(w)
 	}
 	var prog *cdc.Progress
 	if f.progress == "auto" {

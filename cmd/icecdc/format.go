@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/kafka"
 )
 
@@ -54,18 +55,18 @@ func (d DebeziumConfig) kafkaTopics(kc *kafka.Config, enc cdc.Encoder, format st
 	return nil
 }
 
-func (d DebeziumConfig) connectOptions() cdc.ConnectOptions {
-	return cdc.ConnectOptions{
+func (d DebeziumConfig) connectOptions() debezium.ConnectOptions {
+	return debezium.ConnectOptions{
 		Prefix:          d.TopicPrefix,
-		TimePrecision:   cdc.TimePrecisionMode(d.TimePrecisionMode),
-		DecimalHandling: cdc.DecimalHandlingMode(d.DecimalHandlingMode),
+		TimePrecision:   debezium.TimePrecisionMode(d.TimePrecisionMode),
+		DecimalHandling: debezium.DecimalHandlingMode(d.DecimalHandlingMode),
 	}
 }
 
 // prefix returns the topic prefix with its default.
 func (d DebeziumConfig) prefix() string {
 	if d.TopicPrefix == "" {
-		return cdc.DefaultConnectPrefix
+		return debezium.DefaultConnectPrefix
 	}
 	return d.TopicPrefix
 }
@@ -81,12 +82,12 @@ func defaultFormat(sinkType string) string {
 
 // newEncoder builds the encoder of a format.
 func newEncoder(format string, d DebeziumConfig, pipeline string) (cdc.Encoder, error) {
-	env := cdc.Envelope{Pipeline: pipeline, Version: version}
+	env := debezium.Envelope{Pipeline: pipeline, Version: version}
 	switch format {
 	case formatDebeziumJSON:
-		return &cdc.DebeziumJSON{Envelope: env}, nil
+		return &debezium.JSON{Envelope: env}, nil
 	case formatDebeziumConnect:
-		return cdc.NewDebeziumConnectJSON(env, d.connectOptions())
+		return debezium.NewConnectJSON(env, d.connectOptions())
 	}
 	return nil, fmt.Errorf("format %q: want %s or %s", format, formatDebeziumJSON, formatDebeziumConnect)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -159,9 +160,10 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 	const interval = 150 * time.Millisecond
 	p := &cdc.Pipeline{
 		Name: "p", Sink: sink, Store: store, Poll: 20 * time.Millisecond, Log: log, Metrics: metrics,
-		Tables: []cdc.TableSpec{{Name: "bookshop.orders", Source: src, Start: earliest}},
-		Health: &cdc.Health{Log: log, Sink: "webhook", Interval: interval},
-		Ready:  make(chan struct{}),
+		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}},
+		Tables:  []cdc.TableSpec{{Name: "bookshop.orders", Source: src, Start: earliest}},
+		Health:  &cdc.Health{Log: log, Sink: "webhook", Interval: interval},
+		Ready:   make(chan struct{}),
 	}
 	listen := freeAddr(t)
 	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, prometheus.NewRegistry(), p.Ready, p.Health, func() (any, error) { return tableStatuses(store, p.Name, p.Health) }, snapshotHandler("", p))

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -198,7 +199,7 @@ func runInProcess(metadata string, budget uint64) inProcess {
 			res.err = err
 			return
 		}
-		enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "icecdc", Version: "fuzz"}}
+		enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "icecdc", Version: "fuzz"}}
 		var buf []byte
 		res.err = cdc.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(c *cdc.Commit) error {
 			err := c.EachBatch(ctx, 0, func(evs []cdc.Event) error {

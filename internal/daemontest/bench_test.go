@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
@@ -120,6 +121,7 @@ func runPipeline(b *testing.B, env *scenario.Env, sink cdc.Sink) *countingSink {
 		Name:   "bench",
 		Tables: []cdc.TableSpec{{Name: benchTable, Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Sink:   cs, Store: st,
+		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "bench"}},
 	}
 	if err := p.Run(ctx); err != nil {
 		b.Fatal(err)
@@ -293,7 +295,8 @@ func latencyRun(b *testing.B, seed uint64) (lat, commit []float64) {
 		Name:   "latency",
 		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Sink:   sink, Store: st, Poll: latencyPoll,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "latency"}},
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
@@ -114,7 +115,7 @@ func expectedEvents(ctx context.Context, env *scenario.Env, table string) ([]eve
 		return nil, nil, err
 	}
 	var (
-		enc      = &cdc.DebeziumJSON{}
+		enc      = &debezium.JSON{}
 		out      []event
 		snaps    []cdc.SnapshotInfo
 		consumer = replay.State{}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 )
 
 // arrowImages counts the row images CheckArrowPaths found held as Arrow
@@ -19,11 +20,11 @@ func ArrowImages() int64 { return arrowImages.Load() }
 // pathEncoders are the formats, in each of their modes, whose Arrow path
 // CheckArrowPaths holds to the Row path.
 func pathEncoders() ([]cdc.Encoder, error) {
-	env := cdc.Envelope{Pipeline: "test", Version: "test"}
-	encs := []cdc.Encoder{&cdc.DebeziumJSON{Envelope: env}}
-	for _, tp := range []cdc.TimePrecisionMode{cdc.TimeAdaptive, cdc.TimeConnect, cdc.TimeISOString} {
-		for _, dm := range []cdc.DecimalHandlingMode{cdc.DecimalPrecise, cdc.DecimalString, cdc.DecimalDouble} {
-			f, err := cdc.NewDebeziumConnectJSON(env, cdc.ConnectOptions{TimePrecision: tp, DecimalHandling: dm})
+	env := debezium.Envelope{Pipeline: "test", Version: "test"}
+	encs := []cdc.Encoder{&debezium.JSON{Envelope: env}}
+	for _, tp := range []debezium.TimePrecisionMode{debezium.TimeAdaptive, debezium.TimeConnect, debezium.TimeISOString} {
+		for _, dm := range []debezium.DecimalHandlingMode{debezium.DecimalPrecise, debezium.DecimalString, debezium.DecimalDouble} {
+			f, err := debezium.NewConnectJSON(env, debezium.ConnectOptions{TimePrecision: tp, DecimalHandling: dm})
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
@@ -39,7 +40,7 @@ type Event struct {
 // Encode renders a commit's events as debezium-json lines and decodes them
 // back, so the check covers the encoding a consumer receives.
 func Encode(c *cdc.Commit) ([]Event, error) {
-	enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "test", Version: "test"}}
+	enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "test", Version: "test"}}
 	var out []Event
 	for i := range c.Events {
 		b, err := enc.AppendValue(nil, c, &c.Events[i], 0)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/sinktest"
 )
 
@@ -76,7 +77,7 @@ func TestCloudEventsSubject(t *testing.T) {
 		`{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"payload"}],"optional":false},"payload":{"payload":7}}`:                                                                    `{"payload":7}`,
 		`{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"a"},{"type":"int64","optional":false,"field":"payload"}],"optional":false},"payload":{"a":",\"payload\":","payload":7}}`: `{"a":",\"payload\":","payload":7}`,
 	} {
-		if got := string(cdc.KeyPayload([]byte(key))); got != want {
+		if got := string(debezium.KeyPayload([]byte(key))); got != want {
 			t.Errorf("KeyPayload(%s) = %s, want %s", key, got, want)
 		}
 	}

@@ -11,10 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/icecdc/icecdc/cdc"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 )
 
 var (
@@ -300,7 +302,7 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 				kgo.RecordHeader{Key: "ce_source", Value: ceSource},
 				kgo.RecordHeader{Key: "ce_type", Value: []byte(ceTypePrefix + m.Op.String())},
 				kgo.RecordHeader{Key: "ce_time", Value: ceTime},
-				kgo.RecordHeader{Key: "ce_subject", Value: cdc.KeyPayload(m.Key)},
+				kgo.RecordHeader{Key: "ce_subject", Value: debezium.KeyPayload(m.Key)},
 				kgo.RecordHeader{Key: "content-type", Value: ceContentType},
 			)
 		}

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 )
 
 // Stream makes the batches of one table's change stream, the way the
 // pipeline hands them to a sink: each snapshot's events follow the change
 // contract (deletes, then updates, then inserts), are encoded with
-// cdc.DebeziumJSON, keyed by the business key order_id, and carry stable
+// debezium.JSON, keyed by the business key order_id, and carry stable
 // ids <table_uuid>:<seq>:<row_id>:<op>. Keys repeat across events and
 // snapshots, since that is where ordering matters: a row is inserted,
 // updated, deleted, and its key re-inserted under a new row id in the same
@@ -28,7 +30,7 @@ type Stream struct {
 	// padding.
 	ValueBytes int
 
-	enc       cdc.DebeziumJSON
+	enc       debezium.JSON
 	seq       int64
 	snapID    int64
 	nextRow   int64
@@ -63,7 +65,7 @@ func NewStream(namespace, name string) *Stream {
 			Schema:    ordersSchema,
 			KeyFields: []string{"order_id"},
 		},
-		enc:       cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "sinktest", Version: "test"}},
+		enc:       debezium.JSON{Envelope: debezium.Envelope{Pipeline: "sinktest", Version: "test"}},
 		snapID:    4_000_000_000_000_000_000,
 		nextOrder: 1000,
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 )
 
 // Content types of the two body forms.
@@ -68,7 +69,7 @@ func (e *encoder) nextBinary(m *cdc.Message) request {
 			{"ce-source", ceHeaderValue(e.rawSource)},
 			{"ce-type", "io.icecdc.change." + m.Op.String()},
 			{"ce-time", e.rawTime},
-			{"ce-subject", ceHeaderValue(string(cdc.KeyPayload(m.Key)))},
+			{"ce-subject", ceHeaderValue(string(debezium.KeyPayload(m.Key)))},
 		},
 	}
 }
@@ -144,7 +145,7 @@ func (e *encoder) appendElement(dst []byte, m *cdc.Message) []byte {
 	dst = append(dst, `,"time":`...)
 	dst = append(dst, e.ceTime...)
 	dst = append(dst, `,"subject":`...)
-	dst = appendJSONString(dst, string(cdc.KeyPayload(m.Key)))
+	dst = appendJSONString(dst, string(debezium.KeyPayload(m.Key)))
 	dst = append(dst, `,"datacontenttype":"application/json","data":`...)
 	dst = appendValue(dst, m.Value)
 	return append(dst, '}')

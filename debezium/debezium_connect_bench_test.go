@@ -1,7 +1,9 @@
-package cdc
+package debezium
 
 import (
 	"testing"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // BenchmarkEncodeConnect measures debezium-connect-json against
@@ -10,15 +12,15 @@ import (
 // from the per-table cache, so the difference is mostly bytes.
 func BenchmarkEncodeConnect(b *testing.B) {
 	c := benchCommit(4096)
-	connect, err := NewDebeziumConnectJSON(Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}, ConnectOptions{})
+	connect, err := NewConnectJSON(Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}, ConnectOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
-		enc  Encoder
+		enc  cdc.Encoder
 	}{
-		{"format=debezium-json", &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}},
+		{"format=debezium-json", &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}},
 		{"format=debezium-connect-json", connect},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cdc
+package debezium
 
 import "time"
 

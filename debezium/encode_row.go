@@ -1,14 +1,15 @@
-package cdc
+package debezium
 
 import (
 	"fmt"
-	"runtime"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // ValueError reports a row value that does not fit its Iceberg field: a Go
@@ -101,12 +102,11 @@ type jsonField struct {
 }
 
 // jsonSchema is a schema compiled for encoding, with the key layout asked of
-// it. It refers to its schema only weakly, so that the cache below does not
-// keep schemas alive.
+// it.
 type jsonSchema struct {
 	row    jsonType
 	keys   atomic.Pointer[jsonKey]
-	schema weak.Pointer[iceberg.Schema] // for the front of the cache
+	schema *iceberg.Schema // the schema compiled, for schemaCache
 }
 
 // compileJSONSchema compiles sc. It never fails: types without a defined Row
@@ -181,68 +181,55 @@ func compileType(t iceberg.Type) *jsonType {
 	return j
 }
 
-// jsonSchemas caches compiled schemas by weak pointer: lookups are lock-free
-// reads of an immutable map (schemas change rarely, events are many), and an
-// entry goes away when its schema is collected, so a daemon that reloads
-// table metadata on every poll does not grow the cache. lastJSONSchema, the
-// one used last, answers the common case (a commit's events one after the
-// other) without hashing.
-var (
-	jsonSchemas    atomic.Pointer[map[weak.Pointer[iceberg.Schema]]*jsonSchema]
-	jsonSchemasMu  sync.Mutex // serialises writers of jsonSchemas
-	lastJSONSchema atomic.Pointer[jsonSchema]
-)
+// schemaCache holds the compiled schemas an encoder met: lookups are
+// lock-free reads of an immutable map (schemas change rarely, events are
+// many), and last, the one used last, answers the common case (a
+// commit's events one after the other) without hashing. The map is
+// bounded, so that a daemon that reloads table metadata on every poll
+// does not grow it: past schemaCacheMax schemas it starts again. The zero
+// value is empty and ready.
+type schemaCache struct {
+	last    atomic.Pointer[jsonSchema]
+	schemas atomic.Pointer[map[*iceberg.Schema]*jsonSchema]
+	mu      sync.Mutex // serialises writers of schemas
+}
 
-// jsonSchemaFor returns the compiled form of sc, compiling it on first use.
-func jsonSchemaFor(sc *iceberg.Schema) *jsonSchema {
-	// Value is non-nil and equal to sc only for the very object the entry
-	// was compiled from (sc is alive, so its weak pointer is too): a new
-	// schema at a reused address never matches.
-	if s := lastJSONSchema.Load(); s != nil && s.schema.Value() == sc {
+const schemaCacheMax = 256
+
+// get returns the compiled form of sc, compiling it on first use. An
+// entry keeps its schema alive, so a new schema at a reused address never
+// matches an old entry.
+func (c *schemaCache) get(sc *iceberg.Schema) *jsonSchema {
+	if s := c.last.Load(); s != nil && s.schema == sc {
 		return s
 	}
-	wp := weak.Make(sc)
-	if m := jsonSchemas.Load(); m != nil {
-		if s, ok := (*m)[wp]; ok {
-			lastJSONSchema.Store(s)
+	if m := c.schemas.Load(); m != nil {
+		if s, ok := (*m)[sc]; ok {
+			c.last.Store(s)
 			return s
 		}
 	}
-	jsonSchemasMu.Lock()
-	defer jsonSchemasMu.Unlock()
-	old := jsonSchemas.Load()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.schemas.Load()
 	if old != nil {
-		if s, ok := (*old)[wp]; ok {
+		if s, ok := (*old)[sc]; ok {
 			return s
+		}
+		if len(*old) >= schemaCacheMax {
+			old = nil
 		}
 	}
 	s := compileJSONSchema(sc)
-	s.schema = wp
-	next := make(map[weak.Pointer[iceberg.Schema]]*jsonSchema, 1)
+	s.schema = sc
+	next := make(map[*iceberg.Schema]*jsonSchema, 1)
 	if old != nil {
-		for k, v := range *old {
-			next[k] = v
-		}
+		maps.Copy(next, *old)
 	}
-	next[wp] = s
-	jsonSchemas.Store(&next)
-	lastJSONSchema.Store(s)
-	runtime.AddCleanup(sc, forgetJSONSchema, wp)
+	next[sc] = s
+	c.schemas.Store(&next)
+	c.last.Store(s)
 	return s
-}
-
-// forgetJSONSchema drops the entry of a collected schema.
-func forgetJSONSchema(wp weak.Pointer[iceberg.Schema]) {
-	jsonSchemasMu.Lock()
-	defer jsonSchemasMu.Unlock()
-	old := *jsonSchemas.Load()
-	next := make(map[weak.Pointer[iceberg.Schema]]*jsonSchema, len(old))
-	for k, v := range old {
-		if k != wp {
-			next[k] = v
-		}
-	}
-	jsonSchemas.Store(&next)
 }
 
 // AppendRow appends r as a JSON object keyed by the top-level field names of
@@ -250,11 +237,11 @@ func forgetJSONSchema(wp weak.Pointer[iceberg.Schema]) {
 // the debezium-json format. It is exported for the other JSON formats. On
 // error (a *ValueError, or a length mismatch) it returns dst unchanged, so a
 // reused buffer never holds half a row.
-func AppendRow(dst []byte, sc *iceberg.Schema, r Row) ([]byte, error) {
+func (f *JSON) AppendRow(dst []byte, sc *iceberg.Schema, r cdc.Row) ([]byte, error) {
 	if sc == nil {
 		return dst, fmt.Errorf("encode row: no schema")
 	}
-	out, err := jsonSchemaFor(sc).row.appendStruct(dst, r)
+	out, err := f.schemas.get(sc).row.appendStruct(dst, r)
 	if err != nil {
 		return dst, err
 	}
@@ -262,7 +249,7 @@ func AppendRow(dst []byte, sc *iceberg.Schema, r Row) ([]byte, error) {
 }
 
 // appendStruct appends r as an object of t's fields.
-func (t *jsonType) appendStruct(dst []byte, r Row) ([]byte, error) {
+func (t *jsonType) appendStruct(dst []byte, r cdc.Row) ([]byte, error) {
 	if len(r) != len(t.fields) {
 		return dst, &ValueError{Type: t.name, Want: strconv.Itoa(len(t.fields)) + " values",
 			Got: strconv.Itoa(len(r))}
@@ -307,34 +294,34 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendJSONFloat(dst, f, 64), nil
 		}
 	case kindDecimal:
-		if d, ok := v.(Decimal); ok {
+		if d, ok := v.(cdc.Decimal); ok {
 			return t.appendDecimal(dst, d)
 		}
 	case kindDate:
-		if d, ok := v.(Date); ok {
+		if d, ok := v.(cdc.Date); ok {
 			return appendDate(dst, int64(d)), nil
 		}
 	case kindTime:
-		if tm, ok := v.(Time); ok {
+		if tm, ok := v.(cdc.Time); ok {
 			if tm < 0 || tm >= microsPerDay {
 				return dst, t.domainError("microseconds in [0, 86400000000)", strconv.FormatInt(int64(tm), 10))
 			}
 			return appendTimeOfDay(dst, int64(tm)), nil
 		}
 	case kindTimestamp:
-		if ts, ok := v.(Timestamp); ok {
+		if ts, ok := v.(cdc.Timestamp); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000, 6, false), nil
 		}
 	case kindTimestampTZ:
-		if ts, ok := v.(TimestampTZ); ok {
+		if ts, ok := v.(cdc.TimestampTZ); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000, 6, true), nil
 		}
 	case kindTimestampNs:
-		if ts, ok := v.(TimestampNano); ok {
+		if ts, ok := v.(cdc.TimestampNano); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, false), nil
 		}
 	case kindTimestampTZNs:
-		if ts, ok := v.(TimestampTZNano); ok {
+		if ts, ok := v.(cdc.TimestampTZNano); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, true), nil
 		}
 	case kindString:
@@ -342,7 +329,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendJSONString(dst, s), nil
 		}
 	case kindUUID:
-		if u, ok := v.(UUID); ok {
+		if u, ok := v.(cdc.UUID); ok {
 			return appendUUID(dst, u), nil
 		}
 	case kindFixed:
@@ -357,7 +344,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendBase64(dst, b), nil
 		}
 	case kindStruct:
-		if r, ok := v.(Row); ok {
+		if r, ok := v.(cdc.Row); ok {
 			return t.appendStruct(dst, r)
 		}
 	case kindList:
@@ -365,7 +352,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return t.appendList(dst, l)
 		}
 	case kindMap:
-		if m, ok := v.([]MapEntry); ok {
+		if m, ok := v.([]cdc.MapEntry); ok {
 			return t.appendMap(dst, m)
 		}
 	}
@@ -380,7 +367,7 @@ func (t *jsonType) domainError(want, got string) *ValueError {
 // than the column's would change what the digits mean to a consumer that
 // reads the column's scale from its schema, and more digits than the
 // precision cannot come from a valid Iceberg file.
-func (t *jsonType) appendDecimal(dst []byte, d Decimal) ([]byte, error) {
+func (t *jsonType) appendDecimal(dst []byte, d cdc.Decimal) ([]byte, error) {
 	if d.Scale != t.scale {
 		return dst, t.domainError("scale "+strconv.Itoa(t.scale), "scale "+strconv.Itoa(d.Scale))
 	}
@@ -414,7 +401,7 @@ func (t *jsonType) appendList(dst []byte, l []any) ([]byte, error) {
 // stringifying them would hide their type from consumers and make distinct
 // keys collide (1 and "1"), so such maps become an array of {"key", "value"}
 // objects, in entry order.
-func (t *jsonType) appendMap(dst []byte, m []MapEntry) ([]byte, error) {
+func (t *jsonType) appendMap(dst []byte, m []cdc.MapEntry) ([]byte, error) {
 	if t.key.kind == kindString {
 		dst = append(dst, '{')
 		for i, e := range m {

@@ -1,10 +1,12 @@
-package cdc
+package debezium
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 func TestDebeziumJSONKey(t *testing.T) {
@@ -16,28 +18,28 @@ func TestDebeziumJSONKey(t *testing.T) {
 	cases := []struct {
 		name  string
 		keys  []string
-		event Event
+		event cdc.Event
 		want  string
 	}{
-		{"no key fields", nil, Event{Op: OpCreate, RowID: 1000, After: row}, `{"_row_id":1000}`},
-		{"no key fields, delete", nil, Event{Op: OpDelete, RowID: -1, Before: row}, `{"_row_id":-1}`},
-		{"one field", []string{"id"}, Event{Op: OpCreate, RowID: 1, After: row}, `{"id":42}`},
-		{"snapshot read", []string{"id"}, Event{Op: OpSnapshot, RowID: 1, After: row}, `{"id":42}`},
-		{"update keys from after", []string{"id"}, Event{Op: OpUpdate, RowID: 1, Before: other, After: row},
+		{"no key fields", nil, cdc.Event{Op: cdc.OpCreate, RowID: 1000, After: row}, `{"_row_id":1000}`},
+		{"no key fields, delete", nil, cdc.Event{Op: cdc.OpDelete, RowID: -1, Before: row}, `{"_row_id":-1}`},
+		{"one field", []string{"id"}, cdc.Event{Op: cdc.OpCreate, RowID: 1, After: row}, `{"id":42}`},
+		{"snapshot read", []string{"id"}, cdc.Event{Op: cdc.OpSnapshot, RowID: 1, After: row}, `{"id":42}`},
+		{"update keys from after", []string{"id"}, cdc.Event{Op: cdc.OpUpdate, RowID: 1, Before: other, After: row},
 			`{"id":42}`},
-		{"delete keys from before", []string{"id"}, Event{Op: OpDelete, RowID: 1, Before: other}, `{"id":99}`},
-		{"several fields in key order", []string{"name", "id", "price"}, Event{Op: OpCreate, After: row},
+		{"delete keys from before", []string{"id"}, cdc.Event{Op: cdc.OpDelete, RowID: 1, Before: other}, `{"id":99}`},
+		{"several fields in key order", []string{"name", "id", "price"}, cdc.Event{Op: cdc.OpCreate, After: row},
 			`{"name":"Zoë \"quoted\"\n\ttab \u2028 <&>","id":42,"price":"123.45"}`},
-		{"nested field", []string{"address.city", "id"}, Event{Op: OpCreate, After: row},
+		{"nested field", []string{"address.city", "id"}, cdc.Event{Op: cdc.OpCreate, After: row},
 			`{"address.city":"Springfield","id":42}`},
-		{"deeply nested field", []string{"address.geo.lat"}, Event{Op: OpCreate, After: row},
+		{"deeply nested field", []string{"address.geo.lat"}, cdc.Event{Op: cdc.OpCreate, After: row},
 			`{"address.geo.lat":44.0462}`},
-		{"field under a null struct", []string{"address.city"}, Event{Op: OpDelete, Before: other},
+		{"field under a null struct", []string{"address.city"}, cdc.Event{Op: cdc.OpDelete, Before: other},
 			`{"address.city":null}`},
-		{"typed key values", []string{"uid", "day", "utc_ts"}, Event{Op: OpCreate, After: row},
+		{"typed key values", []string{"uid", "day", "utc_ts"}, cdc.Event{Op: cdc.OpCreate, After: row},
 			`{"uid":"123e4567-e89b-12d3-a456-426614174000","day":"2024-06-02","utc_ts":"2024-06-02T12:34:56.000001Z"}`},
 	}
-	f := &DebeziumJSON{}
+	f := &JSON{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goldenCommit(false)
@@ -60,30 +62,30 @@ func TestDebeziumJSONKeyErrors(t *testing.T) {
 	badRow := fullRow()
 	badRow[colID] = "42"
 	shortStruct := fullRow()
-	shortStruct[colAddress] = Row{}
+	shortStruct[colAddress] = cdc.Row{}
 
 	cases := []struct {
 		name  string
 		keys  []string
-		event Event
+		event cdc.Event
 		want  string
 	}{
-		{"unknown field", []string{"nope"}, Event{Op: OpCreate, After: fullRow()}, `key field "nope": not in the schema`},
-		{"field in a list", []string{"items.sku"}, Event{Op: OpCreate, After: fullRow()},
+		{"unknown field", []string{"nope"}, cdc.Event{Op: cdc.OpCreate, After: fullRow()}, `key field "nope": not in the schema`},
+		{"field in a list", []string{"items.sku"}, cdc.Event{Op: cdc.OpCreate, After: fullRow()},
 			`key field "items.sku": not a top-level or struct field`},
-		{"no row image", []string{"id"}, Event{Op: OpCreate, Before: fullRow()}, `no row image for op c`},
-		{"delete without before", []string{"id"}, Event{Op: OpDelete, After: fullRow()}, `no row image for op d`},
-		{"wrong value type", []string{"id"}, Event{Op: OpCreate, After: badRow},
+		{"no row image", []string{"id"}, cdc.Event{Op: cdc.OpCreate, Before: fullRow()}, `no row image for op c`},
+		{"delete without before", []string{"id"}, cdc.Event{Op: cdc.OpDelete, After: fullRow()}, `no row image for op d`},
+		{"wrong value type", []string{"id"}, cdc.Event{Op: cdc.OpCreate, After: badRow},
 			`field "id": want int64 for long, got string`},
-		{"short struct", []string{"address.city"}, Event{Op: OpCreate, After: shortStruct},
+		{"short struct", []string{"address.city"}, cdc.Event{Op: cdc.OpCreate, After: shortStruct},
 			`field "address.city": want at least 2 values for struct, got 0`},
-		{"not a struct", []string{"address.city"}, Event{Op: OpCreate, After: func() Row {
+		{"not a struct", []string{"address.city"}, cdc.Event{Op: cdc.OpCreate, After: func() cdc.Row {
 			r := fullRow()
 			r[colAddress] = "x"
 			return r
 		}()}, `field "address.city": want cdc.Row for struct, got string`},
 	}
-	f := &DebeziumJSON{}
+	f := &JSON{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goldenCommit(false)
@@ -108,22 +110,22 @@ func TestDebeziumJSONValueErrors(t *testing.T) {
 	bad[colAmount] = "12.5"
 	cases := []struct {
 		name   string
-		commit func(*Commit)
-		event  Event
+		commit func(*cdc.Commit)
+		event  cdc.Event
 		want   string
 	}{
-		{"after value", nil, Event{Op: OpCreate, RowID: 5, After: bad},
+		{"after value", nil, cdc.Event{Op: cdc.OpCreate, RowID: 5, After: bad},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:5:c: after: field "amount": want float64 for double, got string`},
-		{"before value", nil, Event{Op: OpDelete, RowID: 6, Before: bad},
+		{"before value", nil, cdc.Event{Op: cdc.OpDelete, RowID: 6, Before: bad},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:6:d: before: field "amount": want float64 for double, got string`},
-		{"row length", nil, Event{Op: OpCreate, RowID: 7, After: Row{int64(1)}},
+		{"row length", nil, cdc.Event{Op: cdc.OpCreate, RowID: 7, After: cdc.Row{int64(1)}},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:7:c: after: row: want 24 values for struct, got 1`},
-		{"unknown op", nil, Event{Op: 'x', RowID: 8, After: fullRow()},
+		{"unknown op", nil, cdc.Event{Op: 'x', RowID: 8, After: fullRow()},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:8:x: unknown op 'x'`},
-		{"no schema", func(c *Commit) { c.Table.Schema = nil }, Event{Op: OpCreate, RowID: 9, After: fullRow()},
+		{"no schema", func(c *cdc.Commit) { c.Table.Schema = nil }, cdc.Event{Op: cdc.OpCreate, RowID: 9, After: fullRow()},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:9:c: no schema`},
 	}
-	f := &DebeziumJSON{}
+	f := &JSON{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goldenCommit(true)
@@ -139,7 +141,7 @@ func TestDebeziumJSONValueErrors(t *testing.T) {
 			}
 		})
 	}
-	_, err := f.AppendValue(nil, goldenCommit(true), &Event{Op: OpCreate, After: bad}, 0)
+	_, err := f.AppendValue(nil, goldenCommit(true), &cdc.Event{Op: cdc.OpCreate, After: bad}, 0)
 	var ve *ValueError
 	if !errors.As(err, &ve) || ve.Field != "amount" || ve.Type != "double" || ve.Got != "string" {
 		t.Errorf("errors.As(%v) = %+v, want the ValueError of field amount", err, ve)
@@ -152,8 +154,8 @@ func TestDebeziumJSONEnvelopeStrings(t *testing.T) {
 	c := goldenCommit(false)
 	c.Table.Namespace = "we\"ird\nns"
 	c.Table.UUID = "u\\id"
-	f := &DebeziumJSON{Envelope{Pipeline: "p\x00", Version: "v", SnapshotMarker: "last"}}
-	got, err := f.AppendValue(nil, c, &Event{Op: OpSnapshot, After: fullRow()}, 0)
+	f := &JSON{Envelope: Envelope{Pipeline: "p\x00", Version: "v"}}
+	got, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpSnapshot, After: fullRow(), Snapshot: cdc.SnapshotLast}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

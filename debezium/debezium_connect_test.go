@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"encoding/json"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 var allConnectModes = func() (out []ConnectOptions) {
@@ -22,9 +24,9 @@ var allConnectModes = func() (out []ConnectOptions) {
 	return out
 }()
 
-func newConnect(t *testing.T, o ConnectOptions) *DebeziumConnectJSON {
+func newConnect(t *testing.T, o ConnectOptions) *ConnectJSON {
 	t.Helper()
-	f, err := NewDebeziumConnectJSON(Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}, o)
+	f, err := NewConnectJSON(Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func newConnect(t *testing.T, o ConnectOptions) *DebeziumConnectJSON {
 
 // encodeConnect encodes e of c and checks key and value as JsonConverter
 // would; it returns the value's schema and payload members.
-func encodeConnect(t *testing.T, f *DebeziumConnectJSON, c *Commit, e *Event) (key, value *connectSchema, keyPayload, payload map[string]json.RawMessage) {
+func encodeConnect(t *testing.T, f *ConnectJSON, c *cdc.Commit, e *cdc.Event) (key, value *connectSchema, keyPayload, payload map[string]json.RawMessage) {
 	t.Helper()
 	k, err := f.AppendKey(nil, c, e)
 	if err != nil {
@@ -64,12 +66,12 @@ func encodeConnect(t *testing.T, f *DebeziumConnectJSON, c *Commit, e *Event) (k
 func TestConnectEveryTypeEveryMode(t *testing.T) {
 	updated := fullRow()
 	updated[colName] = "renamed"
-	events := []Event{
-		{Op: OpCreate, RowID: 1000, LUSN: 7, After: fullRow(), Index: 3},
-		{Op: OpUpdate, RowID: 12, LUSN: 7, Before: fullRow(), After: updated, Index: 1},
-		{Op: OpUpdate, RowID: 13, LUSN: 7, Before: sparseRow(), After: pastRow(), Index: 2, Source: "equality-delete", PairedRowID: 9},
-		{Op: OpDelete, RowID: 11, LUSN: 5, Before: sparseRow(), Index: 0},
-		{Op: OpSnapshot, RowID: 0, LUSN: 1, After: pastRow(), Index: 0},
+	events := []cdc.Event{
+		{Op: cdc.OpCreate, RowID: 1000, LUSN: 7, After: fullRow(), Index: 3},
+		{Op: cdc.OpUpdate, RowID: 12, LUSN: 7, Before: fullRow(), After: updated, Index: 1},
+		{Op: cdc.OpUpdate, RowID: 13, LUSN: 7, Before: sparseRow(), After: pastRow(), Index: 2, Source: "equality-delete", PairedRowID: 9},
+		{Op: cdc.OpDelete, RowID: 11, LUSN: 5, Before: sparseRow(), Index: 0},
+		{Op: cdc.OpSnapshot, RowID: 0, LUSN: 1, After: pastRow(), Index: 0},
 	}
 	for _, o := range allConnectModes {
 		t.Run(fmt.Sprintf("%s/%s", o.TimePrecision, o.DecimalHandling), func(t *testing.T) {
@@ -93,7 +95,7 @@ func TestConnectEveryTypeEveryMode(t *testing.T) {
 					checkRowSchema(t, row, f.Options())
 					for _, img := range []struct {
 						name string
-						row  Row
+						row  cdc.Row
 					}{{"before", e.Before}, {"after", e.After}} {
 						if img.row == nil {
 							if string(p[img.name]) != "null" {
@@ -110,14 +112,14 @@ func TestConnectEveryTypeEveryMode(t *testing.T) {
 	}
 }
 
-func checkKey(t *testing.T, ks *connectSchema, kp map[string]json.RawMessage, keyed bool, e *Event) {
+func checkKey(t *testing.T, ks *connectSchema, kp map[string]json.RawMessage, keyed bool, e *cdc.Event) {
 	t.Helper()
 	want := "_row_id"
 	wantVal := fmt.Sprint(e.RowID)
 	if keyed {
 		want = "id"
 		row := e.After
-		if e.Op == OpDelete {
+		if e.Op == cdc.OpDelete {
 			row = e.Before
 		}
 		wantVal = fmt.Sprint(row[colID])
@@ -237,7 +239,7 @@ func checkRowSchema(t *testing.T, row *connectSchema, o ConnectOptions) {
 
 // checkRowValues compares each payload member with the row value it
 // stands for, decoded the way a Connect consumer of the mode reads it.
-func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r Row, o ConnectOptions) {
+func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r cdc.Row, o ConnectOptions) {
 	t.Helper()
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &p); err != nil {
@@ -255,7 +257,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 		}
 		var want string
 		switch x := v.(type) {
-		case Decimal:
+		case cdc.Decimal:
 			plain, err := compileType(f.Type).appendDecimal(nil, x)
 			if err != nil {
 				t.Fatal(err)
@@ -273,12 +275,12 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 				d, _ := fl.Float64()
 				want = string(appendJSONFloat(nil, d, 64))
 			}
-		case Date:
+		case cdc.Date:
 			want = fmt.Sprint(int32(x))
 			if o.TimePrecision == TimeISOString {
 				want = string(appendDate(nil, int64(x)))
 			}
-		case Time:
+		case cdc.Time:
 			switch o.TimePrecision {
 			case TimeConnect:
 				want = fmt.Sprint(int64(x) / 1000)
@@ -287,7 +289,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 			default:
 				want = fmt.Sprint(int64(x))
 			}
-		case Timestamp:
+		case cdc.Timestamp:
 			switch o.TimePrecision {
 			case TimeConnect:
 				want = fmt.Sprint(int64(math.Floor(float64(x) / 1000)))
@@ -296,7 +298,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 			default:
 				want = fmt.Sprint(int64(x))
 			}
-		case TimestampNano:
+		case cdc.TimestampNano:
 			switch o.TimePrecision {
 			case TimeConnect:
 				want = new(big.Int).Div(big.NewInt(int64(x)), big.NewInt(1e6)).String() // Euclidean: floor for a positive divisor
@@ -305,10 +307,10 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 			default:
 				want = fmt.Sprint(int64(x))
 			}
-		case TimestampTZ, TimestampTZNano:
+		case cdc.TimestampTZ, cdc.TimestampTZNano:
 			// ZonedTimestamp in every mode: as debezium-json writes it.
 			want = string(mustPlain(t, f.Type, v))
-		case []MapEntry:
+		case []cdc.MapEntry:
 			if f.Name == "scores" {
 				var pairs [][]json.RawMessage
 				if err := json.Unmarshal(got, &pairs); err != nil || len(pairs) != len(x) {
@@ -343,7 +345,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 				continue
 			}
 			want = string(mustPlain(t, f.Type, v))
-		case Row:
+		case cdc.Row:
 			continue // nested values are checked by the schema walk
 		default:
 			// Every other type is written as debezium-json writes it.
@@ -364,7 +366,7 @@ func mustPlain(t *testing.T, typ iceberg.Type, v any) []byte {
 	return b
 }
 
-func checkSourceAndTimes(t *testing.T, p map[string]json.RawMessage, c *Commit, e *Event) {
+func checkSourceAndTimes(t *testing.T, p map[string]json.RawMessage, c *cdc.Commit, e *cdc.Event) {
 	t.Helper()
 	var env struct {
 		Op     string
@@ -486,7 +488,7 @@ func TestConnectSchemaFollowsTheTable(t *testing.T) {
 	encode := func(sc *iceberg.Schema) (*connectSchema, string) {
 		c := goldenCommit(true)
 		c.Table.Schema = sc
-		r := make(Row, len(sc.Fields()))
+		r := make(cdc.Row, len(sc.Fields()))
 		for i, fl := range sc.Fields() {
 			switch fl.Type.(type) {
 			case iceberg.Int32Type:
@@ -495,7 +497,7 @@ func TestConnectSchemaFollowsTheTable(t *testing.T) {
 				r[i] = int64(1)
 			}
 		}
-		_, vs, _, _ := encodeConnect(t, f, c, &Event{Op: OpCreate, RowID: 1, LUSN: 7, After: r})
+		_, vs, _, _ := encodeConnect(t, f, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, LUSN: 7, After: r})
 		b, _ := json.Marshal(vs.field("after"))
 		return vs.field("after"), string(b)
 	}
@@ -536,7 +538,7 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goldenCommit(false)
 			c.Table.Schema = iceberg.NewSchema(1, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64}, tc.field)
-			e := &Event{Op: OpCreate, RowID: 1, After: Row{int64(1), nil}}
+			e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(1), nil}}
 			_, err := f.AppendValue(nil, c, e, 0)
 			var ut *UnsupportedTypeError
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &ut) || !strings.Contains(err.Error(), "shop.orders") {
@@ -547,7 +549,7 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 	t.Run("unknown is an always-null optional string", func(t *testing.T) {
 		c := goldenCommit(false)
 		c.Table.Schema = iceberg.NewSchema(1, iceberg.NestedField{ID: 1, Name: "u", Type: iceberg.UnknownType{}})
-		_, vs, _, p := encodeConnect(t, f, c, &Event{Op: OpCreate, RowID: 1, After: Row{nil}})
+		_, vs, _, p := encodeConnect(t, f, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{nil}})
 		if u := vs.field("after").field("u"); u.Type != "string" || !u.optional() || u.Name != icecdcUnknown {
 			t.Fatalf("schema %+v", u)
 		}
@@ -558,14 +560,14 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 	t.Run("null in a required field", func(t *testing.T) {
 		c := goldenCommit(true)
 		r := fullRow()
-		r[colAddress] = Row{"street", nil, nil} // city is required
-		_, err := f.AppendValue(nil, c, &Event{Op: OpCreate, RowID: 1, After: r}, 0)
+		r[colAddress] = cdc.Row{"street", nil, nil} // city is required
+		_, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: r}, 0)
 		if err == nil || !strings.Contains(err.Error(), `field "address.city"`) {
 			t.Fatalf("err = %v", err)
 		}
 		r = fullRow()
 		r[colItems] = []any{nil}
-		_, err = f.AppendValue(nil, c, &Event{Op: OpCreate, RowID: 1, After: r}, 0)
+		_, err = f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: r}, 0)
 		if err == nil || !strings.Contains(err.Error(), `field "items[0]"`) {
 			t.Fatalf("err = %v", err)
 		}
@@ -574,7 +576,7 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 		c := goldenCommit(true)
 		r := fullRow()
 		r[colDay] = "2024-06-02"
-		out, err := f.AppendValue([]byte("keep"), c, &Event{Op: OpCreate, RowID: 1, After: r}, 0)
+		out, err := f.AppendValue([]byte("keep"), c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: r}, 0)
 		if err == nil || !strings.Contains(err.Error(), `field "day"`) || string(out) != "keep" {
 			t.Fatalf("err = %v, out %q", err, out)
 		}
@@ -583,13 +585,13 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 
 func TestConnectOptionsValidate(t *testing.T) {
 	for _, o := range []ConnectOptions{{TimePrecision: "micro"}, {DecimalHandling: "exact"}, {Prefix: `a"b`}} {
-		if _, err := NewDebeziumConnectJSON(Envelope{}, o); err == nil {
+		if _, err := NewConnectJSON(Envelope{}, o); err == nil {
 			t.Errorf("%+v accepted", o)
 		}
 	}
 	f := newConnect(t, ConnectOptions{Prefix: "dbz"})
 	c := goldenCommit(true)
-	ks, vs, _, _ := encodeConnect(t, f, c, &Event{Op: OpCreate, RowID: 1, After: fullRow()})
+	ks, vs, _, _ := encodeConnect(t, f, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: fullRow()})
 	if ks.Name != "dbz.shop.orders.Key" || vs.Name != "dbz.shop.orders.Envelope" {
 		t.Fatalf("names %s %s", ks.Name, vs.Name)
 	}
@@ -598,19 +600,25 @@ func TestConnectOptionsValidate(t *testing.T) {
 func TestConnectSnapshotMarker(t *testing.T) {
 	f := newConnect(t, ConnectOptions{})
 	c := goldenCommit(false)
-	for _, m := range []string{"true", "last"} {
-		enc := f.WithSnapshotMarker(m, m == "last")
-		v, err := enc.AppendValue(nil, c, &Event{Op: OpSnapshot, RowID: 1, After: fullRow()}, 0)
+	for _, tc := range []struct {
+		marker cdc.SnapshotMarker
+		want   string
+	}{{cdc.SnapshotNone, "false"}, {cdc.SnapshotRead, "true"}, {cdc.SnapshotLast, "last"}} {
+		resync := tc.marker == cdc.SnapshotLast
+		v, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpSnapshot, RowID: 1, After: fullRow(), Snapshot: tc.marker, Resync: resync}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(v), `"snapshot":"`+m+`"`) {
-			t.Fatalf("marker %s missing", m)
+		if !strings.Contains(string(v), `"snapshot":"`+tc.want+`"`) {
+			t.Fatalf("marker %s missing: %s", tc.want, v)
 		}
-		if strings.Contains(string(v), `"resync":true`) != (m == "last") {
-			t.Fatalf("resync with marker %s: %s", m, v)
+		if strings.Contains(string(v), `"resync":true`) != resync {
+			t.Fatalf("resync with marker %s: %s", tc.want, v)
 		}
 		decodeConnect(t, v)
+	}
+	if _, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpSnapshot, RowID: 1, After: fullRow(), Snapshot: cdc.SnapshotLast + 1}, 0); err == nil {
+		t.Fatal("an unknown snapshot marker was encoded")
 	}
 }
 

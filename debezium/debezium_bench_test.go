@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"io"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // benchSchema is the orders table of the benchmark: the four columns a
@@ -19,8 +21,8 @@ var benchSchema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
 
 var benchStatuses = []string{"new", "paid", "shipped", "delivered", "cancelled"}
 
-func benchRow(i int) Row {
-	return Row{
+func benchRow(i int) cdc.Row {
+	return cdc.Row{
 		int64(1_000_000 + i),
 		"customer-" + strconv.Itoa(i%977),
 		benchStatuses[i%len(benchStatuses)],
@@ -29,16 +31,16 @@ func benchRow(i int) Row {
 }
 
 // benchCommit is one snapshot of n inserts into the orders table.
-func benchCommit(n int) *Commit {
-	c := &Commit{
-		Table: TableInfo{Catalog: "local", Namespace: "shop", Name: "orders",
+func benchCommit(n int) *cdc.Commit {
+	c := &cdc.Commit{
+		Table: cdc.TableInfo{Catalog: "local", Namespace: "shop", Name: "orders",
 			UUID: "9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55", Schema: benchSchema},
-		Snapshot: SnapshotInfo{ID: 3_051_729_675_574_597_004, SequenceNumber: 42,
+		Snapshot: cdc.SnapshotInfo{ID: 3_051_729_675_574_597_004, SequenceNumber: 42,
 			TimestampMs: 1_717_331_700_000, Operation: "append", HasLineage: true},
-		Events: make([]Event, n),
+		Events: make([]cdc.Event, n),
 	}
 	for i := range c.Events {
-		c.Events[i] = Event{Op: OpCreate, RowID: int64(5_000 + i), LUSN: 42, After: benchRow(i), Index: i}
+		c.Events[i] = cdc.Event{Op: cdc.OpCreate, RowID: int64(5_000 + i), LUSN: 42, After: benchRow(i), Index: i}
 	}
 	return c
 }
@@ -48,7 +50,7 @@ func benchCommit(n int) *Commit {
 // to a discarding writer, on one goroutine.
 func BenchmarkEncodeInsert(b *testing.B) {
 	c := benchCommit(4096)
-	f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+	f := &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 	var w io.Writer = io.Discard
 	buf := make([]byte, 0, 4096)
 	var total int64
@@ -82,7 +84,7 @@ func TestEncodeInsertAllocs(t *testing.T) {
 	for _, keys := range [][]string{nil, {"order_id"}} {
 		c := benchCommit(64)
 		c.Table.KeyFields = keys
-		f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+		f := &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 		buf := make([]byte, 0, 4096)
 		i := 0
 		allocs := testing.AllocsPerRun(1000, func() {

@@ -1,45 +1,39 @@
-package cdc
+package debezium
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // Envelope carries what the envelope needs beyond the event itself.
 type Envelope struct {
 	Pipeline string // source.name: the pipeline's configured name
 	Version  string // source.version: the icecdc version
-	// SnapshotMarker is source.snapshot: "false" (the default when empty)
-	// for streamed changes, "true" while emitting an initial read, "last"
-	// on its last event.
-	SnapshotMarker string
-	// Resync adds source.resync: true, on the events of a read that
-	// re-emits the head after the table's history was lost.
-	Resync bool
 }
 
-// DebeziumJSON encodes events as Debezium envelopes (docs/events.md), so that
+// JSON encodes events as Debezium envelopes (docs/events.md), so that
 // existing Debezium consumers read icecdc's events unchanged. It holds no
-// per-call state and may be used from several goroutines.
-type DebeziumJSON struct{ Envelope }
-
-// WithSnapshotMarker returns a copy of f whose events carry marker as
-// source.snapshot, and source.resync when resync is set.
-func (f *DebeziumJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
-	g := *f
-	g.SnapshotMarker, g.Resync = marker, resync
-	return &g
+// per-call state and may be used from several goroutines; it caches what
+// it derives from schemas and commits, so it is used by pointer and never
+// copied.
+type JSON struct {
+	Envelope
+	schemas schemaCache
+	commits commitCache
 }
 
 // AppendValue appends the event's envelope JSON to dst, on one line without
 // a trailing newline; tsMs is the processing time. The row images are
 // encoded with c.Table.Schema. On error (a *ValueError for a row value that
 // does not fit its field) it returns dst unchanged.
-func (f *DebeziumJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+func (f *JSON) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
 	out, err := f.appendValue(dst, c, e, tsMs)
 	if err != nil {
 		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
@@ -47,15 +41,15 @@ func (f *DebeziumJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	return out, nil
 }
 
-func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
-	if !validOp(e.Op) {
-		return dst, fmt.Errorf("unknown op %q", byte(e.Op))
+func (f *JSON) appendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
+	if err := validEvent(e); err != nil {
+		return dst, err
 	}
 	if c.Table.Schema == nil {
 		return dst, errNoSchema
 	}
-	row := &jsonSchemaFor(c.Table.Schema).row
-	before, after, err := e.images(c.Table.Schema, e.Op == OpUpdate)
+	row := &f.schemas.get(c.Table.Schema).row
+	before, after, err := images(e, c.Table.Schema, e.Op == cdc.OpUpdate)
 	if err != nil {
 		return dst, err
 	}
@@ -70,11 +64,11 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	}
 	dst = append(dst, `,"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
-	if e.Op == OpUpdate {
+	if e.Op == cdc.OpUpdate {
 		// Which fields the update changed, so that a consumer interested
 		// in a few columns need not compare the images itself.
 		dst = append(dst, `,"changed_fields":[`...)
-		for i, p := range ChangedFields(c.Table.Schema, before.row, after.row) {
+		for i, p := range cdc.ChangedFields(c.Table.Schema, before.row, after.row) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -92,23 +86,20 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, c.Snapshot.TimestampMs, 10)
 	dst = append(dst, `,"snapshot":`...)
-	if f.SnapshotMarker == "" {
-		dst = append(dst, `"false"`...)
-	} else {
-		dst = appendJSONString(dst, f.SnapshotMarker)
-	}
-	if f.Resync {
+	dst = append(dst, snapshotMarkers[e.Snapshot]...)
+	if e.Resync {
 		dst = append(dst, `,"resync":true`...)
 	}
 	dst = append(dst, `,"db":`...)
 	dst = appendJSONString(dst, c.Table.Catalog)
-	dst = appendSourceTail(dst, c, e, false)
+	cb := f.commits.get(c)
+	dst = appendSourceTail(dst, cb, e, false)
 
 	// One Iceberg snapshot is one transaction of one table, so the total
 	// order and the per-table order coincide.
 	order := int64(e.Index) + 1
 	dst = append(dst, '}')
-	dst = append(dst, c.encoded().transaction...)
+	dst = append(dst, cb.transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
 	dst = append(dst, `,"data_collection_order":`...)
 	dst = strconv.AppendInt(dst, order, 10)
@@ -120,15 +111,15 @@ func (f *DebeziumJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) 
 // inside a struct), taken from the row image the event carries (Before for a
 // delete, After otherwise), or {"_row_id": N} when the table has no key
 // fields. On error it returns dst unchanged.
-func (f *DebeziumJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
-	out, err := appendKey(dst, c, e)
+func (f *JSON) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
+	out, err := f.appendKey(dst, c, e)
 	if err != nil {
 		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
 	}
 	return out, nil
 }
 
-func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+func (f *JSON) appendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
 	if len(c.Table.KeyFields) == 0 {
 		dst = append(dst, `{"_row_id":`...)
 		dst = strconv.AppendInt(dst, e.RowID, 10)
@@ -137,11 +128,11 @@ func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
 	if c.Table.Schema == nil {
 		return dst, errNoSchema
 	}
-	im, err := e.keyImage(c.Table.Schema)
+	im, err := keyImage(e, c.Table.Schema)
 	if err != nil {
 		return dst, err
 	}
-	s := jsonSchemaFor(c.Table.Schema)
+	s := f.schemas.get(c.Table.Schema)
 	key, err := s.key(c.Table.Schema, c.Table.KeyFields)
 	if err != nil {
 		return dst, err
@@ -159,8 +150,8 @@ func appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
 
 // images returns the event's before and after images ready to encode with
 // sc; as Rows when rows is set (changed_fields compares an update's).
-func (e *Event) images(sc *iceberg.Schema, rows bool) (before, after image, err error) {
-	before, after = e.beforeImage(), e.afterImage()
+func images(e *cdc.Event, sc *iceberg.Schema, rows bool) (before, after image, err error) {
+	before, after = beforeImage(e), afterImage(e)
 	if before.arrow != nil && (rows || before.arrow.Schema != sc) {
 		if before, err = before.materialized(); err != nil {
 			return before, after, fmt.Errorf("before: %w", err)
@@ -176,13 +167,26 @@ func (e *Event) images(sc *iceberg.Schema, rows bool) (before, after image, err 
 
 var errNoSchema = errors.New("no schema")
 
-func validOp(op Op) bool {
-	return op == OpCreate || op == OpUpdate || op == OpDelete || op == OpSnapshot
+func validOp(op cdc.Op) bool {
+	return op == cdc.OpCreate || op == cdc.OpUpdate || op == cdc.OpDelete || op == cdc.OpSnapshot
+}
+
+// snapshotMarkers spells source.snapshot per marker, as Debezium does.
+var snapshotMarkers = [...]string{cdc.SnapshotNone: `"false"`, cdc.SnapshotRead: `"true"`, cdc.SnapshotLast: `"last"`}
+
+func validEvent(e *cdc.Event) error {
+	if !validOp(e.Op) {
+		return fmt.Errorf("unknown op %q", byte(e.Op))
+	}
+	if int(e.Snapshot) >= len(snapshotMarkers) {
+		return fmt.Errorf("unknown snapshot marker %d", e.Snapshot)
+	}
+	return nil
 }
 
 // eventID names an event in errors; only called on the error path.
-func eventID(c *Commit, e *Event) string {
-	return EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op)
+func eventID(c *cdc.Commit, e *cdc.Event) string {
+	return cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op)
 }
 
 // jsonKey is the compiled layout of a key: where each key field sits in a
@@ -249,7 +253,7 @@ func (t *jsonType) findStructPath(id int) ([]int, *jsonType) {
 
 // append appends the key object of row. A key field under a null struct is
 // null.
-func (k *jsonKey) append(dst []byte, row Row) ([]byte, error) {
+func (k *jsonKey) append(dst []byte, row cdc.Row) ([]byte, error) {
 	for i := range k.parts {
 		p := &k.parts[i]
 		dst = append(dst, p.prefix...)
@@ -265,7 +269,7 @@ func (k *jsonKey) append(dst []byte, row Row) ([]byte, error) {
 }
 
 // lookup follows the part's path into row.
-func (p *jsonKeyPart) lookup(row Row) (any, error) {
+func (p *jsonKeyPart) lookup(row cdc.Row) (any, error) {
 	r := row
 	for depth, i := range p.path {
 		if i >= len(r) {
@@ -277,7 +281,7 @@ func (p *jsonKeyPart) lookup(row Row) (any, error) {
 			return v, nil
 		}
 		var ok bool
-		if r, ok = v.(Row); !ok {
+		if r, ok = v.(cdc.Row); !ok {
 			return nil, &ValueError{Field: p.name, Type: "struct", Want: "cdc.Row", Got: fmt.Sprintf("%T", v)}
 		}
 	}
@@ -289,8 +293,8 @@ func (p *jsonKeyPart) lookup(row Row) (any, error) {
 // it names the removed row too, or a consumer keyed by _row_id would keep
 // it forever. explicitNulls writes the pairing fields as null when there
 // is none (the Connect form, whose schema declares them).
-func appendSourceTail(dst []byte, c *Commit, e *Event, explicitNulls bool) []byte {
-	dst = append(dst, c.encoded().source...)
+func appendSourceTail(dst []byte, cb *commitBytes, e *cdc.Event, explicitNulls bool) []byte {
+	dst = append(dst, cb.source...)
 	dst = append(dst, `,"row_id":`...)
 	dst = strconv.AppendInt(dst, e.RowID, 10)
 	dst = append(dst, `,"last_updated_sequence_number":`...)
@@ -312,6 +316,7 @@ func appendSourceTail(dst []byte, c *Commit, e *Event, explicitNulls bool) []byt
 // commitBytes are the parts of every event's envelope that depend on its
 // commit only, encoded once per commit instead of once per event.
 type commitBytes struct {
+	key commitKey
 	// source is the source block's fields from "schema" to "operation".
 	source []byte
 	// transaction opens the transaction block up to total_order's value:
@@ -319,12 +324,33 @@ type commitBytes struct {
 	transaction []byte
 }
 
-// encoded returns c's commitBytes, built on first use. A commit is
-// encoded by one goroutine at a time (its table's follower, or
-// `changes`), so the lazy fill needs no lock.
-func (c *Commit) encoded() *commitBytes {
-	if c.bytes != nil {
-		return c.bytes
+// commitKey is what commitBytes are built from.
+type commitKey struct {
+	namespace, name, uuid, operation string
+	id, seq                          int64
+}
+
+func keyOf(c *cdc.Commit) commitKey {
+	return commitKey{c.Table.Namespace, c.Table.Name, c.Table.UUID, c.Snapshot.Operation, c.Snapshot.ID, c.Snapshot.SequenceNumber}
+}
+
+// commitCache keeps the commitBytes of the commits an encoder is
+// encoding, a few slots chosen by snapshot id and sequence number: the
+// tables of a pipeline encode their commits on goroutines of their own at
+// the same time, and one slot for all would rebuild the bytes at nearly
+// every event. The zero value is empty and ready.
+type commitCache struct {
+	slots [16]atomic.Pointer[commitBytes]
+}
+
+// get returns c's commitBytes, built on first use. A slot's entry is
+// compared by value, so a commit encoded again (a retry, a copy of the
+// commit) finds its bytes, and another never takes them.
+func (cc *commitCache) get(c *cdc.Commit) *commitBytes {
+	slot := &cc.slots[uint64(c.Snapshot.ID^c.Snapshot.SequenceNumber)%uint64(len(cc.slots))]
+	k := keyOf(c)
+	if cb := slot.Load(); cb != nil && cb.key == k {
+		return cb
 	}
 	var b []byte
 	b = append(b, `,"schema":`...)
@@ -345,6 +371,7 @@ func (c *Commit) encoded() *commitBytes {
 	t = append(t, ':')
 	t = strconv.AppendInt(t, c.Snapshot.SequenceNumber, 10)
 	t = append(t, `","total_order":`...)
-	c.bytes = &commitBytes{source: b, transaction: t}
-	return c.bytes
+	cb := &commitBytes{key: k, source: b, transaction: t}
+	slot.Store(cb)
+	return cb
 }

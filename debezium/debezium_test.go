@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // updateGolden rewrites the golden files of the package's tests instead of
@@ -94,71 +96,71 @@ const (
 )
 
 // fullRow sets every field, with values that exercise each encoding.
-func fullRow() Row {
-	return Row{
+func fullRow() cdc.Row {
+	return cdc.Row{
 		int64(42),
 		true,
 		int32(-7),
 		int64(math.MaxInt64),
 		float32(0.1),
 		1234.5,
-		Decimal{Unscaled: "12345", Scale: 2},
-		Decimal{Unscaled: "-12345678901234567890123456789012345678", Scale: 10},
-		Date(19_876),                       // 2024-06-02
-		Time(45_296_789_012),               // 12:34:56.789012
-		Timestamp(1_717_331_696_789_012),   // 2024-06-02T12:34:56.789012
-		TimestampTZ(1_717_331_696_000_001), // 2024-06-02T12:34:56.000001Z
-		TimestampNano(1_717_331_696_123_456_789),
-		TimestampTZNano(-1), // 1969-12-31T23:59:59.999999999Z
+		cdc.Decimal{Unscaled: "12345", Scale: 2},
+		cdc.Decimal{Unscaled: "-12345678901234567890123456789012345678", Scale: 10},
+		cdc.Date(19_876),                       // 2024-06-02
+		cdc.Time(45_296_789_012),               // 12:34:56.789012
+		cdc.Timestamp(1_717_331_696_789_012),   // 2024-06-02T12:34:56.789012
+		cdc.TimestampTZ(1_717_331_696_000_001), // 2024-06-02T12:34:56.000001Z
+		cdc.TimestampNano(1_717_331_696_123_456_789),
+		cdc.TimestampTZNano(-1), // 1969-12-31T23:59:59.999999999Z
 		"Zoë \"quoted\"\n\ttab \u2028 <&>",
-		UUID{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00},
+		cdc.UUID{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00},
 		[]byte{0xde, 0xad, 0xbe, 0xef},
 		[]byte("hello\x00"),
-		Row{"1 Main St", "Springfield", Row{44.0462, -123.0220}},
+		cdc.Row{"1 Main St", "Springfield", cdc.Row{44.0462, -123.0220}},
 		[]any{"a", nil, "c"},
-		[]any{Row{"SKU-1", int32(2)}, Row{"SKU-2", nil}},
-		[]MapEntry{{Key: "x", Value: int64(1)}, {Key: "y\"", Value: nil}},
-		[]MapEntry{{Key: int32(1), Value: 0.5}, {Key: int32(-2), Value: math.Inf(-1)}},
-		[]MapEntry{{Key: Date(-1), Value: []any{"eve"}}, {Key: Date(0), Value: []any{}}},
+		[]any{cdc.Row{"SKU-1", int32(2)}, cdc.Row{"SKU-2", nil}},
+		[]cdc.MapEntry{{Key: "x", Value: int64(1)}, {Key: "y\"", Value: nil}},
+		[]cdc.MapEntry{{Key: int32(1), Value: 0.5}, {Key: int32(-2), Value: math.Inf(-1)}},
+		[]cdc.MapEntry{{Key: cdc.Date(-1), Value: []any{"eve"}}, {Key: cdc.Date(0), Value: []any{}}},
 	}
 }
 
 // sparseRow has nulls wherever the schema allows them, and empty
 // collections.
-func sparseRow() Row {
-	r := make(Row, numAllTypesCols)
+func sparseRow() cdc.Row {
+	r := make(cdc.Row, numAllTypesCols)
 	r[colID] = int64(43)
-	r[colAddress] = Row{nil, "Shelbyville", nil}
+	r[colAddress] = cdc.Row{nil, "Shelbyville", nil}
 	r[colTags] = []any{}
 	r[colItems] = []any{}
-	r[colAttrs] = []MapEntry{}
-	r[colScores] = []MapEntry{}
+	r[colAttrs] = []cdc.MapEntry{}
+	r[colScores] = []cdc.MapEntry{}
 	return r
 }
 
 // pastRow has pre-1970 and boundary values.
-func pastRow() Row {
+func pastRow() cdc.Row {
 	r := fullRow()
 	r[colID] = int64(44)
 	r[colFlag] = false
 	r[colBig] = int64(math.MinInt64)
 	r[colRatio] = float32(math.NaN())
 	r[colAmount] = -0.000001
-	r[colPrice] = Decimal{Unscaled: "-5", Scale: 2}
-	r[colBalance] = Decimal{Unscaled: "0", Scale: 10}
-	r[colDay] = Date(-25_567)                          // 1900-01-01
-	r[colClock] = Time(0)                              // midnight
-	r[colLocalTS] = Timestamp(-1)                      // 1969-12-31T23:59:59.999999
-	r[colUTCTS] = TimestampTZ(-62_135_596_800_000_000) // 0001-01-01T00:00:00Z
-	r[colLocalTSNs] = TimestampNano(math.MinInt64)
-	r[colUTCTSNs] = TimestampTZNano(0)
+	r[colPrice] = cdc.Decimal{Unscaled: "-5", Scale: 2}
+	r[colBalance] = cdc.Decimal{Unscaled: "0", Scale: 10}
+	r[colDay] = cdc.Date(-25_567)                          // 1900-01-01
+	r[colClock] = cdc.Time(0)                              // midnight
+	r[colLocalTS] = cdc.Timestamp(-1)                      // 1969-12-31T23:59:59.999999
+	r[colUTCTS] = cdc.TimestampTZ(-62_135_596_800_000_000) // 0001-01-01T00:00:00Z
+	r[colLocalTSNs] = cdc.TimestampNano(math.MinInt64)
+	r[colUTCTSNs] = cdc.TimestampTZNano(0)
 	r[colName] = "bad utf-8: \xff\xfe, control: \x01\x1f\x7f"
 	r[colBlob] = []byte{}
 	return r
 }
 
-func goldenCommit(keyed bool) *Commit {
-	t := TableInfo{
+func goldenCommit(keyed bool) *cdc.Commit {
+	t := cdc.TableInfo{
 		Catalog:   "local",
 		Namespace: "shop",
 		Name:      "orders",
@@ -168,9 +170,9 @@ func goldenCommit(keyed bool) *Commit {
 	if keyed {
 		t.KeyFields = []string{"id"}
 	}
-	return &Commit{
+	return &cdc.Commit{
 		Table: t,
-		Snapshot: SnapshotInfo{
+		Snapshot: cdc.SnapshotInfo{
 			ID:             3_051_729_675_574_597_004,
 			ParentID:       1_111_111_111_111_111_111,
 			SequenceNumber: 7,
@@ -185,26 +187,27 @@ func TestDebeziumJSONGolden(t *testing.T) {
 	updated := fullRow()
 	updated[colName] = "renamed"
 	updated[colAmount] = 99.0
-	updated[colAddress] = Row{"2 Side St", "Springfield", nil}
+	updated[colAddress] = cdc.Row{"2 Side St", "Springfield", nil}
 
 	cases := []struct {
 		name   string
 		keyed  bool
-		marker string
-		event  Event
+		marker cdc.SnapshotMarker
+		event  cdc.Event
 	}{
-		{"create", true, "", Event{Op: OpCreate, RowID: 1000, LUSN: 7, After: fullRow(), Index: 3}},
-		{"update", true, "", Event{Op: OpUpdate, RowID: 12, LUSN: 7, Before: fullRow(), After: updated, Index: 1}},
-		{"update_paired", true, "", Event{Op: OpUpdate, RowID: 13, LUSN: 7, Before: sparseRow(), After: fullRow(),
+		{"create", true, cdc.SnapshotNone, cdc.Event{Op: cdc.OpCreate, RowID: 1000, LUSN: 7, After: fullRow(), Index: 3}},
+		{"update", true, cdc.SnapshotNone, cdc.Event{Op: cdc.OpUpdate, RowID: 12, LUSN: 7, Before: fullRow(), After: updated, Index: 1}},
+		{"update_paired", true, cdc.SnapshotNone, cdc.Event{Op: cdc.OpUpdate, RowID: 13, LUSN: 7, Before: sparseRow(), After: fullRow(),
 			Index: 2, Source: "equality-delete", PairedRowID: 9}},
-		{"delete", true, "", Event{Op: OpDelete, RowID: 11, LUSN: 5, Before: sparseRow(), Index: 0}},
-		{"read", false, "true", Event{Op: OpSnapshot, RowID: 0, LUSN: 1, After: pastRow(), Index: 0}},
+		{"delete", true, cdc.SnapshotNone, cdc.Event{Op: cdc.OpDelete, RowID: 11, LUSN: 5, Before: sparseRow(), Index: 0}},
+		{"read", false, cdc.SnapshotRead, cdc.Event{Op: cdc.OpSnapshot, RowID: 0, LUSN: 1, After: pastRow(), Index: 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := goldenCommit(tc.keyed)
-			c.Events = []Event{tc.event}
-			f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0", SnapshotMarker: tc.marker}}
+			tc.event.Snapshot = tc.marker
+			c.Events = []cdc.Event{tc.event}
+			f := &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 			key, err := f.AppendKey(nil, c, &c.Events[0])
 			if err != nil {
 				t.Fatal(err)
@@ -230,7 +233,7 @@ func TestDebeziumJSONGolden(t *testing.T) {
 
 // checkEnvelope decodes value with encoding/json and compares a few fields
 // with the event, so that the golden files are not the only judge.
-func checkEnvelope(t *testing.T, c *Commit, e *Event, value []byte) {
+func checkEnvelope(t *testing.T, c *cdc.Commit, e *cdc.Event, value []byte) {
 	t.Helper()
 	var env struct {
 		Before map[string]json.RawMessage
@@ -261,7 +264,7 @@ func checkEnvelope(t *testing.T, c *Commit, e *Event, value []byte) {
 	}
 	top, source := objectKeys(t, value, ""), objectKeys(t, value, "source")
 	want := "before after op ts_ms source transaction"
-	if e.Op == OpUpdate {
+	if e.Op == cdc.OpUpdate {
 		want = "before after op changed_fields ts_ms source transaction"
 	}
 	if strings.Join(top, " ") != want {
@@ -307,7 +310,7 @@ func checkEnvelope(t *testing.T, c *Commit, e *Event, value []byte) {
 			t.Errorf("name = %s, want %q", img["name"], s)
 		}
 	}
-	if d, ok := row[colBalance].(Decimal); ok {
+	if d, ok := row[colBalance].(cdc.Decimal); ok {
 		var s string
 		if err := json.Unmarshal(img["balance"], &s); err != nil || !strings.Contains(s, ".") ||
 			len(s)-strings.IndexByte(s, '.')-1 != d.Scale {

@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // TableFormat prints events for a person reading them: one line per
@@ -22,7 +24,7 @@ type TableFormat struct {
 	MaxWidth int // of the changes column; default 120
 	header   bool
 	widths   [4]int
-	enc      DebeziumJSON
+	enc      JSON
 	buf      []byte
 }
 
@@ -35,7 +37,7 @@ func NewTableFormat(w io.Writer) *TableFormat {
 }
 
 // Write prints the events evs of c.
-func (t *TableFormat) Write(c *Commit, evs []Event) error {
+func (t *TableFormat) Write(c *cdc.Commit, evs []cdc.Event) error {
 	lines := make([][5]string, 0, len(evs)+1)
 	if !t.header {
 		lines = append(lines, [5]string{"SEQ", "SNAPSHOT", "OP", "KEY", "CHANGES"})
@@ -72,7 +74,7 @@ func (t *TableFormat) Write(c *Commit, evs []Event) error {
 	return err
 }
 
-func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
+func (t *TableFormat) changes(c *cdc.Commit, e *cdc.Event) (string, error) {
 	beforeRow, err := e.BeforeRow()
 	if err != nil {
 		return "", err
@@ -82,31 +84,31 @@ func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
 		return "", err
 	}
 	switch e.Op {
-	case OpUpdate:
-		before, err := imageMap(c, beforeRow)
+	case cdc.OpUpdate:
+		before, err := t.imageMap(c, beforeRow)
 		if err != nil {
 			return "", err
 		}
-		after, err := imageMap(c, afterRow)
+		after, err := t.imageMap(c, afterRow)
 		if err != nil {
 			return "", err
 		}
 		var parts []string
-		for _, p := range ChangedFields(c.Table.Schema, beforeRow, afterRow) {
+		for _, p := range cdc.ChangedFields(c.Table.Schema, beforeRow, afterRow) {
 			parts = append(parts, fmt.Sprintf("%s: %s → %s", p, valueText(pathValue(before, p)), valueText(pathValue(after, p))))
 		}
 		if len(parts) == 0 {
 			return "(no field changed)", nil
 		}
 		return strings.Join(parts, ", "), nil
-	case OpDelete:
-		b, err := AppendRow(nil, c.Table.Schema, beforeRow)
+	case cdc.OpDelete:
+		b, err := t.enc.AppendRow(nil, c.Table.Schema, beforeRow)
 		if err != nil {
 			return "", err
 		}
 		return "was " + flatObject(b), nil
 	default:
-		b, err := AppendRow(nil, c.Table.Schema, afterRow)
+		b, err := t.enc.AppendRow(nil, c.Table.Schema, afterRow)
 		if err != nil {
 			return "", err
 		}
@@ -114,8 +116,8 @@ func (t *TableFormat) changes(c *Commit, e *Event) (string, error) {
 	}
 }
 
-func imageMap(c *Commit, r Row) (map[string]any, error) {
-	b, err := AppendRow(nil, c.Table.Schema, r)
+func (t *TableFormat) imageMap(c *cdc.Commit, r cdc.Row) (map[string]any, error) {
+	b, err := t.enc.AppendRow(nil, c.Table.Schema, r)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // This file encodes row images held as Arrow columns (ArrowRows) without
@@ -27,8 +29,8 @@ import (
 // appendArrowStruct appends row i of img as an object of t's fields (t is
 // the compiled schema img was read with), as appendStruct does with the
 // Row ArrowRows.Row gives.
-func (t *jsonType) appendArrowStruct(dst []byte, img *ArrowRows, i int) ([]byte, error) {
-	if len(img.Cols) != len(t.fields) || len(img.fields) != len(t.fields) {
+func (t *jsonType) appendArrowStruct(dst []byte, img *cdc.ArrowRows, i int) ([]byte, error) {
+	if len(img.Cols) != len(t.fields) || len(img.Fields()) != len(t.fields) {
 		r, err := img.Row(i)
 		if err != nil {
 			return dst, err
@@ -39,22 +41,22 @@ func (t *jsonType) appendArrowStruct(dst []byte, img *ArrowRows, i int) ([]byte,
 	for k := range t.fields {
 		f := &t.fields[k]
 		dst = append(dst, f.prefix...)
-		col, cv := img.Cols[k], &img.views[k]
-		if col == nil || cv.null(i) {
+		col, cv := img.Cols[k], img.View(k)
+		if col == nil || cv.Null(i) {
 			dst = append(dst, "null"...)
 			continue
 		}
 		// The commonest columns first, without a call through the
 		// interface; then any type.
 		switch {
-		case cv.i64 != nil && f.typ.kind == kindLong:
-			dst = strconv.AppendInt(dst, cv.i64[i], 10)
+		case cv.Int64s != nil && f.typ.kind == kindLong:
+			dst = strconv.AppendInt(dst, cv.Int64s[i], 10)
 			continue
-		case cv.f64 != nil && f.typ.kind == kindDouble:
-			dst = appendJSONFloat(dst, cv.f64[i], 64)
+		case cv.Float64s != nil && f.typ.kind == kindDouble:
+			dst = appendJSONFloat(dst, cv.Float64s[i], 64)
 			continue
-		case cv.str != nil && f.typ.kind == kindString:
-			dst = appendJSONString(dst, cv.str.Value(i))
+		case cv.Strings != nil && f.typ.kind == kindString:
+			dst = appendJSONString(dst, cv.Strings.Value(i))
 			continue
 		}
 		start := len(dst)
@@ -62,7 +64,7 @@ func (t *jsonType) appendArrowStruct(dst []byte, img *ArrowRows, i int) ([]byte,
 		if dst, ok = f.typ.appendArrowNonNull(dst, col, i); ok {
 			continue
 		}
-		v, err := ArrowValue(col, i, img.fields[k].Type)
+		v, err := cdc.ArrowValue(col, i, img.Fields()[k].Type)
 		if err != nil {
 			return dst[:start], fmt.Errorf("column %s: %w", f.name, err)
 		}
@@ -156,7 +158,7 @@ func (t *jsonType) appendArrowNonNull(dst []byte, arr arrow.Array, i int) (_ []b
 		if t.kind != kindUUID || len(b) != 16 {
 			return dst, false
 		}
-		return appendUUID(dst, UUID(b)), true
+		return appendUUID(dst, cdc.UUID(b)), true
 	}
 	if ext, isExt := arr.(array.ExtensionArray); isExt {
 		return t.appendArrowValue(dst, ext.Storage(), i)
@@ -200,7 +202,7 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 	case kindDecimal:
 		var scratch [24]byte
 		if digits, _, ok := t.arrowDecimal(scratch[:0], arr, i); ok {
-			out, ok := appendDecimal(dst, Decimal{Unscaled: string(digits), Scale: t.scale})
+			out, ok := appendDecimal(dst, cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
 			return out, ok
 		}
 	case kindDate:
@@ -232,7 +234,7 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 		}
 	case kindUUID:
 		if b, ok := arrowBytes(arr, i); ok && len(b) == 16 {
-			return appendUUID(dst, UUID(b)), true
+			return appendUUID(dst, cdc.UUID(b)), true
 		}
 	case kindFixed:
 		if b, ok := arrowBytes(arr, i); ok && len(b) == t.prec {
@@ -334,8 +336,8 @@ func (t *jsonType) appendArrowMap(dst []byte, m *array.Map, i int) (_ []byte, ok
 
 // appendConnectArrowStruct appends row i of img as appendConnectStruct
 // does with its Row.
-func (t *jsonType) appendConnectArrowStruct(dst []byte, img *ArrowRows, i int, o *ConnectOptions) ([]byte, error) {
-	if len(img.Cols) != len(t.fields) || len(img.fields) != len(t.fields) {
+func (t *jsonType) appendConnectArrowStruct(dst []byte, img *cdc.ArrowRows, i int, o *ConnectOptions) ([]byte, error) {
+	if len(img.Cols) != len(t.fields) || len(img.Fields()) != len(t.fields) {
 		r, err := img.Row(i)
 		if err != nil {
 			return dst, err
@@ -357,7 +359,7 @@ func (t *jsonType) appendConnectArrowStruct(dst []byte, img *ArrowRows, i int, o
 		var v any
 		if col != nil {
 			var err error
-			if v, err = ArrowValue(col, i, img.fields[k].Type); err != nil {
+			if v, err = cdc.ArrowValue(col, i, img.Fields()[k].Type); err != nil {
 				return dst[:start], fmt.Errorf("column %s: %w", f.name, err)
 			}
 		}
@@ -418,7 +420,7 @@ func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o 
 		}
 		switch o.DecimalHandling {
 		case DecimalString:
-			return appendDecimal(dst, Decimal{Unscaled: string(digits), Scale: t.scale})
+			return appendDecimal(dst, cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
 		case DecimalDouble:
 			return dst, false
 		}
@@ -568,7 +570,7 @@ func int64Bytes(dst []byte, v int64) []byte {
 // in a Row: the array holding it (at row i), or null under a null struct
 // or for a column the file lacks. ok is false when the path does not go
 // through struct arrays; the Row path then decides.
-func (p *jsonKeyPart) arrowLookup(root *jsonType, img *ArrowRows, i int) (arr arrow.Array, null, ok bool) {
+func (p *jsonKeyPart) arrowLookup(root *jsonType, img *cdc.ArrowRows, i int) (arr arrow.Array, null, ok bool) {
 	if len(img.Cols) != len(root.fields) {
 		return nil, false, false
 	}
@@ -597,7 +599,7 @@ func (p *jsonKeyPart) arrowLookup(root *jsonType, img *ArrowRows, i int) (arr ar
 
 // appendArrow appends the key object of row i of img as append does with
 // its Row, or gives up (ok false).
-func (k *jsonKey) appendArrow(dst []byte, root *jsonType, img *ArrowRows, i int) (_ []byte, ok bool) {
+func (k *jsonKey) appendArrow(dst []byte, root *jsonType, img *cdc.ArrowRows, i int) (_ []byte, ok bool) {
 	for j := range k.parts {
 		p := &k.parts[j]
 		dst = append(dst, p.prefix...)
@@ -618,7 +620,7 @@ func (k *jsonKey) appendArrow(dst []byte, root *jsonType, img *ArrowRows, i int)
 
 // appendConnectArrow appends the Connect key payload of row i of img, or
 // gives up (ok false): a null key field is the Row path's error to name.
-func (k *jsonKey) appendConnectArrow(dst []byte, root *jsonType, img *ArrowRows, i int, o *ConnectOptions) (_ []byte, ok bool) {
+func (k *jsonKey) appendConnectArrow(dst []byte, root *jsonType, img *cdc.ArrowRows, i int, o *ConnectOptions) (_ []byte, ok bool) {
 	for j := range k.parts {
 		p := &k.parts[j]
 		dst = append(dst, p.prefix...)
@@ -634,13 +636,75 @@ func (k *jsonKey) appendConnectArrow(dst []byte, root *jsonType, img *ArrowRows,
 }
 
 // keyImage returns the image an event's key is taken from, ready for sc.
-func (e *Event) keyImage(sc *iceberg.Schema) (image, error) {
-	im := e.afterImage()
-	if e.Op == OpDelete {
-		im = e.beforeImage()
+func keyImage(e *cdc.Event, sc *iceberg.Schema) (image, error) {
+	im := afterImage(e)
+	if e.Op == cdc.OpDelete {
+		im = beforeImage(e)
 	}
 	if im.null() {
 		return im, fmt.Errorf("no row image for op %s", e.Op)
 	}
 	return im.forSchema(sc)
+}
+
+// image is one row image of an event, as a Row or a row of Arrow columns.
+type image struct {
+	row   cdc.Row
+	arrow *cdc.ArrowRows
+	pos   int
+}
+
+func beforeImage(e *cdc.Event) image {
+	if e.Before == nil && e.BeforeArrow != nil {
+		return image{arrow: e.BeforeArrow, pos: e.BeforePos}
+	}
+	return image{row: e.Before}
+}
+
+func afterImage(e *cdc.Event) image {
+	if e.After == nil && e.AfterArrow != nil {
+		return image{arrow: e.AfterArrow, pos: e.AfterPos}
+	}
+	return image{row: e.After}
+}
+
+func (im image) null() bool { return im.row == nil && im.arrow == nil }
+
+// forSchema returns im ready to encode with sc: Arrow columns read with
+// another schema (a projection's, say) are turned into a Row first, so
+// that the Row path decides as it always did.
+func (im image) forSchema(sc *iceberg.Schema) (image, error) {
+	if im.arrow == nil || im.arrow.Schema == sc {
+		return im, nil
+	}
+	return im.materialized()
+}
+
+func (im image) materialized() (image, error) {
+	if im.arrow == nil {
+		return im, nil
+	}
+	r, err := im.arrow.Row(im.pos)
+	return image{row: r}, err
+}
+
+// timeMicros is a time64 value in microseconds, as cdc.ArrowValue reads
+// it: the Arrow path and the Row path must write the same values.
+func timeMicros(a *array.Time64, i int) int64 {
+	t := int64(a.Value(i))
+	if a.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
+		t /= 1000
+	}
+	return t
+}
+
+// toMicros and toNanos convert a timestamp of unit to microseconds or
+// nanoseconds, as arrow-go converts them (a multiplication, or a division
+// truncating toward zero) and as cdc.ArrowValue does.
+func toMicros(v int64, unit arrow.TimeUnit) int64 {
+	return arrow.ConvertTimestampValue(unit, arrow.Microsecond, v)
+}
+
+func toNanos(v int64, unit arrow.TimeUnit) int64 {
+	return arrow.ConvertTimestampValue(unit, arrow.Nanosecond, v)
 }

@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"fmt"
@@ -7,9 +7,11 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
-// DebeziumConnectJSON encodes events as Kafka Connect's JsonConverter
+// ConnectJSON encodes events as Kafka Connect's JsonConverter
 // writes Debezium's change events with schemas.enable=true (its default):
 // key and value are each {"schema": …, "payload": …}, the schemas derived
 // from the event's Iceberg schema, with Debezium's logical types per
@@ -18,33 +20,25 @@ import (
 //
 // The payload is the debezium-json envelope plus ts_us, ts_ns and
 // source.sequence, with values in Connect's form. Create it with
-// NewDebeziumConnectJSON; it may be used from several goroutines.
-type DebeziumConnectJSON struct {
+// NewConnectJSON; it may be used from several goroutines.
+type ConnectJSON struct {
 	Envelope
 	opts  ConnectOptions
 	cache *connectCache
 }
 
-// NewDebeziumConnectJSON returns the format with opts (zero fields take
-// Debezium's defaults), or an error naming a bad mode.
-func NewDebeziumConnectJSON(env Envelope, opts ConnectOptions) (*DebeziumConnectJSON, error) {
+// NewConnectJSON returns the format with opts (zero fields take
+// Debezium's defaults), or an error naming a bad mode. The format caches
+// what it derives from schemas and commits, for itself alone.
+func NewConnectJSON(env Envelope, opts ConnectOptions) (*ConnectJSON, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &DebeziumConnectJSON{Envelope: env, opts: opts.withDefaults(), cache: &connectCache{}}, nil
+	return &ConnectJSON{Envelope: env, opts: opts.withDefaults(), cache: &connectCache{}}, nil
 }
 
 // Options returns the format's options, with their defaults applied.
-func (f *DebeziumConnectJSON) Options() ConnectOptions { return f.opts }
-
-// WithSnapshotMarker returns a copy of f whose events carry marker as
-// source.snapshot, and source.resync when resync is set; the copy shares
-// f's schema cache.
-func (f *DebeziumConnectJSON) WithSnapshotMarker(marker string, resync bool) Encoder {
-	g := *f
-	g.SnapshotMarker, g.Resync = marker, resync
-	return &g
-}
+func (f *ConnectJSON) Options() ConnectOptions { return f.opts }
 
 // connectTable is what the format derives once per schema and table: the
 // compiled row, and the key and value prefixes up to the payload.
@@ -68,11 +62,13 @@ type connectCacheKey struct {
 type connectCache struct {
 	mu     sync.Mutex
 	tables map[connectCacheKey]*connectTable
+	// commits holds the envelope parts of the commits being encoded.
+	commits commitCache
 }
 
 const connectCacheMax = 256
 
-func (f *DebeziumConnectJSON) table(t *TableInfo) (*connectTable, error) {
+func (f *ConnectJSON) table(t *cdc.TableInfo) (*connectTable, error) {
 	if t.Schema == nil {
 		return nil, errNoSchema
 	}
@@ -104,11 +100,11 @@ func (f *DebeziumConnectJSON) table(t *TableInfo) (*connectTable, error) {
 	return ct, nil
 }
 
-func (f *DebeziumConnectJSON) schemaName(t *TableInfo, suffix string) string {
+func (f *ConnectJSON) schemaName(t *cdc.TableInfo, suffix string) string {
 	return f.opts.Prefix + "." + t.Namespace + "." + t.Name + "." + suffix
 }
 
-func (f *DebeziumConnectJSON) compile(t *TableInfo) *connectTable {
+func (f *ConnectJSON) compile(t *cdc.TableInfo) *connectTable {
 	ct := &connectTable{row: compileJSONSchema(t.Schema)}
 	row, err := connectSchemaOpen(nil, &ct.row.row, true, f.schemaName(t, "Value"), &f.opts, "")
 	if err != nil {
@@ -121,7 +117,7 @@ func (f *DebeziumConnectJSON) compile(t *TableInfo) *connectTable {
 	return ct
 }
 
-func (f *DebeziumConnectJSON) compileKey(ct *connectTable, t *TableInfo) error {
+func (f *ConnectJSON) compileKey(ct *connectTable, t *cdc.TableInfo) error {
 	k := append([]byte(nil), `{"schema":{"type":"struct","fields":[`...)
 	var key *jsonKey
 	if len(t.KeyFields) == 0 {
@@ -153,7 +149,7 @@ func (f *DebeziumConnectJSON) compileKey(ct *connectTable, t *TableInfo) error {
 // AppendKey appends the event's key: the table's key fields (or _row_id)
 // as a Connect struct named <prefix>.<namespace>.<table>.Key. On error it
 // returns dst unchanged.
-func (f *DebeziumConnectJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+func (f *ConnectJSON) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
 	out, err := f.appendKey(dst, c, e)
 	if err != nil {
 		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
@@ -161,7 +157,7 @@ func (f *DebeziumConnectJSON) AppendKey(dst []byte, c *Commit, e *Event) ([]byte
 	return out, nil
 }
 
-func (f *DebeziumConnectJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte, error) {
+func (f *ConnectJSON) appendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
 	ct, err := f.table(&c.Table)
 	if err != nil {
 		return dst, err
@@ -172,7 +168,7 @@ func (f *DebeziumConnectJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte
 		dst = strconv.AppendInt(dst, e.RowID, 10)
 		return append(dst, "}}"...), nil
 	}
-	im, err := e.keyImage(c.Table.Schema)
+	im, err := keyImage(e, c.Table.Schema)
 	if err != nil {
 		return dst, err
 	}
@@ -206,7 +202,7 @@ func (f *DebeziumConnectJSON) appendKey(dst []byte, c *Commit, e *Event) ([]byte
 
 // AppendValue appends the event's envelope with its schema, on one line;
 // tsMs is the processing time. On error it returns dst unchanged.
-func (f *DebeziumConnectJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
+func (f *ConnectJSON) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
 	out, err := f.appendValue(dst, c, e, tsMs)
 	if err != nil {
 		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
@@ -214,16 +210,16 @@ func (f *DebeziumConnectJSON) AppendValue(dst []byte, c *Commit, e *Event, tsMs 
 	return out, nil
 }
 
-func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error) {
-	if !validOp(e.Op) {
-		return dst, fmt.Errorf("unknown op %q", byte(e.Op))
+func (f *ConnectJSON) appendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
+	if err := validEvent(e); err != nil {
+		return dst, err
 	}
 	ct, err := f.table(&c.Table)
 	if err != nil {
 		return dst, err
 	}
 	row := &ct.row.row
-	before, after, err := e.images(c.Table.Schema, false)
+	before, after, err := images(e, c.Table.Schema, false)
 	if err != nil {
 		return dst, err
 	}
@@ -244,12 +240,8 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, commitMs, 10)
 	dst = append(dst, `,"snapshot":`...)
-	if f.SnapshotMarker == "" {
-		dst = append(dst, `"false"`...)
-	} else {
-		dst = appendJSONString(dst, f.SnapshotMarker)
-	}
-	if f.Resync {
+	dst = append(dst, snapshotMarkers[e.Snapshot]...)
+	if e.Resync {
 		dst = append(dst, `,"resync":true`...)
 	} else {
 		dst = append(dst, `,"resync":null`...)
@@ -266,7 +258,8 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 	dst = strconv.AppendInt(dst, commitMs*1000, 10)
 	dst = append(dst, `,"ts_ns":`...)
 	dst = strconv.AppendInt(dst, commitMs*1_000_000, 10)
-	dst = appendSourceTail(dst, c, e, true)
+	cb := f.cache.commits.get(c)
+	dst = appendSourceTail(dst, cb, e, true)
 	dst = append(dst, `},"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
 	dst = append(dst, `,"ts_ms":`...)
@@ -276,7 +269,7 @@ func (f *DebeziumConnectJSON) appendValue(dst []byte, c *Commit, e *Event, tsMs 
 	dst = append(dst, `,"ts_ns":`...)
 	dst = strconv.AppendInt(dst, tsMs*1_000_000, 10)
 	order := int64(e.Index) + 1
-	dst = append(dst, c.encoded().transaction...)
+	dst = append(dst, cb.transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
 	dst = append(dst, `,"data_collection_order":`...)
 	dst = strconv.AppendInt(dst, order, 10)

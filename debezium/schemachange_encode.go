@@ -1,21 +1,14 @@
-package cdc
+package debezium
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/apache/iceberg-go"
-)
 
-// SchemaChangeEncoder encodes a commit's schema change as the key and
-// value of a record of the schema-change topic, in a format's form; tsMs
-// is the processing time. Records are built once per change, so they go
-// through encoding/json.
-type SchemaChangeEncoder interface {
-	EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error)
-}
+	"github.com/icecdc/icecdc/cdc"
+)
 
 // The schema-change record, shaped as Debezium's (source, ts_ms,
 // databaseName, schemaName, ddl, tableChanges) plus the Iceberg schema ids
@@ -140,7 +133,7 @@ func optString(s string) *string {
 }
 
 // schemaChangeRecord builds the record's key and value.
-func schemaChangeRecord(env *Envelope, c *Commit, s *SchemaChange, tsMs int64) (schemaChangeKey, schemaChangeValue, error) {
+func schemaChangeRecord(env *Envelope, c *cdc.Commit, s *cdc.SchemaChange, tsMs int64) (schemaChangeKey, schemaChangeValue, error) {
 	sc := c.Table.Schema
 	if sc == nil {
 		return schemaChangeKey{}, schemaChangeValue{}, errNoSchema
@@ -205,7 +198,7 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 
 // EncodeSchemaChange encodes the record; its key is {"databaseName":
 // <catalog>}, as Debezium's.
-func (f *DebeziumJSON) EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error) {
+func (f *JSON) EncodeSchemaChange(c *cdc.Commit, s *cdc.SchemaChange, tsMs int64) (key, value []byte, err error) {
 	k, v, err := schemaChangeRecord(&f.Envelope, c, s, tsMs)
 	if err != nil {
 		return nil, nil, err
@@ -277,7 +270,7 @@ var (
 
 // EncodeSchemaChange encodes the record in Connect's form: key and value
 // each wrapped with their schema.
-func (f *DebeziumConnectJSON) EncodeSchemaChange(c *Commit, s *SchemaChange, tsMs int64) (key, value []byte, err error) {
+func (f *ConnectJSON) EncodeSchemaChange(c *cdc.Commit, s *cdc.SchemaChange, tsMs int64) (key, value []byte, err error) {
 	k, v, err := schemaChangeRecord(&f.Envelope, c, s, tsMs)
 	if err != nil {
 		return nil, nil, err
@@ -294,18 +287,4 @@ func (f *DebeziumConnectJSON) EncodeSchemaChange(c *Commit, s *SchemaChange, tsM
 		Payload schemaChangeValue `json:"payload"`
 	}{connectSchemaChangeValueSchema, v})
 	return key, value, err
-}
-
-// encodeSchemaChange encodes a commit's schema change with enc as the
-// record of the schema-change topic.
-func encodeSchemaChange(enc Encoder, c *Commit, s *SchemaChange, tsMs int64) (*Message, error) {
-	se, ok := enc.(SchemaChangeEncoder)
-	if !ok {
-		return nil, fmt.Errorf("format %T has no schema-change records (table %s.%s)", enc, c.Table.Namespace, c.Table.Name)
-	}
-	k, v, err := se.EncodeSchemaChange(c, s, tsMs)
-	if err != nil {
-		return nil, err
-	}
-	return &Message{ID: c.Table.UUID + ":" + strconv.FormatInt(c.Snapshot.SequenceNumber, 10) + ":schema", Key: k, Value: v}, nil
 }

@@ -1,4 +1,4 @@
-package cdc
+package debezium
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // arrowCase is a column of Arrow type dt (values in arrow-go's JSON form)
@@ -108,10 +110,10 @@ func arrowCases() []arrowCase {
 // columns and from the Row they make: same bytes or same error. A column
 // the file lacks and an event of another schema are covered too.
 func TestArrowPathMatchesRowPath(t *testing.T) {
-	encs := []Encoder{&DebeziumJSON{Envelope: Envelope{Pipeline: "p", Version: "v"}}}
+	encs := []cdc.Encoder{&JSON{Envelope: Envelope{Pipeline: "p", Version: "v"}}}
 	for _, tp := range []TimePrecisionMode{TimeAdaptive, TimeConnect, TimeISOString} {
 		for _, dm := range []DecimalHandlingMode{DecimalPrecise, DecimalString, DecimalDouble} {
-			f, err := NewDebeziumConnectJSON(Envelope{}, ConnectOptions{TimePrecision: tp, DecimalHandling: dm})
+			f, err := NewConnectJSON(Envelope{}, ConnectOptions{TimePrecision: tp, DecimalHandling: dm})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +126,7 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d (%s as %s): %v", n, tc.dt, tc.typ, err)
 		}
-		if ArrowFits(arr, tc.typ) {
+		if cdc.ArrowFits(arr, tc.typ) {
 			fits++
 		}
 		for _, required := range []bool{false, true} {
@@ -139,21 +141,21 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 			}
 			idb := array.NewInt64Builder(memory.DefaultAllocator)
 			idb.AppendValues(ids, nil)
-			img := NewArrowRows(sc, []arrow.Array{idb.NewArray(), arr, nil})
+			img := cdc.NewArrowRows(sc, []arrow.Array{idb.NewArray(), arr, nil})
 			other := iceberg.NewSchemaWithIdentifiers(0, []int{1}, sc.Fields()...)
 			for _, schema := range []*iceberg.Schema{sc, other} {
 				for _, keys := range [][]string{nil, {"id"}, {"v", "id"}} {
-					c := &Commit{Table: TableInfo{Namespace: "ns", Name: "t", UUID: "u", Schema: schema, KeyFields: keys}}
+					c := &cdc.Commit{Table: cdc.TableInfo{Namespace: "ns", Name: "t", UUID: "u", Schema: schema, KeyFields: keys}}
 					for i := range arr.Len() {
-						for _, e := range []Event{
-							{Op: OpCreate, RowID: int64(i), AfterArrow: img, AfterPos: i},
-							{Op: OpDelete, RowID: int64(i), BeforeArrow: img, BeforePos: i},
-							{Op: OpSnapshot, RowID: int64(i), AfterArrow: img, AfterPos: i},
-							{Op: OpUpdate, RowID: int64(i), BeforeArrow: img, BeforePos: (i + 1) % arr.Len(), AfterArrow: img, AfterPos: i},
+						for _, e := range []cdc.Event{
+							{Op: cdc.OpCreate, RowID: int64(i), AfterArrow: img, AfterPos: i},
+							{Op: cdc.OpDelete, RowID: int64(i), BeforeArrow: img, BeforePos: i},
+							{Op: cdc.OpSnapshot, RowID: int64(i), AfterArrow: img, AfterPos: i},
+							{Op: cdc.OpUpdate, RowID: int64(i), BeforeArrow: img, BeforePos: (i + 1) % arr.Len(), AfterArrow: img, AfterPos: i},
 						} {
 							rows := e
 							if err := rows.MaterializeRows(); err != nil {
-								if ArrowFits(arr, tc.typ) {
+								if cdc.ArrowFits(arr, tc.typ) {
 									t.Fatalf("case %d: %s fits %s but row %d fails: %v", n, tc.dt, tc.typ, i, err)
 								}
 								fallbacks++
@@ -161,7 +163,7 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 							}
 							for _, enc := range encs {
 								for _, part := range []string{"key", "value"} {
-									encode := func(ev *Event) ([]byte, error) {
+									encode := func(ev *cdc.Event) ([]byte, error) {
 										if part == "key" {
 											return enc.AppendKey([]byte("x"), c, ev)
 										}
@@ -187,7 +189,7 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 }
 
 // benchArrowCommit is benchCommit with the rows held as Arrow columns.
-func benchArrowCommit(n int) *Commit {
+func benchArrowCommit(n int) *cdc.Commit {
 	c := benchCommit(n)
 	ids := array.NewInt64Builder(memory.DefaultAllocator)
 	cust := array.NewStringBuilder(memory.DefaultAllocator)
@@ -200,7 +202,7 @@ func benchArrowCommit(n int) *Commit {
 		status.Append(r[2].(string))
 		amount.Append(r[3].(float64))
 	}
-	img := NewArrowRows(benchSchema, []arrow.Array{ids.NewArray(), cust.NewArray(), status.NewArray(), amount.NewArray()})
+	img := cdc.NewArrowRows(benchSchema, []arrow.Array{ids.NewArray(), cust.NewArray(), status.NewArray(), amount.NewArray()})
 	for i := range c.Events {
 		c.Events[i].After, c.Events[i].AfterArrow, c.Events[i].AfterPos = nil, img, i
 	}
@@ -212,10 +214,10 @@ func benchArrowCommit(n int) *Commit {
 func BenchmarkEncodeImage(b *testing.B) {
 	for _, tc := range []struct {
 		name string
-		c    *Commit
+		c    *cdc.Commit
 	}{{"row", benchCommit(4096)}, {"arrow", benchArrowCommit(4096)}} {
 		b.Run(tc.name, func(b *testing.B) {
-			f := &DebeziumJSON{Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+			f := &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 			buf := make([]byte, 0, 4096)
 			b.ReportAllocs()
 			i := 0
