@@ -3,15 +3,19 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/icecdc/icecdc/sinks/kafka"
@@ -105,5 +109,126 @@ func TestStartRetriesWhileTheCoordinatorMoves(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+// A member that dies without leaving (a crash, SIGKILL) and restarts on
+// the same host takes its place back at once: it gets the same
+// group.instance.id (the host's lowest free slot), which removes the dead
+// one from the group there and then; a dynamic member's restart would
+// leave the dead one holding its tables until its session timed out (2
+// minutes here: the restart would not be assigned within the minute the
+// test waits).
+func TestRestartedMemberTakesTheDeadOnesPlace(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	group := fmt.Sprintf("static-%d-%d", os.Getpid(), time.Now().UnixNano())
+	cfg := Config{Type: TypeKafka, Group: group, Partitions: 4, SessionTimeout: 2 * time.Minute, MinReplicas: 1,
+		InstanceID: "other-host-0", Kafka: kafka.Config{Brokers: c.ListenAddrs()}}.WithDefaults(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := func(cfg Config) (*Member, chan error) {
+		t.Helper()
+		ready := make(chan struct{})
+		m, err := New(Options{Pipeline: "p", Version: "1.0.0", Fingerprint: "abc", Config: cfg,
+			Kafka: kafka.Config{Brokers: c.ListenAddrs()}, Ready: ready})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("member stopped before joining: %v", err)
+		case <-time.After(time.Minute): // a hang guard only
+			t.Fatal("member did not join in a minute")
+		}
+		return m, done
+	}
+	first, _ := run(cfg) // the group's leader
+
+	// The member that will die: a static member with the instance id
+	// this host's first member takes.
+	host, _ := os.Hostname()
+	dying, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ClientID(clientID("1.0.0", "abc", "dead-1")), kgo.ConsumerGroup(group), kgo.ConsumeTopics(cfg.Topic),
+		kgo.InstanceID(host+"-0"), kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(dying)
+	stable := func() int32 {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			go dying.PollFetches(ctx)
+			gs, err := adm.DescribeGroups(ctx, group)
+			if err != nil || gs[group].State != "Stable" || len(gs[group].Members) != 2 {
+				continue
+			}
+			assigned := 0
+			for _, m := range gs[group].Members {
+				if a, ok := m.Assigned.AsConsumer(); ok && len(a.Topics) > 0 {
+					assigned++
+				}
+			}
+			if _, gen := dying.GroupMetadata(); assigned == 2 && gen == first.Generation() {
+				return gen
+			}
+		}
+		t.Fatal("the group did not settle with two assigned members in a minute")
+		return 0
+	}
+	gen := stable()
+	dying.Close() // a static member's close does not leave: as if it died
+
+	restarted, _ := run(Config{Type: TypeKafka, Group: group, Partitions: 4, SessionTimeout: 2 * time.Minute, MinReplicas: 1,
+		Kafka: kafka.Config{Brokers: c.ListenAddrs()}}.WithDefaults(nil))
+	if restarted.instance != host+"-0" {
+		t.Fatalf("restarted member's instance id %q, want %q (the host's first free slot)", restarted.instance, host+"-0")
+	}
+	gs, err := kadm.NewClient(first.cl).DescribeGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range gs[group].Members {
+		ids = append(ids, m.ClientID)
+		if _, _, name, _ := parseClientID(m.ClientID); name == "dead-1" {
+			t.Fatalf("the dead member is still in the group (generation %d before) after its restart joined: members %v", gen, ids)
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("group members %v, want the first and the restarted one", ids)
+	}
+}
+
+// Two members of a group on one host take two instance ids; a freed
+// slot is taken again by the next.
+func TestInstanceSlotsPerHost(t *testing.T) {
+	group := fmt.Sprintf("slots-%d-%d", os.Getpid(), time.Now().UnixNano())
+	a, releaseA, err := instanceSlot(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, releaseB, err := instanceSlot(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseB()
+	if a == b {
+		t.Fatalf("two members on one host got the same instance id %q", a)
+	}
+	releaseA()
+	c, releaseC, err := instanceSlot(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseC()
+	if c != a {
+		t.Fatalf("after %q was freed the next member got %q", a, c)
 	}
 }
