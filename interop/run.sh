@@ -64,7 +64,7 @@
 #        bash -c '. interop/run.sh && hive_run'
 #  11. cluster-churn (issue 18): `go test ./internal/daemontest -run
 #      '^TestClusterChurnRealBroker$'` against the broker: 3 to 5 members,
-#      exactly-once, 8 tables, 24 membership changes (SIGKILL, SIGSTOP past
+#      exactly-once, 8 tables, 16 membership changes (SIGKILL, SIGSTOP past
 #      the session timeout, SIGINT, join); every event once and in order,
 #      every table caught up within the session timeout + 10s of the last
 #      change, every SIGINT'd member gone within the session timeout.
@@ -808,14 +808,14 @@ cluster_check() {
 
 # The cluster churn of issue 18 against the broker: TestClusterChurnRealBroker
 # (internal/daemontest) runs 3 to 5 `icecdc run` members, exactly-once, on 8
-# tables through ICECDC_CLUSTER_CHURN_CHANGES (default 24) SIGKILLs, SIGSTOPs
+# tables through ICECDC_CLUSTER_CHURN_CHANGES (default 16) SIGKILLs, SIGSTOPs
 # past the 6s session timeout, SIGINTs and joins, and fails unless every
 # event arrives once, in order, every table catches up within the session
 # timeout + 10s of the last change, and every stopped member exits within
 # the session timeout. Its summary lines are printed.
 cluster_churn() {
   [ -n "$KAFKA" ] || { echo "cluster churn: no broker"; return 1; }
-  (cd "$ROOT" && ICECDC_KAFKA_BROKERS=$KAFKA ICECDC_CLUSTER_CHANGES=${ICECDC_CLUSTER_CHURN_CHANGES:-24} \
+  (cd "$ROOT" && ICECDC_KAFKA_BROKERS=$KAFKA ICECDC_CLUSTER_CHANGES=${ICECDC_CLUSTER_CHURN_CHANGES:-16} \
     go test ./internal/daemontest -run '^TestClusterChurnRealBroker$' -count=1 -v -timeout 10m) >"$LOGS/cluster-churn.log" 2>&1
   local rc=$?
   grep -E 'cluster_test.go:[0-9]+: |^(--- |ok|FAIL)' "$LOGS/cluster-churn.log" | sed 's/^ *//; s/^/  /'
