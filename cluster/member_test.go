@@ -232,3 +232,45 @@ func TestInstanceSlotsPerHost(t *testing.T) {
 		t.Fatalf("after %q was freed the next member got %q", a, c)
 	}
 }
+
+// Two members given one cluster.instance_id would fence each other in
+// turn for ever; the one fenced stops with an error naming the setting.
+func TestSharedInstanceIDStopsTheFencedMember(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cfg := Config{Type: TypeKafka, Group: "twins", Partitions: 4, SessionTimeout: 10 * time.Second, MinReplicas: 1,
+		InstanceID: "twin", Kafka: kafka.Config{Brokers: c.ListenAddrs()}}.WithDefaults(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := func() chan error {
+		ready := make(chan struct{})
+		m, err := New(Options{Pipeline: "p", Version: "1.0.0", Fingerprint: "abc", Config: cfg,
+			Kafka: kafka.Config{Brokers: c.ListenAddrs()}, Ready: ready})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("member stopped before joining: %v", err)
+		case <-time.After(time.Minute): // a hang guard only
+			t.Fatal("member did not join in a minute")
+		}
+		return done
+	}
+	first := start()
+	second := start()
+	select {
+	case err := <-first:
+		wantErr(t, err, "group twins", "instance id twin", "cluster.instance_id", "FENCED_INSTANCE_ID")
+	case err := <-second:
+		t.Fatalf("the member that joined last stopped: %v", err)
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("neither member stopped in a minute: they share an instance id")
+	}
+}
