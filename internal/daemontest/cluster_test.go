@@ -213,11 +213,11 @@ func clusterChurn(t *testing.T, delivery string, sh churnShape) {
 	env := newEnv(t, filepath.Join(dir, "lake"))
 	r := &clusterRig{t: t, bin: icecdcBinary(t), cfg: filepath.Join(dir, "icecdc.yaml"), log: filepath.Join(dir, "members.log"), brokers: brokers}
 	t.Cleanup(func() {
+		if keep := os.Getenv("ICECDC_CLUSTER_KEEP_LOG"); keep != "" {
+			b, _ := os.ReadFile(r.log)
+			os.WriteFile(keep, b, 0o600)
+		}
 		if t.Failed() {
-			if keep := os.Getenv("ICECDC_CLUSTER_KEEP_LOG"); keep != "" {
-				b, _ := os.ReadFile(r.log)
-				os.WriteFile(keep, b, 0o600)
-			}
 			t.Logf("members' log (last lines):\n%s", tail(r.log, 60))
 		}
 	})
