@@ -547,6 +547,7 @@ func checkOwners(t *testing.T, kc kafka.Config, pipeline string, log []change) m
 		}
 	}
 	out := map[string][]time.Duration{}
+	worst := map[string]string{}
 	for _, ch := range log {
 		if ch.kind != "kill" && ch.kind != "stop" && ch.kind != "pause" {
 			continue
@@ -554,11 +555,19 @@ func checkOwners(t *testing.T, kc kafka.Config, pipeline string, log []change) m
 		for _, name := range ch.tables {
 			for _, r := range hist[name] {
 				if r.owner != ch.member && r.at.After(ch.at) {
-					out[ch.kind] = append(out[ch.kind], r.at.Sub(ch.at))
+					d := r.at.Sub(ch.at)
+					if len(out[ch.kind]) == 0 || d > slices.Max(out[ch.kind]) {
+						worst[ch.kind] = fmt.Sprintf("%s of %s at %s: %s's first checkpoint by %s (generation %d) at %s",
+							ch.kind, ch.member, ch.at.Format("15:04:05.000"), name, r.owner, r.gen, r.at.Format("15:04:05.000"))
+					}
+					out[ch.kind] = append(out[ch.kind], d)
 					break
 				}
 			}
 		}
+	}
+	for kind, w := range worst {
+		t.Logf("worst takeover after %s: %s", kind, w)
 	}
 	return out
 }
