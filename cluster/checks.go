@@ -183,17 +183,24 @@ func checkPeers(ctx context.Context, adm *kadm.Client, group, version, fingerpri
 // Owners maps each table (by name) to the name of the member whose
 // assignment holds its coordination partition, as the group coordinator
 // knows it now; a table no member holds is absent.
+//
+// A coordinator that is moving or loading is asked again until ctx is
+// done.
 func Owners(ctx context.Context, adm *kadm.Client, c Config, tables []string) (map[string]string, error) {
-	groups, err := adm.DescribeGroups(ctx, c.Group)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: describe group %s: %w", c.Group, err)
-	}
-	g := groups[c.Group]
-	if errors.Is(g.Err, kerr.GroupIDNotFound) {
+	var g kadm.DescribedGroup
+	err := retryWhile(ctx, func() error {
+		groups, err := adm.DescribeGroups(ctx, c.Group)
+		if err != nil {
+			return err
+		}
+		g = groups[c.Group]
+		return g.Err
+	}, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator)
+	if errors.Is(err, kerr.GroupIDNotFound) {
 		return map[string]string{}, nil
 	}
-	if g.Err != nil {
-		return nil, fmt.Errorf("cluster: describe group %s: %w", c.Group, g.Err)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: describe group %s: %w", c.Group, err)
 	}
 	byPart := map[int32]string{}
 	for _, m := range g.Members {

@@ -36,6 +36,11 @@ type Config struct {
 	// gives its tables to others (Kafka's session.timeout.ms, within the
 	// broker's group.min/max.session.timeout.ms). Default 10s.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// InstanceID is this member's group.instance.id (KIP-345 static
+	// membership): unique per member, and the same across its restarts.
+	// Default <hostname>-<n>, n the lowest slot no other member of the
+	// group on this host holds.
+	InstanceID string `yaml:"instance_id"`
 	// MinReplicas is the least replication factor the checkpoint topic
 	// must have. Default: 3, or the number of brokers if fewer.
 	MinReplicas int16 `yaml:"min_replicas"`
@@ -94,6 +99,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTimeout < time.Second {
 		bad("session_timeout", "%s is too short (minimum 1s)", c.SessionTimeout)
+	}
+	if id := c.InstanceID; id != "" && (len(id) > 249 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "") {
+		bad("instance_id", "%q: want at most 249 of the characters a-z, A-Z, 0-9, '.', '_' and '-' (Kafka's rule for group.instance.id)", id)
 	}
 	if c.MinReplicas < 0 {
 		bad("min_replicas", "must not be negative")

@@ -24,9 +24,24 @@
 // Each checkpoint record carries its writer's member name and group
 // generation as headers: the topic tells who held a table when.
 //
+// Membership. Every member is a static member (KIP-345) with its own
+// group.instance.id, cluster.instance_id or <host>-<n> (the host's lowest
+// slot no live member of the group holds): a member killed and restarted
+// on the same host takes the dead one's place at once instead of waiting
+// for its session to expire. A member stopped by SIGTERM/SIGINT still
+// leaves the group (by its instance id), so its tables move at once, and
+// it exits within the session timeout: its tables get half of it to finish
+// their batches, the leave the rest. The rebalance timeout is the session
+// timeout, so a member frozen during a rebalance holds the others up no
+// longer than a silent one. The members speak the classic group protocol
+// (franz-go opts into KIP-848 only for the range or sticky balancers, with
+// ServerSideBalancer; the cooperative-sticky one is classic only).
+//
 // Safety checks at start: every live member of the group must run the
 // same pipeline configuration (a fingerprint travels in the client id)
 // and no older version; the coordination topic must have the configured
 // partition count; the checkpoint topic must be compacted and replicated
 // enough. Any mismatch is a one-line error, never a silent split-brain.
+// A retriable answer (a coordinator moving or loading, a rebalance, a
+// network error) is retried with backoff and a WARN line, never fatal.
 package cluster

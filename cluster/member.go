@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -69,6 +71,10 @@ type Member struct {
 	name string
 	log  *slog.Logger
 	cl   *kgo.Client
+	// instance is the member's group.instance.id (KIP-345 static
+	// membership); empty for a dynamic member.
+	instance string
+	release  func() // frees the instance id's slot
 
 	byPart map[int32][]Table
 
@@ -100,8 +106,23 @@ func New(o Options) (*Member, error) {
 		o.RetryMax = 30 * time.Second
 	}
 	host, _ := os.Hostname()
-	m := &Member{o: o, name: fmt.Sprintf("%s-%d", host, os.Getpid()), byPart: map[int32][]Table{}, running: map[string]*runner{}}
+	m := &Member{o: o, name: fmt.Sprintf("%s-%d", host, os.Getpid()), byPart: map[int32][]Table{}, running: map[string]*runner{},
+		instance: o.Config.InstanceID, release: func() {}}
+	if m.instance == "" {
+		id, release, err := instanceSlot(o.Config.Group)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			o.Log.Warn("cluster: no instance id slot on this system; joining with a dynamic membership (set cluster.instance_id for a static one)")
+		case err != nil:
+			return nil, err
+		default:
+			m.instance, m.release = id, release
+		}
+	}
 	m.log = o.Log.With("member", m.name)
+	if m.instance != "" {
+		m.log = m.log.With("instance_id", m.instance)
+	}
 	for _, t := range o.Tables {
 		p := Partition(t.Name, o.Config.Partitions)
 		m.byPart[p] = append(m.byPart[p], t)
@@ -134,8 +155,9 @@ func (m *Member) Generation() int32 { return m.gen.Load() }
 // assigned until ctx is done. Then it stops every table (their in-flight
 // batches finish and are checkpointed) and leaves the group, so that the
 // other members take the tables over at once rather than after the
-// session timeout.
+// session timeout; all of that within the session timeout (see shutdown).
 func (m *Member) Run(ctx context.Context) error {
+	defer m.release()
 	c := m.o.Config
 	base, err := c.Kafka.ClientOpts()
 	if err != nil {
@@ -148,15 +170,10 @@ func (m *Member) Run(ctx context.Context) error {
 	adm := kadm.NewClient(admCl)
 	defer admCl.Close()
 	self := clientID(m.o.Version, m.o.Fingerprint, m.name)
-	checkCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := ensureCoordinationTopic(checkCtx, adm, c.Topic, c.Partitions); err != nil {
-		return err
-	}
-	if err := checkCheckpointTopic(checkCtx, adm, c.Kafka.WithDefaults().CheckpointTopic, c.MinReplicas); err != nil {
-		return err
-	}
-	if err := checkPeers(checkCtx, adm, c.Group, m.o.Version, m.o.Fingerprint, self); err != nil {
+	if err := m.startChecks(ctx, adm, self); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it joined
+		}
 		return err
 	}
 
@@ -167,12 +184,15 @@ func (m *Member) Run(ctx context.Context) error {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(c.SessionTimeout),
 		kgo.HeartbeatInterval(heartbeatInterval(c.SessionTimeout)),
-		kgo.RebalanceTimeout(max(2*c.SessionTimeout, 30*time.Second)),
+		kgo.RebalanceTimeout(rebalanceTimeout(c.SessionTimeout)),
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(m.assigned),
 		kgo.OnPartitionsRevoked(m.revoked),
 		kgo.OnPartitionsLost(m.lost),
 	)
+	if m.instance != "" {
+		opts = append(opts, kgo.InstanceID(m.instance))
+	}
 	m.cl, err = kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("cluster: kafka client: %w", err)
@@ -180,13 +200,22 @@ func (m *Member) Run(ctx context.Context) error {
 	m.log.Info("cluster: joining", "group", c.Group, "topic", c.Topic, "partitions", c.Partitions, "tables", len(m.o.Tables))
 	// The coordination topic has no records; polling surfaces the
 	// group's errors, and franz-go manages the group in the background.
+	fenced := make(chan error, 1)
 	go func() {
 		for ctx.Err() == nil {
 			fs := m.cl.PollFetches(ctx)
 			fs.EachError(func(t string, p int32, err error) {
-				if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-					m.log.Warn("cluster: group consumer", "topic", t, "partition", p, "err", err)
+				if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+					return
 				}
+				if errors.Is(err, kerr.FencedInstanceID) {
+					select {
+					case fenced <- err:
+					default:
+					}
+					return
+				}
+				m.log.Warn("cluster: group consumer", "topic", t, "partition", p, "err", err)
 			})
 			if fs.IsClientClosed() {
 				return
@@ -194,21 +223,131 @@ func (m *Member) Run(ctx context.Context) error {
 		}
 	}()
 
-	<-ctx.Done()
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-fenced:
+		// Another process joined with this member's instance id: it
+		// has the tables now, and this one must not carry on.
+		runErr = fmt.Errorf("cluster: group %s: another member joined with this member's instance id %s (cluster.instance_id): %w", c.Group, m.instance, err)
+	}
+	m.shutdown(adm)
+	return runErr
+}
+
+// shutdown stops the member within the session timeout, so that it exits
+// within it (a SIGTERM's grace period): its tables get until half of it
+// to finish their in-flight batches (a table that does not is abandoned:
+// its next owner fences its producer, so nothing it still sends commits),
+// then the member leaves the group, by the rest of the time at most.
+//
+// A static member's close does not leave the group (a restart with the
+// same instance id would get its assignment back without a rebalance),
+// but a stopping member must hand its tables over at once: waiting for
+// its session to expire would stall them for the whole session timeout.
+// So once franz-go has stopped managing the group, the member sends the
+// LeaveGroup for its instance id itself. Only a member that dies without
+// shutting down (SIGKILL, a crash) keeps its place for the session
+// timeout, and its restart on the same host takes it back.
+func (m *Member) shutdown(adm *kadm.Client) {
+	c := m.o.Config
+	begin := time.Now()
 	m.mu.Lock()
 	m.closing = true
 	m.mu.Unlock()
 	n := len(m.Owned())
-	m.stop(m.allTables(), "released")
-	leaveCtx, cancelLeave := context.WithTimeout(context.Background(), 10*time.Second)
+	if left := m.stopUntil(m.allTables(), "released", begin.Add(c.SessionTimeout/2)); left > 0 {
+		m.log.Warn("cluster: tables still finishing a batch at half the session timeout; leaving the group without them (their next owners fence them)",
+			"tables", left, "session_timeout", c.SessionTimeout)
+	}
+	leaveBy := begin.Add(c.SessionTimeout * 8 / 10)
+	leaveCtx, cancelLeave := context.WithDeadline(context.Background(), leaveBy)
 	defer cancelLeave()
 	if err := m.cl.LeaveGroupContext(leaveCtx); err != nil {
 		m.log.Warn("cluster: leave group", "err", err)
 	}
-	m.cl.Close()
-	m.log.Info("cluster: left the group; tables handed over", "tables", n)
-	return nil
+	if m.instance != "" {
+		resp, err := adm.LeaveGroup(leaveCtx, kadm.LeaveGroup(c.Group).InstanceIDs(m.instance))
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil && !errors.Is(err, kerr.UnknownMemberID) {
+			m.log.Warn("cluster: leave group as static member", "err", err)
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		m.cl.Close()
+		close(closed)
+	}()
+	t := time.NewTimer(time.Until(begin.Add(c.SessionTimeout * 9 / 10)))
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		m.log.Warn("cluster: the Kafka client did not close in time; exiting without it")
+	}
+	m.log.Info("cluster: left the group; tables handed over", "tables", n, "ms", time.Since(begin).Milliseconds())
 }
+
+// startChecks runs the start checks until they pass, fail for good, or
+// ctx is done. An answer that says the group coordinator or a partition
+// leader is moving, loading or not there yet, a rebalance, a network
+// error, or an attempt that ran out of time is retried, with a backoff
+// from RetryInitial to RetryMax and a log line each time: a broker that
+// restarts or moves a coordinator is no reason for a member to exit.
+func (m *Member) startChecks(ctx context.Context, adm *kadm.Client, self string) error {
+	c := m.o.Config
+	backoff := m.o.RetryInitial
+	for {
+		err := func() error {
+			actx, cancel := context.WithTimeout(ctx, checkAttempt)
+			defer cancel()
+			if err := ensureCoordinationTopic(actx, adm, c.Topic, c.Partitions); err != nil {
+				return err
+			}
+			if err := checkCheckpointTopic(actx, adm, c.Kafka.WithDefaults().CheckpointTopic, c.MinReplicas); err != nil {
+				return err
+			}
+			return checkPeers(actx, adm, c.Group, m.o.Version, m.o.Fingerprint, self)
+		}()
+		if err == nil || ctx.Err() != nil || !Retriable(err) {
+			return err
+		}
+		m.log.Warn("cluster: start checks: Kafka is not ready; retrying", "err", err, "backoff", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, m.o.RetryMax)
+	}
+}
+
+// checkAttempt bounds one attempt of the start checks; a retriable
+// answer that lasts longer is logged and the checks start again.
+const checkAttempt = 10 * time.Second
+
+// Retriable reports whether err is an answer or failure of Kafka that
+// goes away by itself: a retriable Kafka error code (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, LEADER_NOT_AVAILABLE…),
+// REBALANCE_IN_PROGRESS, a connection that failed or closed, or a
+// request that ran out of time.
+func Retriable(err error) bool {
+	var ne net.Error
+	return kerr.IsRetriable(err) || errors.Is(err, kerr.RebalanceInProgress) || kgo.IsRetryableBrokerErr(err) ||
+		errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// rebalanceTimeout is how long the group waits for every member to
+// rejoin once a rebalance starts: the session timeout, so that a member
+// paused or dead in the middle of a rebalance holds the others up no
+// longer than a silent one does (its revoke, which stops its tables, has
+// as long). Kafka's 60s default (30s before) stalled every table for that
+// long whenever a member froze during a rebalance.
+func rebalanceTimeout(session time.Duration) time.Duration { return session }
 
 // heartbeatInterval is how often a member heartbeats to the group
 // coordinator. Under the classic group protocol a member learns that the
@@ -304,7 +443,11 @@ func (m *Member) allTables() []Table {
 // stop stops the followers of tables and waits for them: a table is
 // given up only once its in-flight batch is confirmed and checkpointed,
 // or has failed.
-func (m *Member) stop(tables []Table, direction string) {
+func (m *Member) stop(tables []Table, direction string) { m.stopUntil(tables, direction, time.Time{}) }
+
+// stopUntil is stop that waits until deadline at most (for ever when it
+// is zero) and returns how many followers had not stopped by then.
+func (m *Member) stopUntil(tables []Table, direction string, deadline time.Time) int {
 	m.mu.Lock()
 	var stopping []*runner
 	stopOne := func(name string) {
@@ -323,9 +466,20 @@ func (m *Member) stop(tables []Table, direction string) {
 	}
 	m.o.Metrics.Tables.Set(float64(len(m.running)))
 	m.mu.Unlock()
-	for _, r := range stopping {
-		<-r.done
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
 	}
+	for i, r := range stopping {
+		select {
+		case <-r.done:
+		case <-timeout:
+			return len(stopping) - i
+		}
+	}
+	return 0
 }
 
 // follow runs the table's pipeline until ctx is done or the table stops

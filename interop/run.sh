@@ -62,6 +62,12 @@
 #      with `icecdc changes` and `icecdc run` (retention hold included). In
 #      the background from the end of install-jars on. Alone:
 #        bash -c '. interop/run.sh && hive_run'
+#  11. cluster-churn (issue 18): `go test ./internal/daemontest -run
+#      '^TestClusterChurnRealBroker$'` against the broker: 3 to 5 members,
+#      exactly-once, 8 tables, 16 membership changes (SIGKILL, SIGSTOP past
+#      the session timeout, SIGINT, join); every event once and in order,
+#      every table caught up within the session timeout + 10s of the last
+#      change, every SIGINT'd member gone within the session timeout.
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -800,6 +806,23 @@ cluster_check() {
   return "$rc"
 }
 
+# The cluster churn of issue 18 against the broker: TestClusterChurnRealBroker
+# (internal/daemontest) runs 3 to 5 `icecdc run` members, exactly-once, on 8
+# tables through ICECDC_CLUSTER_CHURN_CHANGES (default 16) SIGKILLs, SIGSTOPs
+# past the 6s session timeout, SIGINTs and joins, and fails unless every
+# event arrives once, in order, every table catches up within the session
+# timeout + 10s of the last change, and every stopped member exits within
+# the session timeout. Its summary lines are printed.
+cluster_churn() {
+  [ -n "$KAFKA" ] || { echo "cluster churn: no broker"; return 1; }
+  (cd "$ROOT" && ICECDC_KAFKA_BROKERS=$KAFKA ICECDC_CLUSTER_CHANGES=${ICECDC_CLUSTER_CHURN_CHANGES:-16} \
+    go test ./internal/daemontest -run '^TestClusterChurnRealBroker$' -count=1 -v -timeout 10m) >"$LOGS/cluster-churn.log" 2>&1
+  local rc=$?
+  grep -E 'cluster_test.go:[0-9]+: |^(--- |ok|FAIL)' "$LOGS/cluster-churn.log" | sed 's/^ *//; s/^/  /'
+  [ $rc -ne 0 ] && tail -n 30 "$LOGS/cluster-churn.log" | sed 's/^/    /'
+  return $rc
+}
+
 # A file-sink `icecdc run` over every table of the JDBC catalog on S3.
 s3_run() {
   if [ ! -f "$WORK/spark/s3catalog.db" ] && [ -n "${ICECDC_INTEROP_ONLY:-}" ]; then
@@ -1138,6 +1161,7 @@ part hive hive_metastore
 if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-smoke kafka_smoke
   part kafka-e2e kafka_e2e
+  [ $GO_OK -eq 0 ] && part cluster-churn cluster_churn
 fi
 if [ $CONNECT_PARTS -eq 1 ]; then
   part_wait connect-sink

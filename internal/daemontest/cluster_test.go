@@ -147,35 +147,86 @@ func TestClusterFailoverExactlyOnce(t *testing.T) { clusterFailover(t, "exactly-
 // and each repeat is a chunk re-sent from a chunk boundary.
 func TestClusterFailoverAtLeastOnce(t *testing.T) { clusterFailover(t, "at-least-once") }
 
+// churnShape is the shape of a cluster churn run.
+type churnShape struct {
+	name     string // pipeline and group; event topics are <name>.<namespace>.<table>
+	tables   int
+	session  time.Duration
+	changes  int
+	min, max int      // live members the loop keeps
+	brokers  []string // a real broker's; nil: a kfake cluster of 3
+	// goals makes the run fail unless, after the last membership change,
+	// every table is caught up within the session timeout + 10s and every
+	// SIGINT'd member exited within the session timeout.
+	goals bool
+}
+
 func clusterFailover(t *testing.T, delivery string) {
 	if testing.Short() {
 		t.Skip("a cluster failover test takes about a minute and a half; skipped with -short")
 	}
-	changes := clusterChangeCount(t)
+	clusterChurn(t, delivery, churnShape{name: "clustertest", tables: clusterTables, session: clusterSession,
+		changes: clusterChangeCount(t), min: 2, max: 4})
+}
+
+// TestClusterChurnRealBroker is the churn of issue 18 against a real
+// Kafka broker (ICECDC_KAFKA_BROKERS, a comma-separated list; the interop
+// stage sets it; "kfake" runs it on kfake): 3 to 5 members, exactly-once, 8 tables, 40 membership
+// changes (ICECDC_CLUSTER_CHANGES), one every 1 to 2.5s, a session timeout
+// of 6s (the broker's default group.min.session.timeout.ms). Besides
+// what the kfake runs check, it holds the members to the goals: after the
+// last change every table caught up within the session timeout + 10s,
+// and every SIGINT'd member gone within the session timeout. Those are
+// timed, so they are held on the broker users run, not in the default
+// run on kfake (TestClusterFailoverExactlyOnce reports the same numbers).
+func TestClusterChurnRealBroker(t *testing.T) {
+	env := os.Getenv("ICECDC_KAFKA_BROKERS")
+	if env == "" {
+		t.Skip("ICECDC_KAFKA_BROKERS is not set: the churn test needs a real Kafka broker (the interop stage starts one and sets it)")
+	}
+	changes := 40
+	if os.Getenv("ICECDC_CLUSTER_CHANGES") != "" {
+		changes = clusterChangeCount(t)
+	}
+	var brokers []string // ICECDC_KAFKA_BROKERS=kfake: the same run on kfake, to compare
+	if env != "kfake" {
+		brokers = strings.Split(env, ",")
+	}
+	clusterChurn(t, "exactly-once", churnShape{name: fmt.Sprintf("churn%d", time.Now().UnixMilli()), tables: 8,
+		session: 6 * time.Second, changes: changes, min: 3, max: 5, brokers: brokers, goals: true})
+}
+
+func clusterChurn(t *testing.T, delivery string, sh churnShape) {
+	changes := sh.changes
 	seed := uint64(20261201)
 	exactlyOnce := delivery == "exactly-once"
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
+	brokers := sh.brokers
+	if brokers == nil {
+		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		brokers = c.ListenAddrs()
 	}
-	t.Cleanup(c.Close)
 	dir := t.TempDir()
 	env := newEnv(t, filepath.Join(dir, "lake"))
-	r := &clusterRig{t: t, bin: icecdcBinary(t), cfg: filepath.Join(dir, "icecdc.yaml"), log: filepath.Join(dir, "members.log"), brokers: c.ListenAddrs()}
+	r := &clusterRig{t: t, bin: icecdcBinary(t), cfg: filepath.Join(dir, "icecdc.yaml"), log: filepath.Join(dir, "members.log"), brokers: brokers}
 	t.Cleanup(func() {
+		if keep := os.Getenv("ICECDC_CLUSTER_KEEP_LOG"); keep != "" {
+			b, _ := os.ReadFile(r.log)
+			os.WriteFile(keep, b, 0o600)
+		}
 		if t.Failed() {
-			if keep := os.Getenv("ICECDC_CLUSTER_KEEP_LOG"); keep != "" {
-				b, _ := os.ReadFile(r.log)
-				os.WriteFile(keep, b, 0o600)
-			}
 			t.Logf("members' log (last lines):\n%s", tail(r.log, 60))
 		}
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	writers := make([]*writer, clusterTables)
-	conf := daemonConf{Name: "clustertest", Env: env, Poll: 100 * time.Millisecond, Chunk: clusterChunk,
-		StatePath: filepath.Join(dir, "unused.db"), Sink: kafkaSink(r.brokers, delivery)}
+	writers := make([]*writer, sh.tables)
+	conf := daemonConf{Name: sh.name, Env: env, Poll: 100 * time.Millisecond, Chunk: clusterChunk,
+		StatePath: filepath.Join(dir, "unused.db"), Sink: kafkaSink(r.brokers, delivery) + "    topic: \"{pipeline}.{namespace}.{table}\"\n"}
+	var err error
 	for i := range writers {
 		name := fmt.Sprintf("shop.t%02d", i)
 		r.tables = append(r.tables, name)
@@ -189,7 +240,7 @@ func clusterFailover(t *testing.T, delivery string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "cluster: {type: kafka, group: clustertest, partitions: 24, session_timeout: %s}\n", clusterSession)
+	fmt.Fprintf(f, "cluster: {type: kafka, group: %s, partitions: 24, session_timeout: %s}\n", sh.name, sh.session)
 	f.Close()
 
 	// The writer commits to the tables in turn all the time.
@@ -203,7 +254,7 @@ func clusterFailover(t *testing.T, delivery string) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			if _, err := writers[i%clusterTables].step(ctx, i/clusterTables, false); err != nil {
+			if _, err := writers[i%sh.tables].step(ctx, i/sh.tables, false); err != nil {
 				if ctx.Err() != nil {
 					writerDone <- nil
 					return
@@ -217,7 +268,7 @@ func clusterFailover(t *testing.T, delivery string) {
 	stopWriter := sync.OnceValue(func() error { cancel(); return <-writerDone })
 
 	var live []*member
-	for range 3 {
+	for range sh.min + 1 {
 		live = append(live, r.start())
 	}
 	for _, m := range live {
@@ -225,6 +276,7 @@ func clusterFailover(t *testing.T, delivery string) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0xc1a5))
 	var log []change
+	var exits []time.Duration // from a SIGINT to the member's exit
 	begin := time.Now()
 	pick := func() (int, *member, memberStatus) {
 		i := rng.IntN(len(live))
@@ -243,9 +295,9 @@ func clusterFailover(t *testing.T, delivery string) {
 		}
 		kind := []string{"kill", "pause", "stop", "join"}[rng.IntN(4)]
 		switch {
-		case len(live) <= 2:
+		case len(live) <= sh.min:
 			kind = "join"
-		case len(live) >= 4 && kind == "join":
+		case len(live) >= sh.max && kind == "join":
 			kind = "kill"
 		}
 		switch kind {
@@ -267,6 +319,7 @@ func clusterFailover(t *testing.T, delivery string) {
 			if code := m.d.interrupt(t); code != 0 {
 				t.Fatalf("member %d exited %d after SIGINT, want 0", m.n, code)
 			}
+			exits = append(exits, time.Since(at))
 			live = slices.Delete(live, i, i+1)
 			log = append(log, change{kind: "stop", at: at, member: st.Member, tables: st.Tables})
 		case "pause":
@@ -278,7 +331,7 @@ func clusterFailover(t *testing.T, delivery string) {
 				t.Fatal(err)
 			}
 			log = append(log, change{kind: "pause", at: at, member: st.Member, tables: st.Tables})
-			time.Sleep(clusterSession + time.Second)
+			time.Sleep(sh.session + time.Second)
 			if err := m.d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
@@ -289,11 +342,12 @@ func clusterFailover(t *testing.T, delivery string) {
 	if err := stopWriter(); err != nil {
 		t.Fatalf("writer: %v", err)
 	}
-	for len(live) < 3 {
+	for len(live) < sh.min+1 {
 		m := r.start()
 		waitReady(t, m.listen, m.d, 60*time.Second)
 		live = append(live, m)
 	}
+	lastChange := time.Now()
 
 	// Caught up: every table's last checkpoint record is its head.
 	kc := kafka.Config{Brokers: r.brokers}
@@ -305,7 +359,7 @@ func clusterFailover(t *testing.T, delivery string) {
 	for {
 		last := map[string]cdc.Checkpoint{}
 		err := kafka.ReadCheckpoints(t.Context(), kc, func(cr kafka.CheckpointRecord) {
-			last[strings.TrimPrefix(cr.Key, "clustertest/")] = cr.Checkpoint
+			last[strings.TrimPrefix(cr.Key, sh.name+"/")] = cr.Checkpoint
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -318,6 +372,10 @@ func clusterFailover(t *testing.T, delivery string) {
 		}
 		if len(behind) == 0 {
 			break
+		}
+		if sh.goals && time.Since(lastChange) > sh.session+10*time.Second {
+			t.Fatalf("not caught up %s after the last membership change (the goal: the session timeout %s + 10s): %s",
+				time.Since(lastChange).Round(time.Millisecond), sh.session, strings.Join(behind, "; "))
 		}
 		if time.Now().After(deadline) {
 			for _, m := range live {
@@ -334,10 +392,16 @@ func clusterFailover(t *testing.T, delivery string) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	caughtUp := time.Since(lastChange)
 	for _, m := range live {
+		at := time.Now()
 		if code := m.d.interrupt(t); code != 0 {
 			t.Fatalf("member %d exited %d after SIGINT, want 0", m.n, code)
 		}
+		exits = append(exits, time.Since(at))
+	}
+	if sh.goals && slices.Max(exits) > sh.session {
+		t.Fatalf("a member took %s to exit after SIGINT, more than the session timeout %s", slices.Max(exits).Round(time.Millisecond), sh.session)
 	}
 
 	// The streams.
@@ -348,7 +412,7 @@ func clusterFailover(t *testing.T, delivery string) {
 			t.Fatal(err)
 		}
 		rctx, rcancel := context.WithTimeout(t.Context(), time.Minute)
-		recs, err := readTopic(rctx, r.brokers, "icecdc."+name, true)
+		recs, err := readTopic(rctx, r.brokers, sh.name+"."+name, true)
 		rcancel()
 		if err != nil {
 			t.Fatal(err)
@@ -368,15 +432,17 @@ func clusterFailover(t *testing.T, delivery string) {
 	}
 
 	// One owner at a time, from the checkpoint topic.
-	takeovers := checkOwners(t, kc, log)
+	takeovers := checkOwners(t, kc, sh.name, log)
 	counts := map[string]int{}
 	for _, ch := range log {
 		counts[ch.kind]++
 	}
 	t.Logf("%s: %d membership changes in %s (%d kills, %d pauses past the %s session timeout and %d resumes, %d graceful stops, %d joins); "+
 		"%d commits on %d tables; %d events expected, %d read back read_committed: %d lost, %d duplicates (in %d re-sent runs), 0 order violations",
-		delivery, len(log), loopTime.Round(time.Second), counts["kill"], counts["pause"], clusterSession, counts["resume"], counts["stop"], counts["join"],
-		commits, clusterTables, events, delivered, 0, dups, runs)
+		delivery, len(log), loopTime.Round(time.Second), counts["kill"], counts["pause"], sh.session, counts["resume"], counts["stop"], counts["join"],
+		commits, sh.tables, events, delivered, 0, dups, runs)
+	t.Logf("every table caught up %s after the last membership change (session timeout %s); exit after SIGINT (%d members): median %s, max %s",
+		caughtUp.Round(time.Millisecond), sh.session, len(exits), median(exits).Round(time.Millisecond), slices.Max(exits).Round(time.Millisecond))
 	for kind, ds := range takeovers {
 		t.Logf("takeover after %s (from the signal to the new owner's first delivery, %d tables): median %s, max %s",
 			kind, len(ds), median(ds).Round(time.Millisecond), slices.Max(ds).Round(time.Millisecond))
@@ -437,7 +503,7 @@ func checkDeduplicated(got, want []event, chunk int) (dups, runs int, err error)
 // changes, and the position never goes back. It returns, per kind of
 // change that removed a member, how long each table it followed took to
 // see its first checkpoint committed by another member.
-func checkOwners(t *testing.T, kc kafka.Config, log []change) map[string][]time.Duration {
+func checkOwners(t *testing.T, kc kafka.Config, pipeline string, log []change) map[string][]time.Duration {
 	t.Helper()
 	type rec struct {
 		owner string
@@ -446,8 +512,17 @@ func checkOwners(t *testing.T, kc kafka.Config, log []change) map[string][]time.
 		at    time.Time
 	}
 	hist := map[string][]rec{}
+	killed := map[string]time.Time{}
+	for _, ch := range log {
+		if ch.kind == "kill" {
+			killed[ch.member] = ch.at
+		}
+	}
 	err := kafka.ReadCheckpoints(t.Context(), kc, func(cr kafka.CheckpointRecord) {
-		name := strings.TrimPrefix(cr.Key, "clustertest/")
+		name, ok := strings.CutPrefix(cr.Key, pipeline+"/")
+		if !ok {
+			return // another pipeline's, on a shared broker
+		}
 		hist[name] = append(hist[name], rec{cr.Owner, cr.Generation, cr.Checkpoint, cr.Time})
 	})
 	if err != nil {
@@ -459,7 +534,11 @@ func checkOwners(t *testing.T, kc kafka.Config, log []change) map[string][]time.
 			if b.owner == "" || b.gen < 0 {
 				t.Fatalf("%s: checkpoint record %d has no owner or generation", name, i)
 			}
-			if b.gen < a.gen || b.owner != a.owner && b.gen == a.gen {
+			// A member killed and restarted on the same host takes the
+			// dead one's static membership (its group.instance.id), and
+			// with it its assignment in the same generation.
+			replaced := killed[a.owner].Before(b.at) && !killed[a.owner].IsZero()
+			if b.gen < a.gen || b.owner != a.owner && b.gen == a.gen && !replaced {
 				t.Fatalf("%s: checkpoint record %d by %s (generation %d) follows one by %s (generation %d): two owners at once", name, i, b.owner, b.gen, a.owner, a.gen)
 			}
 			if b.cp.Before(a.cp) {
@@ -468,6 +547,7 @@ func checkOwners(t *testing.T, kc kafka.Config, log []change) map[string][]time.
 		}
 	}
 	out := map[string][]time.Duration{}
+	worst := map[string]string{}
 	for _, ch := range log {
 		if ch.kind != "kill" && ch.kind != "stop" && ch.kind != "pause" {
 			continue
@@ -475,11 +555,19 @@ func checkOwners(t *testing.T, kc kafka.Config, log []change) map[string][]time.
 		for _, name := range ch.tables {
 			for _, r := range hist[name] {
 				if r.owner != ch.member && r.at.After(ch.at) {
-					out[ch.kind] = append(out[ch.kind], r.at.Sub(ch.at))
+					d := r.at.Sub(ch.at)
+					if len(out[ch.kind]) == 0 || d > slices.Max(out[ch.kind]) {
+						worst[ch.kind] = fmt.Sprintf("%s of %s at %s: %s's first checkpoint by %s (generation %d) at %s",
+							ch.kind, ch.member, ch.at.Format("15:04:05.000"), name, r.owner, r.gen, r.at.Format("15:04:05.000"))
+					}
+					out[ch.kind] = append(out[ch.kind], d)
 					break
 				}
 			}
 		}
+	}
+	for kind, w := range worst {
+		t.Logf("worst takeover after %s: %s", kind, w)
 	}
 	return out
 }
