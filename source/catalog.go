@@ -304,6 +304,7 @@ func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
 		defer c.Close()
 	}
 	var out []string
+	ctx, answered := watchAnswers(ctx)
 	list := func(ctx context.Context, cat catalog.Catalog) error {
 		for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
 			if err != nil {
@@ -319,7 +320,7 @@ func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
 		err = list(ctx, cat)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, err))
+		return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, answered(err)))
 	}
 	return out, nil
 }
