@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/icecdc/icecdc/internal/redact"
 )
 
 // CatalogTypes are the catalogs icecdc reads, each tested against a real
@@ -38,6 +40,12 @@ func CheckCatalogType(typ string) error {
 // would read an http:// URI's host and port as a metastore's. The error
 // never quotes a URI that may hold a password.
 func CheckCatalogURI(typ, uri string) error {
+	if typ == "rest" || typ == "glue" {
+		if _, err := url.Parse(uri); err != nil {
+			return fmt.Errorf("%s: %s", redact.URL(uri), redact.ParseReason(err))
+		}
+		return nil
+	}
 	if typ != "hive" {
 		return nil
 	}
@@ -49,7 +57,7 @@ func CheckCatalogURI(typ, uri string) error {
 	}
 	u, err := url.Parse(uri)
 	if err != nil {
-		return errors.New("not a URI: want thrift://host:port")
+		return fmt.Errorf("%s: %s: want thrift://host:port", redact.URL(uri), redact.ParseReason(err))
 	}
 	if u.Scheme != "thrift" || u.Hostname() == "" {
 		return fmt.Errorf("%s: want thrift://host:port (the metastore's Thrift address)", u.Redacted())

@@ -99,7 +99,7 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		return nil, fmt.Errorf("open %s catalog: uri %w", typ, err)
 	}
 	if err := checkURLProps(props); err != nil {
-		return nil, fmt.Errorf("open %s catalog: %w", typ, err)
+		return nil, fmt.Errorf("open %s catalog: property %w", typ, err)
 	}
 	if typ == "sql" {
 		if _, ok := props["sql.driver"]; !ok {

@@ -73,6 +73,9 @@ const (
 // names the property.
 func CheckProps(props map[string]string) error {
 	var errs []error
+	if err := checkURLProps(props); err != nil {
+		errs = append(errs, err)
+	}
 	if v, ok := props[PropS3PathStyle]; ok {
 		if _, err := strconv.ParseBool(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q: want true or false", PropS3PathStyle, v))
@@ -205,6 +208,9 @@ func (s *store) context(ctx context.Context, location string) (context.Context, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.s3cfg == nil {
+		if err := checkURLProps(s.props); err != nil {
+			return nil, err // before iceberg-go quotes the URL whole
+		}
 		cfg, err := s3io.ParseAWSConfig(ctx, s.props)
 		if err != nil {
 			return nil, s.explain(location, err)

@@ -20,12 +20,13 @@ var urlProps = []string{
 }
 
 // checkURLProps refuses a URL property that does not parse; the error
-// shows the URL without its userinfo. A sql catalog's uri is a file or a
-// database's connection string, which its driver reads.
+// shows the URL without its userinfo. The uri is CheckCatalogURI's: a sql
+// catalog's is a file or a database's connection string, which its
+// driver reads.
 func checkURLProps(props map[string]string) error {
-	for _, k := range urlProps {
+	for _, k := range urlProps[1:] {
 		v, ok := props[k]
-		if !ok || v == "" || (k == "uri" && props["type"] != "rest" && props["type"] != "glue") {
+		if !ok || v == "" {
 			continue
 		}
 		if _, err := url.Parse(v); err != nil {
