@@ -119,6 +119,10 @@ type CatalogConfig struct {
 	URI        string            `yaml:"uri"`
 	Warehouse  string            `yaml:"warehouse"`
 	Properties map[string]string `yaml:"properties"`
+	// MaxResponseBytes bounds each answer of a REST catalog icecdc reads
+	// (default 64MiB): a longer one fails the load naming the bound and
+	// the URL.
+	MaxResponseBytes byteSize `yaml:"max_response_bytes"`
 }
 
 // TableConfig is one followed table (or namespace.* for all of them).

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConfigURLPasswordsHidden: a URL of the configuration whose
@@ -28,5 +33,39 @@ func TestConfigURLPasswordsHidden(t *testing.T) {
 		if strings.Contains(msg, "Pw-") || strings.Contains(msg, "zz") || !strings.Contains(msg, tc.field) || !strings.Contains(msg, ":xxxxx@") {
 			t.Errorf("want %s named and the URL without its password: %s", tc.field, msg)
 		}
+	}
+}
+
+// TestCatalogMaxResponseBytes: catalog.max_response_bytes bounds the
+// answers of the REST catalog the configuration names: listing a
+// namespace whose answer does not end fails naming the bound, at the
+// configured size.
+func TestCatalogMaxResponseBytes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/v1/config") {
+			io.WriteString(w, `{"defaults": {}, "overrides": {}}`)
+			return
+		}
+		io.WriteString(w, `{"identifiers": [`)
+		one := []byte(strings.Repeat(`{"namespace": ["audit"], "name": "t"}, `, 1000))
+		for i := 0; i < 2000; i++ { // 76 MB, past the default too
+			if _, err := w.Write(one); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	cfg := strings.Replace(goodConfig, "type: sql\n  uri: file:/var/lib/icecdc/catalog.db",
+		"type: rest\n  uri: '"+srv.URL+"'\n  max_response_bytes: 2MiB", 1)
+	c, err := parseConfig([]byte(cfg), env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	_, err = listTableSources(ctx, c, nil)
+	if err == nil || !strings.Contains(err.Error(), "longer than 2 MiB") || !strings.Contains(err.Error(), srv.URL+"/v1/namespaces/audit/tables") {
+		t.Fatalf("want the 2 MiB bound named: %v", err)
 	}
 }
