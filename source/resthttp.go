@@ -150,7 +150,11 @@ func (t *catalogTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	a, _ := req.Context().Value(answersKey{}).(*answers)
-	resp.Body = &boundedBody{rc: resp.Body, left: t.limit, url: req.URL, limit: t.limit, answers: a}
+	body := &boundedBody{rc: resp.Body, left: t.limit, url: req.URL, limit: t.limit, answers: a}
+	if resp.ContentLength > t.limit {
+		body.fail() // said too long: nothing of it is read
+	}
+	resp.Body = body
 	return resp, nil
 }
 
@@ -202,10 +206,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		if n == 0 {
 			return 0, err
 		}
-		u := *b.url
-		u.User, u.RawQuery, u.Fragment = nil, "", ""
-		b.err = &ResponseTooLargeError{URL: redact.URL(u.String()), Limit: b.limit}
-		b.answers.cut(b.err)
+		b.fail()
 		return 0, b.err
 	}
 	if int64(len(p)) > b.left {
@@ -214,6 +215,13 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
 	return n, err
+}
+
+func (b *boundedBody) fail() {
+	u := *b.url
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	b.err = &ResponseTooLargeError{URL: redact.URL(u.String()), Limit: b.limit}
+	b.answers.cut(b.err)
 }
 
 func (b *boundedBody) Close() error { return b.rc.Close() }

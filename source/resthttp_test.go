@@ -212,3 +212,24 @@ func TestRESTRedirectKeepsCredentials(t *testing.T) {
 		t.Fatalf("the error shows the secret: %v", err)
 	}
 }
+
+// TestRESTAnswerSaidTooLong: an answer whose Content-Length is past the
+// bound fails without a byte of it read.
+func TestRESTAnswerSaidTooLong(t *testing.T) {
+	var written atomic.Int64
+	srv := hostileREST(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(64<<20))
+		w.WriteHeader(http.StatusOK)
+		endless(&written, 64<<20, `{"metadata-location": "`)(w, r)
+	})
+	_, err := source.Open(context.Background(), source.Options{
+		CatalogType: "rest", CatalogURI: srv.URL, Table: "shop.orders", MaxResponseBytes: 1 << 20,
+	})
+	var tooLarge *source.ResponseTooLargeError
+	if !errors.As(err, &tooLarge) {
+		t.Fatalf("want the bound named: %v", err)
+	}
+	if w := written.Load(); w > 32<<20 {
+		t.Errorf("the server wrote %d MiB", w>>20)
+	}
+}
