@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/icecdc/icecdc/internal/redact"
 )
 
 // CatalogTypes are the catalogs icecdc reads, each tested against a real
@@ -38,6 +40,12 @@ func CheckCatalogType(typ string) error {
 // would read an http:// URI's host and port as a metastore's. The error
 // never quotes a URI that may hold a password.
 func CheckCatalogURI(typ, uri string) error {
+	if typ == "rest" || typ == "glue" {
+		if _, err := url.Parse(uri); err != nil {
+			return fmt.Errorf("%s: %s", redact.URL(uri), redact.ParseReason(err))
+		}
+		return nil
+	}
 	if typ != "hive" {
 		return nil
 	}
@@ -49,7 +57,7 @@ func CheckCatalogURI(typ, uri string) error {
 	}
 	u, err := url.Parse(uri)
 	if err != nil {
-		return errors.New("not a URI: want thrift://host:port")
+		return fmt.Errorf("%s: %s: want thrift://host:port", redact.URL(uri), redact.ParseReason(err))
 	}
 	if u.Scheme != "thrift" || u.Hostname() == "" {
 		return fmt.Errorf("%s: want thrift://host:port (the metastore's Thrift address)", u.Redacted())
@@ -304,6 +312,7 @@ func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
 		defer c.Close()
 	}
 	var out []string
+	ctx, answered := watchAnswers(ctx)
 	list := func(ctx context.Context, cat catalog.Catalog) error {
 		for ident, err := range cat.ListTables(ctx, catalog.ToIdentifier(ns)) {
 			if err != nil {
@@ -319,7 +328,7 @@ func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
 		err = list(ctx, cat)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, err))
+		return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, answered(err)))
 	}
 	return out, nil
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// IOConcurrency bounds the reads of manifests, deletion vectors and
 	// data files a table has in flight (default 16).
 	IOConcurrency int
+	// MaxResponseBytes bounds each answer of a REST catalog icecdc reads
+	// (default DefaultMaxResponseBytes, 64 MiB): a longer one fails the
+	// call with a ResponseTooLargeError naming the bound and the URL.
+	MaxResponseBytes int64
 	// FileIndex, when set, keeps the table's data-file index (where each
 	// data file's manifest entry is) between runs, so that a restarted
 	// follower decodes no manifest it decoded before. Default nil: the
@@ -93,6 +97,9 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 	}
 	if err := CheckCatalogURI(typ, props["uri"]); err != nil {
 		return nil, fmt.Errorf("open %s catalog: uri %w", typ, err)
+	}
+	if err := checkURLProps(props); err != nil {
+		return nil, fmt.Errorf("open %s catalog: property %w", typ, err)
 	}
 	if typ == "sql" {
 		if _, ok := props["sql.driver"]; !ok {
@@ -129,9 +136,12 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 	}
 	var cat catalog.Catalog
 	var err error
-	if typ == "hive" {
+	switch typ {
+	case "hive":
 		cat, err = loadHive(ctx, name, props)
-	} else {
+	case "rest":
+		cat, err = openREST(ctx, name, props, o.MaxResponseBytes)
+	default:
 		cat, err = catalog.Load(ctx, name, props)
 	}
 	if err != nil {
@@ -224,6 +234,7 @@ func New(o Options) (*Table, error) {
 		// refused connection until its context ends.
 		lctx, cancel := context.WithTimeout(lctx, loadTableTimeout)
 		defer cancel()
+		lctx, answered := watchAnswers(lctx)
 		var tbl *table.Table
 		cat, err := h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
 			tbl, err = c.LoadTable(ctx, ident)
@@ -233,7 +244,7 @@ func New(o Options) (*Table, error) {
 					err = fmt.Errorf("%w: %w", catalog.ErrNoSuchNamespace, err)
 				}
 			}
-			return err
+			return answered(err)
 		})
 		switch {
 		case err != nil && cat == nil && h.hive:
@@ -253,9 +264,10 @@ func New(o Options) (*Table, error) {
 		if err != nil {
 			return err
 		}
+		lctx, answered := watchAnswers(lctx)
 		_, err = h.use(lctx, func(ctx context.Context, c catalog.Catalog) error {
 			_, _, err := c.CommitTable(ctx, ident, reqs, updates)
-			return err
+			return answered(err)
 		})
 		if err != nil && h.hive {
 			err = st.explainCatalog(o, err) // names the metastore

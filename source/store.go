@@ -31,6 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/googleapis/gax-go/v2"
+
+	"github.com/icecdc/icecdc/internal/redact"
 )
 
 // Object stores: iceberg-go reads s3://, gs:// and abfs:// files through
@@ -73,6 +75,9 @@ const (
 // names the property.
 func CheckProps(props map[string]string) error {
 	var errs []error
+	if err := checkURLProps(props); err != nil {
+		errs = append(errs, err)
+	}
 	if v, ok := props[PropS3PathStyle]; ok {
 		if _, err := strconv.ParseBool(v); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %q: want true or false", PropS3PathStyle, v))
@@ -205,6 +210,9 @@ func (s *store) context(ctx context.Context, location string) (context.Context, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.s3cfg == nil {
+		if err := checkURLProps(s.props); err != nil {
+			return nil, err // before iceberg-go quotes the URL whole
+		}
 		cfg, err := s3io.ParseAWSConfig(ctx, s.props)
 		if err != nil {
 			return nil, s.explain(location, err)
@@ -248,6 +256,9 @@ func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 			return fsys, nil
 		}
 		s.secrets.learn(ioSecrets(ctx, fsys)...)
+		if err := s.checkEndpoint(location, fsys); err != nil {
+			return nil, err
+		}
 		boundGCSRetries(fsys)
 		return &storeIO{inner: fsys, s: s, ctx: ctx}, nil
 	}
@@ -312,6 +323,65 @@ func ioSecrets(ctx context.Context, fsys iceio.IO) []string {
 	}
 	return out
 }
+
+// checkEndpoint refuses an S3 file IO that would sign requests to an
+// endpoint the operator did not give with the operator's own credentials:
+// a REST catalog's loadTable config (or the table's properties) may name
+// s3.endpoint, which iceberg-go merges into the IO's properties, and a
+// catalog vending an endpoint of its choosing without keys would have
+// every request signed for it with the keys icecdc was given. An
+// endpoint given with its own keys (vended credentials) is used.
+func (s *store) checkEndpoint(location string, fsys iceio.IO) error {
+	b, ok := fsys.(*blobfs.FileIO)
+	var c *s3.Client
+	if !ok || !b.Bucket.As(&c) || c == nil {
+		return nil
+	}
+	opts := c.Options()
+	ep := strings.TrimRight(aws.ToString(opts.BaseEndpoint), "/")
+	if ep == "" || ep == strings.TrimRight(s.s3Endpoint(), "/") {
+		return nil
+	}
+	if vended := s.vendedKey(opts.Credentials); vended {
+		return nil
+	}
+	return &storeError{store: s.describe(location), secrets: s.secrets, err: errForeignEndpoint,
+		reason: fmt.Sprintf("the catalog gives the endpoint %s for the table's files without credentials for it: "+
+			"icecdc signs requests to an endpoint it was not given only with credentials given with that endpoint "+
+			"(set s3.endpoint to it to trust it with your own)", redact.URL(ep))}
+}
+
+// vendedKey reports whether creds are a static key that is not the
+// operator's: iceberg-go makes one of the properties it is given, which
+// hold the operator's own (s3.access-key-id) unless the catalog vended
+// others; any other provider (a profile, the environment, a web identity)
+// is the operator's.
+func (s *store) vendedKey(creds aws.CredentialsProvider) bool {
+	if creds == nil || !aws.IsCredentialsProvider(creds, credentials.StaticCredentialsProvider{}) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // static: no request
+	defer cancel()
+	v, err := creds.Retrieve(ctx)
+	if err != nil || v.AccessKeyID == "" {
+		return false
+	}
+	if v.AccessKeyID == s.props[iceio.S3AccessKeyID] || v.AccessKeyID == os.Getenv("AWS_ACCESS_KEY_ID") {
+		return false
+	}
+	s.mu.Lock()
+	cfg := s.s3cfg
+	s.mu.Unlock()
+	if cfg != nil && cfg.Credentials != nil && aws.IsCredentialsProvider(cfg.Credentials, credentials.StaticCredentialsProvider{}) {
+		if own, err := cfg.Credentials.Retrieve(ctx); err == nil && own.AccessKeyID == v.AccessKeyID {
+			return false
+		}
+	}
+	return true
+}
+
+// errForeignEndpoint is checkEndpoint's refusal.
+var errForeignEndpoint = errors.New("endpoint vended without credentials")
 
 // boundGCSRetries makes a GCS file IO try each request storeAttempts
 // times: iceberg-go makes its client with the library's default, which

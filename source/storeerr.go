@@ -25,6 +25,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	"google.golang.org/api/googleapi"
+
+	"github.com/icecdc/icecdc/internal/redact"
 )
 
 // storeError is an object store's error as one line: which store (bucket
@@ -106,14 +108,11 @@ func (s *store) explainCatalog(o Options, err error) error {
 	where := o.CatalogType + " catalog"
 	switch ep := o.CatalogURI; {
 	case o.CatalogType == "glue" && s.props["glue.endpoint"] != "":
-		where += " at " + s.props["glue.endpoint"]
+		where += " at " + redact.URL(s.props["glue.endpoint"])
 	case o.CatalogType == "glue" && s.props["glue.region"] != "":
 		where += " (region " + s.props["glue.region"] + ")"
 	case o.CatalogType == "rest" && ep != "":
-		if u, err := url.Parse(ep); err == nil {
-			ep = u.Redacted()
-		}
-		where += " at " + ep
+		where += " at " + redact.URL(ep)
 	}
 	return &storeError{store: where, reason: r, err: err, secrets: s.secrets}
 }
@@ -137,8 +136,8 @@ func (s *store) explainHive(o Options, err error) error {
 	if uri == "" {
 		uri = s.props["uri"]
 	}
-	if u, perr := url.Parse(uri); perr == nil && uri != "" {
-		where += " at " + u.Redacted()
+	if uri != "" {
+		where += " at " + redact.URL(uri)
 	}
 	var r string
 	var na *noAnswerError
@@ -170,7 +169,7 @@ func (s *store) describe(name string) string {
 	switch {
 	case isS3(name):
 		if ep := s.s3Endpoint(); ep != "" {
-			return fmt.Sprintf("s3 bucket %s at %s", b, ep)
+			return fmt.Sprintf("s3 bucket %s at %s", b, redact.URL(ep))
 		}
 		// An endpoint vended by a REST catalog is not known here.
 		if r := s.s3Region(); r != "" {
@@ -179,7 +178,7 @@ func (s *store) describe(name string) string {
 		return "s3 bucket " + b
 	case scheme == "gs":
 		if ep := s.props[iceio.GCSEndpoint]; ep != "" {
-			return fmt.Sprintf("gcs bucket %s at %s", b, ep)
+			return fmt.Sprintf("gcs bucket %s at %s", b, redact.URL(ep))
 		}
 		return "gcs bucket " + b
 	case isAzure(name):
@@ -495,6 +494,9 @@ func newSecrets(o Options) *secrets {
 	for _, v := range propSecrets(o.Props) {
 		add(v)
 	}
+	for _, v := range urlSecrets(o) {
+		add(v)
+	}
 	for _, uri := range []string{o.CatalogURI, o.Props["uri"]} {
 		if u, err := url.Parse(uri); err == nil && u.User != nil {
 			if pw, ok := u.User.Password(); ok {
@@ -532,8 +534,11 @@ func (s *secrets) learn(values ...string) {
 }
 
 // hide replaces every secret in msg, the longest first: a secret holding
-// another (a vended token holding a catalog's client id) is hidden whole.
+// another (a vended token holding a catalog's client id) is hidden whole;
+// and the userinfo of every URL, which a library may quote from a URL it
+// was given or made.
 func (s *secrets) hide(msg string) string {
+	msg = redact.Text(msg)
 	if s == nil {
 		return msg
 	}

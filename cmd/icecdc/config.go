@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
+	"github.com/icecdc/icecdc/internal/redact"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
@@ -99,6 +101,10 @@ type CatalogConfig struct {
 	URI        string            `yaml:"uri"`
 	Warehouse  string            `yaml:"warehouse"`
 	Properties map[string]string `yaml:"properties"`
+	// MaxResponseBytes bounds each answer of a REST catalog icecdc reads
+	// (default 64MiB): a longer one fails the load naming the bound and
+	// the URL.
+	MaxResponseBytes byteSize `yaml:"max_response_bytes"`
 }
 
 // TableConfig is one followed table (or namespace.* for all of them).
@@ -336,7 +342,9 @@ func (c *Config) validate() error {
 		if c.Sink.Webhook.URL == "" {
 			bad("sink.webhook.url", "required for sink type webhook")
 		} else if !strings.HasPrefix(c.Sink.Webhook.URL, "http://") && !strings.HasPrefix(c.Sink.Webhook.URL, "https://") {
-			bad("sink.webhook.url", "%q: want an http:// or https:// URL", c.Sink.Webhook.URL)
+			bad("sink.webhook.url", "%s: want an http:// or https:// URL", redact.URL(c.Sink.Webhook.URL))
+		} else if _, err := url.Parse(c.Sink.Webhook.URL); err != nil {
+			bad("sink.webhook.url", "%s: %s", redact.URL(c.Sink.Webhook.URL), redact.ParseReason(err))
 		}
 		if err := webhook.CheckSecret(c.Sink.Webhook.Secret); err != nil {
 			bad("sink.webhook.secret", "%v", err) // the error never quotes the secret

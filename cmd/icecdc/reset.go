@@ -208,6 +208,7 @@ func releaseHolds(ctx context.Context, cfg *Config, only string) ([]string, erro
 	base := source.Options{
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, Log: slog.New(slog.DiscardHandler),
+		MaxResponseBytes: int64(cfg.Catalog.MaxResponseBytes),
 	}
 	var released []string
 	for _, t := range cfg.Tables {

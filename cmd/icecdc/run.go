@@ -303,6 +303,7 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
 		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
 		AllowedLocations: cfg.AllowedLocations, Log: log, IOConcurrency: cfg.IO.Concurrency,
+		MaxResponseBytes: int64(cfg.Catalog.MaxResponseBytes),
 	}
 	var out []tableSource
 	for _, t := range cfg.Tables {

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+
+	userinfo "github.com/icecdc/icecdc/internal/redact"
 )
 
 // Defaults applied by New to zero fields of Config.
@@ -111,7 +114,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil {
-		return c, fmt.Errorf("webhook url: %w", err)
+		// Not url.Parse's error: it quotes the URL whole.
+		shown, _, _ := strings.Cut(c.URL, "?")
+		shown, _, _ = strings.Cut(shown, "#")
+		return c, fmt.Errorf("webhook url %s: %s", userinfo.URL(shown), userinfo.ParseReason(err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return c, fmt.Errorf("webhook url %s: want an http or https URL with a host", redact(u))
