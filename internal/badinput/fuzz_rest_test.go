@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -164,7 +165,7 @@ func runREST(uri, allowed string, budget uint64) inProcess {
 			return
 		}
 		defer src.Close()
-		enc := &cdc.DebeziumJSON{Envelope: cdc.Envelope{Pipeline: "icecdc", Version: "fuzz"}}
+		enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "icecdc", Version: "fuzz"}}
 		var buf []byte
 		res.err = cdc.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(c *cdc.Commit) error {
 			err := c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
