@@ -100,12 +100,16 @@ func fuzzTableFor(f *testing.F) *fuzzTable {
 	if fuzzSetup != nil {
 		f.Fatal(fuzzSetup)
 	}
-	f.Cleanup(func() {
-		if fuzzBase.owned != "" {
-			os.RemoveAll(fuzzBase.owned)
-		}
-	})
 	return fuzzBase
+}
+
+// removeFuzzTable removes the base table at the end of the test process
+// (TestMain), not at the end of the first fuzz target that used it: the
+// targets share it, and a later one would find it gone.
+func removeFuzzTable() {
+	if fuzzBase != nil && fuzzBase.owned != "" {
+		os.RemoveAll(fuzzBase.owned)
+	}
 }
 
 // graphKey is what of a metadata.json decides which events a table has:

@@ -48,6 +48,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	removeFuzzTable()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
