@@ -1,10 +1,13 @@
 package source_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -237,4 +243,77 @@ func TestLocalOpenNotFound(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "manifest list "+missing) {
 		t.Fatalf("got %v, want a missing file named", err)
 	}
+}
+
+// TestDefaultLocations: with allowed_locations unset, a metadata placing
+// the table at a file system root allows nothing there, and the daemon is
+// told in one WARN line what the default allows, again when a reload
+// changes it.
+func TestDefaultLocations(t *testing.T) {
+	f := appended(t)
+	snapID := fmt.Sprint(f.tbl.CurrentSnapshot().SnapshotID)
+	outside := secret(t, t.TempDir())
+	for _, root := range []string{"/", "file:///", "file:/"} {
+		t.Run("location "+root, func(t *testing.T) {
+			meta := f.hostileMetadata(func(m map[string]any) {
+				withManifestList(outside)(m)
+				m["location"] = root
+			})
+			_, err := run(t, f.openMetadata(meta, nil), false)
+			wantRefused(t, err, 0, "manifest list "+outside+" of snapshot "+snapID+": outside the allowed locations (table location / (a file system root: not allowed unless allowed_locations says so))")
+			wantNoContent(t, err)
+		})
+	}
+	t.Run("write.data.path /", func(t *testing.T) {
+		meta := f.hostileMetadata(func(m map[string]any) {
+			withManifestList(outside)(m)
+			m["properties"] = map[string]any{"write.data.path": "/"}
+		})
+		_, err := run(t, f.openMetadata(meta, nil), false)
+		wantRefused(t, err, 0, "manifest list "+outside+" of snapshot "+snapID+": outside the allowed locations", "write.data.path / (a file system root")
+	})
+	t.Run("warn", func(t *testing.T) {
+		var logs bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&logs, nil))
+		warns := func() []map[string]any {
+			var out []map[string]any
+			for _, l := range strings.Split(logs.String(), "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(l), &m) == nil && m["level"] == "WARN" {
+					out = append(out, m)
+				}
+			}
+			return out
+		}
+		o := source.Options{CatalogType: "sql", CatalogURI: f.env.CatalogURI, Warehouse: f.env.Warehouse, Table: "shop.orders", Log: log}
+		src, err := source.Open(f.ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		want := "table location " + f.tbl.Metadata().Location() + ", warehouse " + f.env.Warehouse
+		if w := warns(); len(w) != 1 || w[0]["table"] != "shop.orders" || w[0]["allowed"] != want ||
+			w[0]["msg"] != "allowed_locations unset: the table's files are read from where its metadata and the warehouse say; set allowed_locations to confine them" {
+			t.Fatalf("WARN lines %v, want one allowing %q", w, want)
+		}
+		f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+			return scenario.Append(ctx, tb, orders(6, 7))
+		})
+		if _, err := src.Refresh(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if w := warns(); len(w) != 1 {
+			t.Fatalf("a reload allowing the same warned again: %v", w)
+		}
+		o.AllowedLocations = []string{f.tbl.Metadata().Location()}
+		logs.Reset()
+		configured, err := source.Open(f.ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer configured.Close()
+		if w := warns(); len(w) != 0 {
+			t.Fatalf("allowed_locations set, yet: %v", w)
+		}
+	})
 }

@@ -59,26 +59,39 @@ type locations struct {
 func tableLocations(o Options, meta table.Metadata) *locations {
 	l := &locations{}
 	var parts []string
-	add := func(what, p string) {
+	add := func(what, p string, fromMetadata bool) {
 		if p == "" {
 			return
 		}
-		if n, err := normalise(p); err == nil {
+		n, err := normalise(p)
+		if err == nil && fromMetadata && n == "/" {
+			// No table lives at the root of a file system: a metadata
+			// saying so would allow every file of the machine.
+			parts = append(parts, what+" / (a file system root: not allowed unless allowed_locations says so)")
+			return
+		}
+		if err == nil {
 			l.prefixes = append(l.prefixes, n)
 		}
 		parts = append(parts, what+" "+p)
 	}
 	if len(o.AllowedLocations) > 0 {
 		for _, p := range o.AllowedLocations {
-			add("allowed_locations", p)
+			add("allowed_locations", p, false)
 		}
 	} else {
-		add("table location", meta.Location())
+		// The default trusts the metadata to say where the table is: the
+		// catalog's warehouse alone would refuse what is legitimate and
+		// common, a table outside it (Glue and Hive tables anywhere in a
+		// bucket, a REST catalog whose warehouse is a name), a table read
+		// from its metadata file without a catalog. Table.Refresh says in
+		// one WARN line what this allows.
+		add("table location", meta.Location(), true)
 		// Write paths a table may keep its files under instead of its location.
 		for _, k := range []string{"write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"} {
-			add(k, meta.Properties()[k])
+			add(k, meta.Properties()[k], true)
 		}
-		add("warehouse", o.Warehouse)
+		add("warehouse", o.Warehouse, false)
 	}
 	l.describe = strings.Join(parts, ", ")
 	if l.describe == "" {
