@@ -8,7 +8,9 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -18,10 +20,15 @@ import (
 // locations a table may be read from (Options.AllowedLocations).
 var ErrOutsideLocations = errors.New("outside the allowed locations")
 
-// outsideError says which locations were allowed; the caller names the file.
-type outsideError struct{ allowed string }
+// outsideError says which locations were allowed; the caller names the
+// file. via is where a local file's symbolic links led, when that is what
+// is outside.
+type outsideError struct{ allowed, via string }
 
 func (e *outsideError) Error() string {
+	if e.via != "" {
+		return fmt.Sprintf("a symbolic link to %s, %s (%s); add that to allowed_locations to read it", e.via, ErrOutsideLocations, e.allowed)
+	}
 	return fmt.Sprintf("%s (%s); add it to allowed_locations to read it", ErrOutsideLocations, e.allowed)
 }
 
@@ -33,40 +40,58 @@ func (e *outsideError) Unwrap() error { return ErrOutsideLocations }
 // (and report) files that are not the table's.
 type locations struct {
 	prefixes []string // normalised
-	exact    []string // normalised files allowed on their own: the metadata file
 	describe string   // for errors: where the prefixes came from
+
+	resolveOnce sync.Once
+	resolved    []string // the local prefixes with their symbolic links resolved
 }
 
 // tableLocations returns the locations a table may be read from: the
 // configured ones, or by default the table's location, the write paths its
-// properties name and the catalog's warehouse. The metadata file itself is
-// always allowed: the user or the catalog named it.
-func tableLocations(o Options, meta table.Metadata, metadataLocation string) *locations {
+// properties name and the catalog's warehouse.
+//
+// The metadata file is no allowed location: it is read before the table
+// is confined (by the catalog, or by New for a metadata file the user
+// named), and a path allowed because it is named as the metadata location
+// would let the metadata name one file outside the locations as both that
+// and a manifest list, or a REST catalog whose metadata comes inline name
+// any file.
+func tableLocations(o Options, meta table.Metadata) *locations {
 	l := &locations{}
 	var parts []string
-	add := func(what, p string) {
+	add := func(what, p string, fromMetadata bool) {
 		if p == "" {
 			return
 		}
-		if n, err := normalise(p); err == nil {
+		n, err := normalise(p)
+		if err == nil && fromMetadata && n == "/" {
+			// No table lives at the root of a file system: a metadata
+			// saying so would allow every file of the machine.
+			parts = append(parts, what+" / (a file system root: not allowed unless allowed_locations says so)")
+			return
+		}
+		if err == nil {
 			l.prefixes = append(l.prefixes, n)
 		}
 		parts = append(parts, what+" "+p)
 	}
 	if len(o.AllowedLocations) > 0 {
 		for _, p := range o.AllowedLocations {
-			add("allowed_locations", p)
+			add("allowed_locations", p, false)
 		}
 	} else {
-		add("table location", meta.Location())
+		// The default trusts the metadata to say where the table is: the
+		// catalog's warehouse alone would refuse what is legitimate and
+		// common, a table outside it (Glue and Hive tables anywhere in a
+		// bucket, a REST catalog whose warehouse is a name), a table read
+		// from its metadata file without a catalog. Table.Refresh says in
+		// one WARN line what this allows.
+		add("table location", meta.Location(), true)
 		// Write paths a table may keep its files under instead of its location.
 		for _, k := range []string{"write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"} {
-			add(k, meta.Properties()[k])
+			add(k, meta.Properties()[k], true)
 		}
-		add("warehouse", o.Warehouse)
-	}
-	if n, err := normalise(metadataLocation); err == nil && metadataLocation != "" {
-		l.exact = append(l.exact, n)
+		add("warehouse", o.Warehouse, false)
 	}
 	l.describe = strings.Join(parts, ", ")
 	if l.describe == "" {
@@ -79,11 +104,6 @@ func tableLocations(o Options, meta table.Metadata, metadataLocation string) *lo
 func (l *locations) check(p string) error {
 	n, err := normalise(p)
 	if err == nil {
-		for _, e := range l.exact {
-			if n == e {
-				return nil
-			}
-		}
 		for _, pre := range l.prefixes {
 			if within(n, pre) {
 				return nil
@@ -91,6 +111,31 @@ func (l *locations) check(p string) error {
 		}
 	}
 	return &outsideError{allowed: l.describe}
+}
+
+// checkResolved checks the path a local file's symbolic links lead to
+// (filepath.EvalSymlinks), after check passed its name: a link inside the
+// table to a file outside it is refused as the file itself would be. The
+// prefixes count as they are written and as their own links resolve (a
+// warehouse configured through a link to its disk).
+func (l *locations) checkResolved(real string) error {
+	l.resolveOnce.Do(func() {
+		for _, pre := range l.prefixes {
+			if isObjectStore(pre) {
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(filepath.FromSlash(pre)); err == nil {
+				l.resolved = append(l.resolved, filepath.ToSlash(r))
+			}
+		}
+	})
+	n := filepath.ToSlash(real)
+	for _, pre := range slices.Concat(l.prefixes, l.resolved) {
+		if within(n, pre) {
+			return nil
+		}
+	}
+	return &outsideError{allowed: l.describe, via: real}
 }
 
 // within reports whether normalised path p is prefix or under it, on a
@@ -186,10 +231,18 @@ var _ iceio.IO = (*confinedIO)(nil)
 // Open opens name if it is inside the allowed locations. The refusal is
 // returned bare (not a *fs.PathError): callers name the file.
 func (c *confinedIO) Open(name string) (iceio.File, error) {
+	// The name is checked before the file system is asked anything, so
+	// that a file outside is refused alike whether it exists or not.
 	if err := c.locs.check(name); err != nil {
 		return nil, err
 	}
-	f, err := c.inner.Open(name)
+	var f iceio.File
+	var err error
+	if _, local := c.inner.(localIO); local {
+		f, err = openLocal(name, c.locs)
+	} else {
+		f, err = c.inner.Open(name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +302,7 @@ func asIOError(err error) error {
 // is the catalog it commits through (nil for a table loaded from a
 // metadata file).
 func confine(o Options, st *store, tbl *table.Table, cat table.CatalogIO) *table.Table {
-	locs := tableLocations(o, tbl.Metadata(), tbl.MetadataLocation())
+	locs := tableLocations(o, tbl.Metadata())
 	tableFS := st.fs(tbl.Metadata().Location(), tbl.FS)
 	fsF := func(ctx context.Context) (iceio.IO, error) {
 		fs, err := tableFS(ctx)

@@ -54,7 +54,9 @@ type Options struct {
 	// are s3). Manifest lists, manifests, data and delete files elsewhere
 	// are refused before they are opened. Default: the table's location,
 	// the write paths its properties name (write.data.path, …) and
-	// Warehouse. The metadata file is always read.
+	// Warehouse. The metadata file a catalog names, or MetadataPath, is
+	// read wherever it is; being the metadata file allows no other read of
+	// it.
 	AllowedLocations []string
 	// Log receives the few lifecycle messages of the source, such as a
 	// SQLite catalog file being reopened (default slog.Default()).

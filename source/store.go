@@ -242,6 +242,8 @@ func (s *store) context(ctx context.Context, location string) (context.Context, 
 // fs wraps a table's file IO function: S3 clients get the store's
 // configuration, errors of object stores say which store and why, and the
 // credentials the IO was made with join the secrets those errors hide.
+// iceberg-go's local IO is replaced by localIO, which opens only regular
+// files and bounds every call in time.
 func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 	return func(ctx context.Context) (iceio.IO, error) {
 		ctx, err := s.context(ctx, location)
@@ -252,7 +254,13 @@ func (s *store) fs(location string, fsF table.FSysF) table.FSysF {
 		if err != nil {
 			return nil, s.explain(location, err)
 		}
-		if _, done := fsys.(*storeIO); done || !isObjectStore(location) {
+		switch fsys.(type) {
+		case iceio.LocalFS, *iceio.LocalFS:
+			return localIO{}, nil
+		case *storeIO, localIO:
+			return fsys, nil
+		}
+		if !isObjectStore(location) {
 			return fsys, nil
 		}
 		s.secrets.learn(ioSecrets(ctx, fsys)...)

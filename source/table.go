@@ -46,6 +46,7 @@ type Table struct {
 	chain              map[int64]int64 // see ancestry
 	chainCut           bool
 	chainMin           int64
+	warnedLocations    string // see warnLocations
 	// invalid is what checking the loaded metadata found wrong: an
 	// unchanged metadata is as wrong at the next Refresh.
 	invalid error
@@ -92,8 +93,27 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	if err := old.close(); err != nil {
 		t.log().Warn("close the file IO of the table's previous metadata", "table", t.name(tbl), "err", err)
 	}
+	t.warnLocations()
 	t.invalid = t.checkSchemas()
 	return true, t.invalid
+}
+
+// warnLocations says in one WARN line, at the first load and whenever a
+// reload changes it, where the table's files may be read from when
+// allowed_locations is unset: the metadata says so (see tableLocations),
+// and an operator should see it. Only to a Log given: a one-shot read
+// (icecdc changes) keeps its stderr for its error.
+func (t *Table) warnLocations() {
+	if len(t.opts.AllowedLocations) > 0 || t.opts.Log == nil {
+		return
+	}
+	d := tableLocations(t.opts, t.tbl.Metadata()).describe
+	if d == t.warnedLocations {
+		return
+	}
+	t.warnedLocations = d
+	t.opts.Log.Warn("allowed_locations unset: the table's files are read from where its metadata and the warehouse say; set allowed_locations to confine them",
+		"table", t.name(t.tbl), "allowed", d)
 }
 
 // Close releases the table's catalog and IO. The Table must not be used
