@@ -97,7 +97,7 @@ http: {listen: '%s'}
 	defer cancel()
 	var logs syncBuffer
 	ended := make(chan error, 1)
-	go func() { ended <- cmdRun(ctx, []string{"-c", cfg}, io.Discard, &logs) }()
+	go func() { ended <- execute(ctx, []string{"run", "-c", cfg}, io.Discard, &logs) }()
 	var ready string
 	deadline := time.Now().Add(60 * time.Second) // a hang guard only
 	for ready = daemonPage(listen, "/readyz"); !strings.Contains(ready, "not a regular file"); ready = daemonPage(listen, "/readyz") {
