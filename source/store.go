@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -30,6 +31,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 	"github.com/googleapis/gax-go/v2"
 
 	"github.com/icecdc/icecdc/internal/redact"
@@ -179,13 +181,14 @@ func storeProps(o Options) map[string]string {
 type store struct {
 	props   map[string]string
 	secrets *secrets
+	log     *slog.Logger // the AWS SDK's warnings; nil: slog's default
 
 	mu    sync.Mutex
 	s3cfg *aws.Config
 }
 
 func newStore(o Options) *store {
-	return &store{props: storeProps(o), secrets: newSecrets(o)}
+	return &store{props: storeProps(o), secrets: newSecrets(o), log: o.Log}
 }
 
 // context returns ctx carrying the AWS configuration iceberg-go's S3 IO
@@ -234,6 +237,11 @@ func (s *store) context(ctx context.Context, location string) (context.Context, 
 		cfg.HTTPClient = hc.WithReadTimeout(timeout).WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 256
 		})
+		// The SDK's default logger prints plain lines to stderr (e.g. "WARN
+		// Response has no supported checksum" for objects stored without
+		// one), which breaks the daemon's JSON log; its messages go to the
+		// source's logger instead, through the store's secrets.
+		cfg.Logger = s.awsLogger()
 		s.s3cfg = cfg
 	}
 	return utils.WithAwsConfig(ctx, s.s3cfg), nil
@@ -485,4 +493,20 @@ func bucketOf(location string) string {
 		return u.User.Username() + "@" + u.Host
 	}
 	return u.Host
+}
+
+// awsLogger sends the AWS SDK's log lines to the source's logger: warnings
+// at WARN, anything else at DEBUG.
+func (s *store) awsLogger() logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		log := s.log
+		if log == nil {
+			log = slog.Default()
+		}
+		level := slog.LevelDebug
+		if c == logging.Warn {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, "aws sdk: "+s.secrets.hide(fmt.Sprintf(format, v...)))
+	})
 }
