@@ -98,6 +98,15 @@ def rewrite_manifests():
     )
 
 
+def rewrite_manifests_112():
+    """The same history written by Iceberg 1.12, whose rewrite_manifests
+    keeps each EXISTING entry's first_row_id."""
+    sc = rewrite_manifests()
+    sc.name, sc.iceberg = "rewrite-manifests-1.12", "1.12.0"
+    sc.table_name = "rewrite_manifests_112"
+    return sc
+
+
 def upgrade():
     v2 = dict(MOR_V3)
     v2["format-version"] = "2"
@@ -257,6 +266,8 @@ def wap_cherrypick():
 
 
 QUIRKS = {
+    "rewrite-manifests-1.12": "rewrite_manifests (Iceberg 1.12) keeps every EXISTING entry's first_row_id: unchanged "
+                              "rows keep their row ids at the replace snapshot, which has no events",
     "geo": "geometry and geography (Iceberg 1.12 generic writers): WKB points, lines, polygons and nulls under "
            "srid:3857, OGC:CRS84 (geography's default) and a non-EPSG CRS (ESRI:102008); a delete by vector",
     "timestamp-ns": "timestamp_ns and timestamptz_ns (Iceberg 1.12 generic writers): values needing nine digits, "
@@ -417,7 +428,7 @@ def java_tables():
 
 
 def all_tables():
-    out = [compaction(), mor_update(), existing_first_row_id(), rewrite_manifests(), upgrade(), puffin_per_commit(),
+    out = [compaction(), mor_update(), existing_first_row_id(), rewrite_manifests(), rewrite_manifests_112(), upgrade(), puffin_per_commit(),
            merge_partitioned(), copy_on_write(), rename_drop(), rollback(), wap_cherrypick(), variant(),
            variant_shredded()]
     for sc in out:

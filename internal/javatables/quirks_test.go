@@ -33,22 +33,23 @@ import (
 // iceberg-go reads them, never from expected.json's text, and returns an
 // error saying what is missing.
 var quirks = map[string]func(*view) error{
-	"compaction":            checkCompaction,
-	"mor-update":            checkMorUpdate,
-	"existing-first-row-id": checkExistingFirstRowID,
-	"rewrite-manifests":     checkRewriteManifests,
-	"upgrade":               checkUpgrade,
-	"puffin-per-commit":     checkPuffinPerCommit,
-	"merge-partitioned":     checkMergePartitioned,
-	"cow":                   checkCopyOnWrite,
-	"rename-drop":           checkRenameDrop,
-	"rollback":              checkRollback,
-	"wap-cherrypick":        checkWAPCherrypick,
-	"variant":               checkVariant,
-	"variant-shredded":      checkVariantShredded,
-	"geo":                   checkGeo,
-	"timestamp-ns":          checkTimestampNs,
-	"defaults":              checkDefaults,
+	"compaction":             checkCompaction,
+	"mor-update":             checkMorUpdate,
+	"existing-first-row-id":  checkExistingFirstRowID,
+	"rewrite-manifests":      checkRewriteManifests,
+	"rewrite-manifests-1.12": checkRewriteManifestsKeeps,
+	"upgrade":                checkUpgrade,
+	"puffin-per-commit":      checkPuffinPerCommit,
+	"merge-partitioned":      checkMergePartitioned,
+	"cow":                    checkCopyOnWrite,
+	"rename-drop":            checkRenameDrop,
+	"rollback":               checkRollback,
+	"wap-cherrypick":         checkWAPCherrypick,
+	"variant":                checkVariant,
+	"variant-shredded":       checkVariantShredded,
+	"geo":                    checkGeo,
+	"timestamp-ns":           checkTimestampNs,
+	"defaults":               checkDefaults,
 }
 
 // Every stored table still shows its quirk, its main ancestry is the one
@@ -1603,4 +1604,46 @@ func checkDefaults(v *view) error {
 		return errors.New("the first commit is under the current schema: no rows written before the defaults")
 	}
 	return v.someVector()
+}
+
+// checkRewriteManifestsKeeps: a replace snapshot of main rewrites manifests
+// whose EXISTING data entries store the first_row_id they had in its parent
+// (Iceberg 1.12), and Spark reads no change there.
+func checkRewriteManifestsKeeps(v *view) error {
+	for i, s := range v.main {
+		parent := v.parent(s)
+		if op(s) != table.OpReplace || parent == nil {
+			continue
+		}
+		es, err := v.snapEntries(s)
+		if err != nil {
+			return err
+		}
+		before, err := v.live(*parent)
+		if err != nil {
+			return err
+		}
+		kept := 0
+		for _, e := range es {
+			if !e.own || e.status != iceberg.EntryStatusEXISTING || !isData(e.file) {
+				continue
+			}
+			var had *int64
+			if was := before[e.path()].file; was != nil {
+				had = was.FirstRowID()
+			}
+			if e.rawFirstRowID == nil || had == nil || *e.rawFirstRowID != *had {
+				return fmt.Errorf("replace %d: EXISTING %s stores first_row_id %s, its parent's is %s", s.SnapshotID, e.path(), py(e.rawFirstRowID), py(had))
+			}
+			kept++
+		}
+		if kept == 0 {
+			continue
+		}
+		if n := len(v.exp.Snapshots[i].Events); n > 0 {
+			return fmt.Errorf("replace %d keeps first_row_id of %d files, yet Spark reads %d events there", s.SnapshotID, kept, n)
+		}
+		return nil
+	}
+	return errors.New("no replace snapshot of main rewrites manifests with EXISTING data entries")
 }
