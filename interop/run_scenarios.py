@@ -142,10 +142,10 @@ def wait_for_flink(path, timeout):
 
 def live(spark, sc, sid):
     try:
-        rows = sql(spark, f"SELECT *, _row_id, _last_updated_sequence_number FROM {sc.table} VERSION AS OF {sid}")
+        rows = sql(spark, f"SELECT {sc.select}, _row_id, _last_updated_sequence_number FROM {sc.table} VERSION AS OF {sid}")
         return oracle.Live(rows)
     except Exception as err:  # a snapshot Spark gives no lineage for: its rows have none
-        rows = [dict(r.asDict(), _row_id=None) for r in sql(spark, f"SELECT * FROM {sc.table} VERSION AS OF {sid}")]
+        rows = [dict(r.asDict(), _row_id=None) for r in sql(spark, f"SELECT {sc.select} FROM {sc.table} VERSION AS OF {sid}")]
         return oracle.Live(rows, why=str(err).strip().splitlines()[0][:200])
 
 

@@ -25,6 +25,13 @@ class Scenario:
     catalog: str = "local"
     namespace: str = NS
     table_name: str = ""  # default: the scenario's name
+    # What the oracle reads of each snapshot besides the lineage columns:
+    # a variant column is read as to_json(v), the text its events must hold.
+    select: str = "*"
+    # The Iceberg version testdata/java's generator writes it with.
+    iceberg: str = "1.11.0"
+    # Spark settings for its session (the generator starts one per set).
+    spark_conf: dict = field(default_factory=dict)
 
     @property
     def ident(self):

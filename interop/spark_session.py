@@ -1,4 +1,6 @@
-"""The Spark session the scenarios write with: Spark 4.1 + Iceberg 1.11.
+"""The Spark session the scenarios write with: Spark 4.1 + Iceberg 1.11, or
+the Iceberg version ICECDC_ICEBERG_VERSION names (1.12.0: what users run next;
+testdata/java's variant tables are written with it).
 
 Iceberg catalogs:
   local  JDBC catalog on a SQLite file (what icecdc's sql catalog reads:
@@ -14,9 +16,10 @@ Iceberg catalogs:
 import os
 import time
 
-ICEBERG_RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
+ICEBERG_VERSION = os.environ.get("ICECDC_ICEBERG_VERSION") or "1.11.0"
+ICEBERG_RUNTIME = f"org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:{ICEBERG_VERSION}"
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0"
-AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.11.0"  # the AWS SDK S3FileIO and GlueCatalog use
+AWS_BUNDLE = f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}"  # the AWS SDK S3FileIO and GlueCatalog use
 
 # Every v3 scenario table is merge-on-read unless it says otherwise.
 MOR_V3 = {
@@ -28,7 +31,7 @@ MOR_V3 = {
 
 
 def start(catalog_db, warehouse, ivy_dir, rest_uri=None, s3_endpoint=None, s3_catalog_db=None, rest_s3_uri=None,
-          flink_catalog_db=None, flink_warehouse=None):
+          flink_catalog_db=None, flink_warehouse=None, conf=None):
     """Start a local Spark session; returns (spark, seconds it took)."""
     from pyspark.sql import SparkSession
 
@@ -69,6 +72,8 @@ def start(catalog_db, warehouse, ivy_dir, rest_uri=None, s3_endpoint=None, s3_ca
         for k, v in stores.spark_conf(s3_endpoint, s3_catalog_db, rest_s3_uri).items():
             b = b.config(k, v)
         b = b.config("spark.driver.extraJavaOptions", stores.java_options())
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

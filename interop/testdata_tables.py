@@ -2,7 +2,8 @@
 
 Each is a scenarios.Scenario (columns, table properties, SQL steps, as the
 interop stage runs them) with a `quirk` line saying what it pins. The
-generator (generate_testdata.py) has Spark 4.1 + Iceberg 1.11 write them,
+generator (generate_testdata.py) has Spark 4.1 + Iceberg 1.11 (or the
+`iceberg` version a table names) write them,
 computes the events Spark's own reads imply and stores both; testdata/java/
 README.md lists them. Keep them tiny: a few rows, a handful of commits.
 
@@ -95,6 +96,15 @@ def rewrite_manifests():
             ("update 5", ["UPDATE {t} SET v = 50 WHERE id = 5"]),
         ],
     )
+
+
+def rewrite_manifests_112():
+    """The same history written by Iceberg 1.12, whose rewrite_manifests
+    keeps each EXISTING entry's first_row_id."""
+    sc = rewrite_manifests()
+    sc.name, sc.iceberg = "rewrite-manifests-1.12", "1.12.0"
+    sc.table_name = "rewrite_manifests_112"
+    return sc
 
 
 def upgrade():
@@ -256,6 +266,18 @@ def wap_cherrypick():
 
 
 QUIRKS = {
+    "rewrite-manifests-1.12": "rewrite_manifests (Iceberg 1.12) keeps every EXISTING entry's first_row_id: unchanged "
+                              "rows keep their row ids at the replace snapshot, which has no events",
+    "geo": "geometry and geography (Iceberg 1.12 generic writers): WKB points, lines, polygons and nulls under "
+           "srid:3857, OGC:CRS84 (geography's default) and a non-EPSG CRS (ESRI:102008); a delete by vector",
+    "timestamp-ns": "timestamp_ns and timestamptz_ns (Iceberg 1.12 generic writers): values needing nine digits, "
+                    "before 1970 and at int64's ends; an update storing _row_id",
+    "defaults": "initial-default and write-default (Iceberg 1.12 UpdateSchema): a top-level column and a struct field "
+                "added with defaults after rows were written and one deleted by a vector; an old row updated after",
+    "variant": "VARIANT (Iceberg 1.12): every value Spark makes, unshredded (metadata and value binaries); "
+               "expected values are Spark's to_json(v)",
+    "variant-shredded": "VARIANT with Iceberg 1.12's shredding (write.parquet.shred-variants): the files hold "
+                        "typed_value columns beside value; expected values are Spark's to_json(v)",
     "compaction": "rewrite_data_files: the compacted file's entry carries the starting snapshot's data "
                   "sequence number (not the commit's) and stores _row_id and lusn; deletes and updates follow inside it",
     "mor-update": "merge-on-read UPDATE: the new data file stores _row_id and an all-null "
@@ -282,9 +304,133 @@ QUIRKS = {
 }
 
 
+# Every variant value Spark 4.1 can make: parse_json's objects, arrays,
+# strings, integers (one past 2^63: a decimal), decimals, doubles, booleans,
+# the JSON null and SQL NULL; and cast(... as variant) of the types JSON lacks
+# (date, timestamp, timestamp_ntz, binary, float, double, decimal), and an
+# object holding some of them (to_variant_object).
+_VARIANT_ROWS = [
+    "(1, parse_json('{\"a\": 1, \"b\": [1, 2, {\"c\": null}], \"s\": \"x\"}'), 'object')",
+    "(2, parse_json('[1, \"two\", 3.5, true, null, {\"k\": []}]'), 'array')",
+    r"""(3, parse_json('"caf\\u00e9 \\"q\\" tab\\tend"'), 'string')""",  # JSON escapes, SQL-escaped
+    "(4, parse_json('-9223372036854775808'), 'long min')",
+    "(5, parse_json('18446744073709551616'), 'big integer')",
+    "(6, parse_json('1.2500'), 'decimal')",
+    "(7, parse_json('-0.000000000000000000000000000000000001'), 'decimal 38')",
+    "(8, parse_json('1.5e300'), 'double')",
+    "(9, parse_json('true'), 'boolean')",
+    "(10, parse_json('null'), 'json null')",
+    "(11, NULL, 'sql null')",
+]
+_VARIANT_CASTS = [
+    "(12, cast(date'1969-07-20' as variant), 'date')",
+    "(13, cast(timestamp'2024-02-29 23:59:59.123456' as variant), 'timestamp')",
+    "(14, cast(timestamp_ntz'1900-01-01 00:00:00.000001' as variant), 'timestamp_ntz')",
+    "(15, cast(X'00ff10' as variant), 'binary')",
+    "(16, cast(cast(0.1 as float) as variant), 'float')",
+    "(17, cast(cast(0.1 as double) as variant), 'double cast')",
+    "(18, cast(cast(-12.345 as decimal(10, 3)) as variant), 'decimal cast')",
+    "(19, to_variant_object(named_struct('d', date'2000-01-01', 'ts', timestamp'2000-01-01 00:00:00', 'b', X'01', 'n', 7)), 'object of casts')",
+]
+
+
+def _braces(text):
+    """text with its JSON braces kept through the steps' str.format."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _variant(name, shredded):
+    props = dict(MOR_V3)
+    conf = {}
+    if shredded:
+        # Iceberg 1.12's own Parquet writer shreds (the session setting, and
+        # the table property it reads): the files hold typed_value columns.
+        props["write.parquet.shred-variants"] = "true"
+        conf["spark.sql.iceberg.shred-variants"] = "true"
+        # Iceberg 1.12's vectorized Parquet reader fails on its own shredded
+        # files ("Unsupported variant: shredded typed_value primitive", at the
+        # MERGE's scan); its row reader reads them.
+        props["read.parquet.vectorization.enabled"] = "false"
+    return Scenario(
+        name=name,
+        columns="id bigint, v variant, note string",
+        props=props,
+        select="id, to_json(v) AS v, note",
+        iceberg="1.12.0",
+        spark_conf=conf,
+        steps=[
+            ("insert parse_json values 1-11", ["INSERT INTO {t} VALUES " + _braces(", ".join(_VARIANT_ROWS))]),
+            ("insert cast values 12-19", ["INSERT INTO {t} VALUES " + _braces(", ".join(_VARIANT_CASTS))]),
+            # One shape per file: the shredding writer infers typed_value
+            # columns from it (mixed values above stay in value).
+            ("insert 21-23: objects of one shape",
+             ["INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES " + _braces(
+                 "(21, parse_json('{\"a\": 1, \"b\": \"x\", \"c\": 1.5}'), 'shape'), "
+                 "(22, parse_json('{\"a\": 2, \"b\": \"y\", \"c\": 2.25}'), 'shape'), "
+                 "(23, parse_json('{\"a\": 3, \"b\": null, \"c\": 3}'), 'shape partly')") + " AS s(id, v, note)"]),
+            ("insert 24-25: dates (a primitive typed_value)",
+             ["INSERT INTO {t} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
+              "(24, cast(date'2024-01-01' as variant), 'date'), (25, cast(date'1960-12-31' as variant), 'date') AS s(id, v, note)"]),
+            ("update v of 1 and 12", ["UPDATE {t} SET v = parse_json('{{\"a\": 2, \"new\": [\"x\"]}}') WHERE id = 1",
+                                       "UPDATE {t} SET v = cast(date'1970-01-01' as variant) WHERE id = 12"]),
+            ("update note only of 2 (v unchanged)", ["UPDATE {t} SET note = 'array!' WHERE id = 2"]),
+            ("delete 4 and 15, 22 (a shredded row)", ["DELETE FROM {t} WHERE id IN (4, 15, 22)"]),
+            ("update 21 and 24 (shredded rows)", ["UPDATE {t} SET note = 'touched' WHERE id IN (21, 24)"]),
+            ("MERGE: update 5, delete 6, insert 20",
+             ["MERGE INTO {t} t USING (SELECT * FROM VALUES (5, 'upd'), (6, 'del'), (20, 'ins') AS s(id, op)) s "
+              "ON t.id = s.id WHEN MATCHED AND s.op = 'del' THEN DELETE "
+              "WHEN MATCHED THEN UPDATE SET t.v = parse_json('[18446744073709551616, 0.1]') "
+              "WHEN NOT MATCHED THEN INSERT (id, v, note) VALUES (s.id, parse_json('{{\"z\": {{\"y\": 1.0}}}}'), 'merged')"]),
+        ],
+    )
+
+
+def variant():
+    return _variant("variant", False)
+
+
+def variant_shredded():
+    return _variant("variant-shredded", True)
+
+
+class JavaTable:
+    """A table interop/maven/generic/WriteGenericTables.java writes with
+    Iceberg Java's generic writers (types Spark SQL cannot write); its steps
+    are the commits it makes, oldest first (schema changes make none)."""
+
+    def __init__(self, name, columns, steps):
+        self.name, self.columns, self.steps = name, columns, steps
+        self.quirk = QUIRKS[name]
+        self.iceberg = "1.12.0"
+
+
+def java_tables():
+    return [
+        JavaTable("geo", "id long, g geometry(srid:3857), geog geography (OGC:CRS84), other geometry(ESRI:102008), note string", [
+            "insert 1-4: points, lines, polygons (one with a hole), nulls",
+            "insert 5: extreme coordinates",
+            "delete 2 (a vector)",
+        ]),
+        JavaTable("timestamp-ns", "id long, ts timestamp_ns, tstz timestamptz_ns, note string", [
+            "insert 1-4: nine digits, before 1970, 1970-01-01T00:00:00.000000001, the last nanosecond of int64, nulls",
+            "update 2 (a vector and the row again with its _row_id stored)",
+            "insert 5",
+        ]),
+        JavaTable("defaults", "id long, name string, s struct<a int>; then d int and s.b string with defaults", [
+            "insert 1-3",
+            "delete 2 (a vector); then d int (initial-default 42) and s.b string (initial-default 'dflt') added, "
+            "and d's write-default changed to 7",
+            "insert 4 (d 7, s.b 'dflt') and 5 (nulls)",
+            "update name of 3 (written before d and s.b existed: both images hold the defaults)",
+            "delete 4 (a vector)",
+        ]),
+    ]
+
+
 def all_tables():
-    out = [compaction(), mor_update(), existing_first_row_id(), rewrite_manifests(), upgrade(), puffin_per_commit(),
-           merge_partitioned(), copy_on_write(), rename_drop(), rollback(), wap_cherrypick()]
+    out = [compaction(), mor_update(), existing_first_row_id(), rewrite_manifests(), rewrite_manifests_112(), upgrade(), puffin_per_commit(),
+           merge_partitioned(), copy_on_write(), rename_drop(), rollback(), wap_cherrypick(), variant(),
+           variant_shredded()]
     for sc in out:
         sc.quirk = QUIRKS[sc.name]
     return out

@@ -33,17 +33,23 @@ import (
 // iceberg-go reads them, never from expected.json's text, and returns an
 // error saying what is missing.
 var quirks = map[string]func(*view) error{
-	"compaction":            checkCompaction,
-	"mor-update":            checkMorUpdate,
-	"existing-first-row-id": checkExistingFirstRowID,
-	"rewrite-manifests":     checkRewriteManifests,
-	"upgrade":               checkUpgrade,
-	"puffin-per-commit":     checkPuffinPerCommit,
-	"merge-partitioned":     checkMergePartitioned,
-	"cow":                   checkCopyOnWrite,
-	"rename-drop":           checkRenameDrop,
-	"rollback":              checkRollback,
-	"wap-cherrypick":        checkWAPCherrypick,
+	"compaction":             checkCompaction,
+	"mor-update":             checkMorUpdate,
+	"existing-first-row-id":  checkExistingFirstRowID,
+	"rewrite-manifests":      checkRewriteManifests,
+	"rewrite-manifests-1.12": checkRewriteManifestsKeeps,
+	"upgrade":                checkUpgrade,
+	"puffin-per-commit":      checkPuffinPerCommit,
+	"merge-partitioned":      checkMergePartitioned,
+	"cow":                    checkCopyOnWrite,
+	"rename-drop":            checkRenameDrop,
+	"rollback":               checkRollback,
+	"wap-cherrypick":         checkWAPCherrypick,
+	"variant":                checkVariant,
+	"variant-shredded":       checkVariantShredded,
+	"geo":                    checkGeo,
+	"timestamp-ns":           checkTimestampNs,
+	"defaults":               checkDefaults,
 }
 
 // Every stored table still shows its quirk, its main ancestry is the one
@@ -1405,4 +1411,239 @@ func (v *view) addedData(s table.Snapshot) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// fieldsOfType returns the current schema's fields (any depth) whose type
+// the predicate accepts.
+func (v *view) fieldsOfType(ok func(iceberg.Type) bool) []iceberg.NestedField {
+	var out []iceberg.NestedField
+	var walk func(fs []iceberg.NestedField)
+	walk = func(fs []iceberg.NestedField) {
+		for _, f := range fs {
+			if ok(f.Type) {
+				out = append(out, f)
+			}
+			if st, isStruct := f.Type.(*iceberg.StructType); isStruct {
+				walk(st.FieldList)
+			}
+		}
+	}
+	walk(v.meta.CurrentSchema().Fields())
+	return out
+}
+
+// parquetPaths returns the dotted column paths of a Parquet data file's
+// schema (v.metadata, v.value, v.typed_value.a.value, ...).
+func (v *view) parquetPaths(path string) ([]string, error) {
+	raw, err := v.read(path)
+	if err != nil {
+		return nil, err
+	}
+	pr, err := file.NewParquetReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer pr.Close()
+	sc := pr.MetaData().Schema
+	out := make([]string, sc.NumColumns())
+	for i := range sc.NumColumns() {
+		out[i] = sc.Column(i).Path()
+	}
+	return out, nil
+}
+
+// variantFiles returns, for every live data file at the head, whether its
+// variant column v is shredded (has a v.typed_value column).
+func (v *view) variantFiles() (shredded, unshredded int, err error) {
+	if len(v.fieldsOfType(func(t iceberg.Type) bool { _, ok := t.(iceberg.VariantType); return ok })) == 0 {
+		return 0, 0, errors.New("no variant column in the current schema")
+	}
+	live, err := v.live(v.main[len(v.main)-1])
+	if err != nil {
+		return 0, 0, err
+	}
+	for path, e := range live {
+		if !isData(e.file) {
+			continue
+		}
+		cols, err := v.parquetPaths(path)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !slices.Contains(cols, "v.metadata") {
+			return 0, 0, fmt.Errorf("%s: no v.metadata column (columns %v)", path, cols)
+		}
+		if slices.ContainsFunc(cols, func(c string) bool { return strings.HasPrefix(c, "v.typed_value") }) {
+			shredded++
+		} else {
+			unshredded++
+		}
+	}
+	return shredded, unshredded, nil
+}
+
+// checkVariant: every live data file stores v unshredded (metadata and
+// value binaries only).
+func checkVariant(v *view) error {
+	sh, un, err := v.variantFiles()
+	if err != nil {
+		return err
+	}
+	if sh > 0 || un == 0 {
+		return fmt.Errorf("%d shredded and %d unshredded data files", sh, un)
+	}
+	return nil
+}
+
+// checkVariantShredded: the data files hold typed_value columns under v.
+func checkVariantShredded(v *view) error {
+	sh, _, err := v.variantFiles()
+	if err != nil {
+		return err
+	}
+	if sh == 0 {
+		return errors.New("no live data file has a v.typed_value column")
+	}
+	return nil
+}
+
+// checkGeo: geometry under srid:3857 and a non-EPSG CRS, geography under its
+// default CRS, and a vector committed on the table.
+func checkGeo(v *view) error {
+	var crs []string
+	for _, f := range v.fieldsOfType(func(t iceberg.Type) bool {
+		switch t.(type) {
+		case iceberg.GeometryType, iceberg.GeographyType:
+			return true
+		}
+		return false
+	}) {
+		crs = append(crs, f.Type.String())
+	}
+	want := []string{"geometry(srid:3857)", "geography", "geometry(ESRI:102008)"}
+	if !slices.Equal(crs, want) {
+		return fmt.Errorf("spatial columns %v, want %v", crs, want)
+	}
+	return v.someVector()
+}
+
+func (v *view) someVector() error {
+	for _, s := range v.main {
+		es, err := v.snapEntries(s)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if e.addedBy(s) && isDV(e.file) {
+				return nil
+			}
+		}
+	}
+	return errors.New("no deletion vector committed on main")
+}
+
+// checkTimestampNs: timestamp_ns and timestamptz_ns columns, and a data
+// file that stores _row_id (the update).
+func checkTimestampNs(v *view) error {
+	var types []string
+	for _, f := range v.fieldsOfType(func(t iceberg.Type) bool {
+		switch t.(type) {
+		case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+			return true
+		}
+		return false
+	}) {
+		types = append(types, f.Type.String())
+	}
+	if !slices.Equal(types, []string{"timestamp_ns", "timestamptz_ns"}) {
+		return fmt.Errorf("nanosecond columns %v", types)
+	}
+	live, err := v.live(v.main[len(v.main)-1])
+	if err != nil {
+		return err
+	}
+	for path, e := range live {
+		if !isData(e.file) {
+			continue
+		}
+		c, err := v.lineage(path)
+		if err != nil {
+			return err
+		}
+		if c.rowID.set() > 0 {
+			return nil
+		}
+	}
+	return errors.New("no live data file stores _row_id")
+}
+
+// checkDefaults: a top-level column and a struct field with an
+// initial-default, a write-default that differs from its initial-default,
+// both added after a vector was committed on rows written before them.
+func checkDefaults(v *view) error {
+	withDefault := v.fieldsOfType(func(iceberg.Type) bool { return true })
+	var top, nested, changed bool
+	for _, f := range withDefault {
+		if f.InitialDefault == nil {
+			continue
+		}
+		if slices.ContainsFunc(v.meta.CurrentSchema().Fields(), func(g iceberg.NestedField) bool { return g.ID == f.ID }) {
+			top = true
+		} else {
+			nested = true
+		}
+		if f.WriteDefault != nil && fmt.Sprint(f.WriteDefault) != fmt.Sprint(f.InitialDefault) {
+			changed = true
+		}
+	}
+	if !top || !nested || !changed {
+		return fmt.Errorf("defaults: top-level %v, nested %v, write-default changed %v", top, nested, changed)
+	}
+	first := v.main[0]
+	if first.SchemaID == nil || *first.SchemaID == v.meta.CurrentSchema().ID {
+		return errors.New("the first commit is under the current schema: no rows written before the defaults")
+	}
+	return v.someVector()
+}
+
+// checkRewriteManifestsKeeps: a replace snapshot of main rewrites manifests
+// whose EXISTING data entries store the first_row_id they had in its parent
+// (Iceberg 1.12), and Spark reads no change there.
+func checkRewriteManifestsKeeps(v *view) error {
+	for i, s := range v.main {
+		parent := v.parent(s)
+		if op(s) != table.OpReplace || parent == nil {
+			continue
+		}
+		es, err := v.snapEntries(s)
+		if err != nil {
+			return err
+		}
+		before, err := v.live(*parent)
+		if err != nil {
+			return err
+		}
+		kept := 0
+		for _, e := range es {
+			if !e.own || e.status != iceberg.EntryStatusEXISTING || !isData(e.file) {
+				continue
+			}
+			var had *int64
+			if was := before[e.path()].file; was != nil {
+				had = was.FirstRowID()
+			}
+			if e.rawFirstRowID == nil || had == nil || *e.rawFirstRowID != *had {
+				return fmt.Errorf("replace %d: EXISTING %s stores first_row_id %s, its parent's is %s", s.SnapshotID, e.path(), py(e.rawFirstRowID), py(had))
+			}
+			kept++
+		}
+		if kept == 0 {
+			continue
+		}
+		if n := len(v.exp.Snapshots[i].Events); n > 0 {
+			return fmt.Errorf("replace %d keeps first_row_id of %d files, yet Spark reads %d events there", s.SnapshotID, kept, n)
+		}
+		return nil
+	}
+	return errors.New("no replace snapshot of main rewrites manifests with EXISTING data entries")
 }
