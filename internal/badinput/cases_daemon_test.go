@@ -122,15 +122,9 @@ func classifyDaemon(w *work, res Result) (string, string) {
 	}
 	down, isDown := tableDown(daemonLog(res.Stderr))
 	switch {
-	case res.Exit != 0:
-		last := lastLine(stderr)
-		if d := Compare(got, w.expect, false); d != "" {
-			return classWrongErr, d + "; then: " + clip(last, 160)
-		}
-		class, detail := errorLine(w, last)
-		return class, "exit " + fmt.Sprint(res.Exit) + ": " + detail
 	case res.Stopped:
-		// Stopped by us once the log said the table was down.
+		// Stopped by us once the log said the table was down: a stopped
+		// run --once exits 1 (interrupted), so this comes before the exit.
 		if d := Compare(got, w.expect, false); d != "" {
 			return classWrongErr, d + "; then: " + clip(down.Err, 160)
 		}
@@ -139,6 +133,13 @@ func classifyDaemon(w *work, res Result) (string, string) {
 		}
 		class, detail := namesObject(w.names, down.Err)
 		return class, down.Msg + ": " + detail
+	case res.Exit != 0:
+		last := lastLine(stderr)
+		if d := Compare(got, w.expect, false); d != "" {
+			return classWrongErr, d + "; then: " + clip(last, 160)
+		}
+		class, detail := errorLine(w, last)
+		return class, "exit " + fmt.Sprint(res.Exit) + ": " + detail
 	}
 	if d := Compare(got, w.expect, true); d != "" {
 		return classWrong, d
