@@ -146,4 +146,3 @@ func TestSharedCatalogConcurrency(t *testing.T) {
 		}
 	}
 }
-

@@ -34,8 +34,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	}
 	kc := cfg.Cluster.Kafka
 	if cfg.Sink.Type == "kafka" {
-		kc = cfg.Sink.Kafka
-		if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+		if kc, err = kafkaSinkConfig(cfg, enc); err != nil {
 			return err
 		}
 	}

@@ -278,12 +278,12 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 	case "file":
 		return file.Open(cfg.Sink.File.Path)
 	case "kafka":
-		kc := cfg.Sink.Kafka
-		kc.Pipeline = cfg.Name
-		kc.Logger = log
-		if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+		kc, err := kafkaSinkConfig(cfg, enc)
+		if err != nil {
 			return nil, err
 		}
+		kc.Pipeline = cfg.Name
+		kc.Logger = log
 		return kafka.New(kc)
 	case "webhook":
 		w := cfg.Sink.Webhook
@@ -295,6 +295,17 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 		})
 	}
 	return nil, fmt.Errorf("config: sink.type %q: want kafka, webhook, stdout or file", cfg.Sink.Type)
+}
+
+// kafkaSinkConfig is the Kafka sink's configuration with the topics the
+// format adds: what buildSink's sink and, in cluster mode, each table's
+// transactional sink are made from.
+func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
+	kc := cfg.Sink.Kafka
+	if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+		return kafka.Config{}, err
+	}
+	return kc, nil
 }
 
 // tableSource is one table to follow: its name, start and the options
