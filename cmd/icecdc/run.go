@@ -366,14 +366,29 @@ func openCatalog(cfg *Config, log *slog.Logger) *source.Catalog {
 }
 
 // buildTables opens every configured table, expanding namespace.* through
-// the catalog. log (nil: slog's default) receives the sources' lifecycle
+// the catalog, all through one catalog; closeAll closes the tables and
+// then it. log (nil: slog's default) receives the sources' lifecycle
 // messages.
-func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) (_ []cdc.TableSpec, closeAll func(), _ error) {
 	ts, err := listTableSources(ctx, cfg, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return openTables(ts)
+	cat := openCatalog(cfg, log)
+	for i := range ts {
+		ts[i].opts.Catalog = cat
+	}
+	specs, err := openTables(ts)
+	if err != nil {
+		cat.Close()
+		return nil, nil, err
+	}
+	return specs, func() {
+		for _, sp := range specs {
+			sp.Source.Close()
+		}
+		cat.Close()
+	}, nil
 }
 
 func openTables(ts []tableSource) ([]cdc.TableSpec, error) {
