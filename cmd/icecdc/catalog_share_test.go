@@ -71,7 +71,10 @@ state: {path: %s}
 		t.Errorf("following %d tables opened %d file descriptors (%d before, %d during): the tables do not share one catalog", n, during-before, before, during)
 	}
 	if after-before > 2 {
-		t.Errorf("%d file descriptors still open after the run (%d before, %d after): the catalog was not closed", after-before, before, after)
+		t.Errorf("%d file descriptors still open after the run (%d before, %d after)", after-before, before, after)
+	}
+	if n := catalogFDs(t, strings.TrimPrefix(env.CatalogURI, "file:")); n != 0 {
+		t.Errorf("the catalog file is still open %d times after the run: the catalog was not closed", n)
 	}
 }
 
