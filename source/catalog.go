@@ -90,21 +90,64 @@ type catalogHandle struct {
 	hive   bool
 	cat    catalog.Catalog
 	opened os.FileInfo // the file at path when cat was opened
+	// users counts the calls in flight on cat: a catalog replaced or
+	// closed while calls (other tables', on a shared catalog) run on it is
+	// closed when the last of them ends.
+	users *catalogUsers
+	// sem bounds the calls a shared catalog takes at once (nil: a
+	// table's own catalog, which its table calls one at a time).
+	sem chan struct{}
+}
+
+// Catalog is one catalog shared by the tables of a pipeline: opened on
+// first use, reopened when its SQLite file is replaced, and closed once,
+// by its owner, when every table is done with it. Each table keeps its
+// own IO (and the vended credentials a REST catalog's answer gives it);
+// only the catalog's client, its connections and caches are shared, so
+// that a thousand tables cost one database handle or HTTP client, not a
+// thousand.
+type Catalog struct{ h *catalogHandle }
+
+// DefaultCatalogConcurrency is NewCatalog's bound when given 0.
+const DefaultCatalogConcurrency = 8
+
+// NewCatalog returns the catalog the options describe (their table fields
+// are ignored), without opening it. At most concurrency calls (loads,
+// commits of retention holds) run through it at once (0:
+// DefaultCatalogConcurrency); the others wait their turn, which also
+// bounds the connections a SQLite catalog's pool opens.
+func NewCatalog(o Options, concurrency int) *Catalog {
+	if concurrency <= 0 {
+		concurrency = DefaultCatalogConcurrency
+	}
+	o.Table, o.MetadataPath, o.Catalog = "", "", nil
+	h := newCatalogHandle(o)
+	h.sem = make(chan struct{}, concurrency)
+	return &Catalog{h: h}
+}
+
+// Close releases the catalog's connections. Tables using it must not load
+// after; a later use would open it again.
+func (c *Catalog) Close() {
+	if c != nil {
+		c.h.close()
+	}
 }
 
 func newCatalogHandle(o Options) *catalogHandle {
 	return &catalogHandle{o: o, path: sqlitePath(o), hive: o.CatalogType == "hive"}
 }
 
-// get returns the open catalog, reopening it when its file was replaced.
-func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
+// get returns the open catalog, reopening it when its file was replaced,
+// and the function that ends its use.
+func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, func(), error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cat != nil && h.path != "" {
 		fi, err := os.Stat(h.path)
 		if err != nil {
 			h.closeLocked()
-			return nil, fmt.Errorf("sql catalog %s: %w", h.path, err)
+			return nil, nil, fmt.Errorf("sql catalog %s: %w", h.path, err)
 		}
 		if !os.SameFile(fi, h.opened) {
 			h.log().Info("sql catalog file was replaced; reopening it", "path", h.path)
@@ -112,7 +155,7 @@ func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
 		}
 	}
 	if h.cat != nil {
-		return h.cat, nil
+		return h.cat, h.enter(), nil
 	}
 	// Identified before opening: should the file be replaced in between,
 	// the next get sees a different file and reopens once more.
@@ -122,10 +165,10 @@ func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
 	}
 	c, err := OpenCatalog(ctx, h.o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	h.cat, h.opened = c, fi
-	return c, nil
+	h.cat, h.opened, h.users = c, fi, &catalogUsers{cat: c}
+	return c, h.enter(), nil
 }
 
 // use runs fn with the open catalog, which it returns (nil when it
@@ -133,20 +176,30 @@ func (h *catalogHandle) get(ctx context.Context) (catalog.Catalog, error) {
 // and closing the connection when fn fails (but for the metastore's answer
 // that there is no such table or database).
 func (h *catalogHandle) use(ctx context.Context, fn func(context.Context, catalog.Catalog) error) (catalog.Catalog, error) {
+	if h.sem != nil {
+		select {
+		case h.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-h.sem }()
+	}
 	if !h.hive {
-		cat, err := h.get(ctx)
+		cat, done, err := h.get(ctx)
 		if err != nil {
 			return nil, err
 		}
+		defer done()
 		return cat, fn(ctx, cat)
 	}
 	h.calls.Lock()
 	defer h.calls.Unlock()
-	cat, err := h.get(ctx)
+	cat, done, err := h.get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	err = hiveBounded(ctx, cat, fn)
+	done()
 	if err != nil && !errors.Is(err, catalog.ErrNoSuchTable) && !errors.Is(err, catalog.ErrNoSuchNamespace) {
 		h.mu.Lock()
 		if h.cat == cat {
@@ -254,13 +307,46 @@ func (h *catalogHandle) close() {
 	h.closeLocked()
 }
 
+// catalogUsers are the calls in flight on one opened catalog.
+type catalogUsers struct {
+	cat     catalog.Catalog
+	n       int  // guarded by the handle's mu
+	retired bool // dropped by the handle: closed when n reaches 0
+}
+
+// enter counts a call on the open catalog and returns its end. h.mu is
+// held.
+func (h *catalogHandle) enter() func() {
+	u := h.users
+	u.n++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if u.n--; u.n == 0 && u.retired {
+			h.closeCatalog(u.cat)
+		}
+	}
+}
+
+// closeLocked drops the catalog, so that the next get opens a new one,
+// and closes it now or, with calls still in flight on it, when the last
+// ends: never under a call of another table.
 func (h *catalogHandle) closeLocked() {
-	if c, ok := h.cat.(catalog.Closer); ok {
+	if u := h.users; u != nil {
+		u.retired = true
+		if u.n == 0 {
+			h.closeCatalog(u.cat)
+		}
+	}
+	h.cat, h.opened, h.users = nil, nil, nil
+}
+
+func (h *catalogHandle) closeCatalog(cat catalog.Catalog) {
+	if c, ok := cat.(catalog.Closer); ok {
 		if err := c.Close(); err != nil {
 			h.log().Warn("close catalog", "type", h.o.CatalogType, "path", h.path, "err", err)
 		}
 	}
-	h.cat, h.opened = nil, nil
 }
 
 func (h *catalogHandle) log() *slog.Logger {
@@ -331,4 +417,11 @@ func ListTables(ctx context.Context, o Options, ns string) ([]string, error) {
 		return nil, fmt.Errorf("list tables of namespace %s: %w", ns, newStore(o).explainCatalog(o, answered(err)))
 	}
 	return out, nil
+}
+
+func (c *Catalog) handle() *catalogHandle {
+	if c == nil {
+		return nil
+	}
+	return c.h
 }

@@ -73,6 +73,11 @@ type Options struct {
 	// follower decodes no manifest it decoded before. Default nil: the
 	// index lives as long as the Table.
 	FileIndex IndexStore
+	// Catalog, when set, is the pipeline's catalog (NewCatalog) the table
+	// loads through instead of opening its own; its owner closes it, not
+	// the table. The catalog fields above must be the ones it was made
+	// with: they still say how the table's files are read.
+	Catalog *Catalog
 }
 
 // ErrNotV3 is returned for a table that never carried row lineage. It is
@@ -222,7 +227,12 @@ func New(o Options) (*Table, error) {
 	if len(ident) < 2 {
 		return nil, fmt.Errorf("table %q: want namespace.name", o.Table)
 	}
-	h := newCatalogHandle(o)
+	var closeCatalog func()
+	h := o.Catalog.handle()
+	if h == nil {
+		h = newCatalogHandle(o)
+		closeCatalog = h.close
+	}
 	st := newStore(o)
 	load := func(ctx context.Context) (*table.Table, error) {
 		// The catalog reads the metadata file itself: with the store's S3
@@ -260,7 +270,7 @@ func New(o Options) (*Table, error) {
 		st.loaded(tbl)
 		return confine(o, st, tbl, cat), nil
 	}
-	t := newTable(o, load, h.close)
+	t := newTable(o, load, closeCatalog)
 	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
 		lctx, err := st.context(ctx, o.Warehouse)
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,7 +18,7 @@ import (
 // runCluster is `icecdc run` in cluster mode: no state file; the member
 // follows the tables the group assigns it, with checkpoints in the Kafka
 // checkpoint topic.
-func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) error {
+func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) (err error) {
 	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
 	eo := exactlyOnce(cfg)
 	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
@@ -31,16 +30,11 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		if shared, err = buildSink(cfg, out, log, metrics, enc); err != nil {
 			return err
 		}
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			shared.Close(cctx)
-		}()
+		defer closeSink(shared, &err)
 	}
 	kc := cfg.Cluster.Kafka
 	if cfg.Sink.Type == "kafka" {
-		kc = cfg.Sink.Kafka
-		if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+		if kc, err = kafkaSinkConfig(cfg, enc); err != nil {
 			return err
 		}
 	}
@@ -64,9 +58,14 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	if err != nil || ts == nil {
 		return err
 	}
+	// One catalog for every table the member comes to own, closed when
+	// the member has stopped them all.
+	cat := openCatalog(cfg, log)
+	defer cat.Close()
 	tables := make([]cluster.Table, len(ts))
 	for i, t := range ts {
 		o := t.opts
+		o.Catalog = cat
 		tables[i] = cluster.Table{Name: t.name, Start: t.start, Hold: t.hold,
 			Columns: t.columns, Net: t.net, NetMaxRows: t.netMaxRows, Open: func() (cdc.Source, error) { return source.New(o) }}
 	}

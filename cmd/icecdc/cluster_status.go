@@ -54,15 +54,11 @@ func clusterStatusTable(ctx context.Context, cfg *Config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	specs, err := buildTables(ctx, cfg, nil)
+	specs, closeAll, err := buildTables(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, sp := range specs {
-			sp.Source.Close()
-		}
-	}()
+	defer closeAll()
 	names := make([]string, len(specs))
 	for i, sp := range specs {
 		names[i] = sp.Name

@@ -105,6 +105,9 @@ type CatalogConfig struct {
 	// (default 64MiB): a longer one fails the load naming the bound and
 	// the URL.
 	MaxResponseBytes byteSize `yaml:"max_response_bytes"`
+	// Concurrency bounds the calls the daemon's one catalog takes at once
+	// from all its tables (default source.DefaultCatalogConcurrency, 8).
+	Concurrency int `yaml:"concurrency"`
 }
 
 // TableConfig is one followed table (or namespace.* for all of them).
@@ -201,6 +204,9 @@ func (c *Config) defaults() {
 	}
 	if c.IO.Concurrency == 0 {
 		c.IO.Concurrency = 16
+	}
+	if c.Catalog.Concurrency == 0 {
+		c.Catalog.Concurrency = source.DefaultCatalogConcurrency
 	}
 	if c.MaxMemory == 0 {
 		c.MaxMemory = source.DefaultMaxMemory
@@ -322,6 +328,9 @@ func (c *Config) validate() error {
 	}
 	if c.IO.Concurrency < 1 || c.IO.Concurrency > maxIOConcurrency {
 		bad("io.concurrency", "%d: want 1 to %d", c.IO.Concurrency, maxIOConcurrency)
+	}
+	if c.Catalog.Concurrency < 1 || c.Catalog.Concurrency > maxIOConcurrency {
+		bad("catalog.concurrency", "%d: want 1 to %d", c.Catalog.Concurrency, maxIOConcurrency)
 	}
 	switch c.Sink.Type {
 	case "stdout":

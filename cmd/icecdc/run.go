@@ -65,7 +65,7 @@ unless every table reached its head); a second exits at once.`,
 	return cmd
 }
 
-func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, logOut io.Writer) error {
+func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, logOut io.Writer) (err error) {
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	defer routeLibraryLogs(log)()
 	if cfg.Cluster.Enabled() {
@@ -93,6 +93,15 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err != nil {
 		return err
 	}
+	var started bool
+	defer func() {
+		closeSink(sink, &err)
+		if started {
+			log.Info("icecdc stopped", "pipeline", cfg.Name)
+		}
+	}()
+	cat := openCatalog(cfg, log)
+	defer cat.Close()
 	p := &cdc.Pipeline{
 		Name: cfg.Name, Sink: sink, Store: store,
 		Encoder:   enc,
@@ -115,7 +124,6 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		srv, err := serveHTTP(cfg.HTTP, log, reg, p.Ready, p.Health, func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) },
 			snapshotHandler(cfg.HTTP.Token, p))
 		if err != nil {
-			sink.Close(context.Background())
 			return err
 		}
 		defer srv.stop()
@@ -123,33 +131,39 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if once {
 		// A batch job does not wait for a namespace's tables to appear.
 		if _, err := listTableSources(ctx, cfg, log); err != nil {
-			sink.Close(context.Background())
 			return fmt.Errorf("run --once: %w", err)
 		}
 	}
-	if p.Tables, err = waitForTables(ctx, cfg, log, store); err != nil || p.Tables == nil {
-		sink.Close(context.Background())
+	if p.Tables, err = waitForTables(ctx, cfg, log, store, cat); err != nil || p.Tables == nil {
 		if err == nil && once {
 			err = errOnceInterrupted
 		}
 		return err // nil: stopped by a signal while waiting
 	}
 	if err := markUnexpectedStarts(store, cfg.Name, p.Tables, adopt); err != nil {
-		sink.Close(context.Background())
 		return err
 	}
 	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "state", cfg.State.Path, "version", version)
+	started = true
 	runErr := p.Run(ctx)
-	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := sink.Close(closeCtx); err != nil && runErr == nil {
-		runErr = fmt.Errorf("close sink: %w", err)
-	}
 	if once && runErr == nil && ctx.Err() != nil {
 		runErr = errOnceInterrupted
 	}
-	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return runErr
+}
+
+// sinkCloseTimeout bounds the flush of what the sink still holds when the
+// daemon stops.
+const sinkCloseTimeout = 30 * time.Second
+
+// closeSink is the one way the daemon closes its sink, on every path out
+// of a run: its error becomes *err unless the run already failed.
+func closeSink(sink cdc.Sink, err *error) {
+	ctx, cancel := context.WithTimeout(context.Background(), sinkCloseTimeout)
+	defer cancel()
+	if cerr := sink.Close(ctx); cerr != nil && *err == nil {
+		*err = fmt.Errorf("close sink: %w", cerr)
+	}
 }
 
 // routeLibraryLogs sends what libraries print with Go's log package
@@ -264,12 +278,12 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 	case "file":
 		return file.Open(cfg.Sink.File.Path)
 	case "kafka":
-		kc := cfg.Sink.Kafka
-		kc.Pipeline = cfg.Name
-		kc.Logger = log
-		if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+		kc, err := kafkaSinkConfig(cfg, enc)
+		if err != nil {
 			return nil, err
 		}
+		kc.Pipeline = cfg.Name
+		kc.Logger = log
 		return kafka.New(kc)
 	case "webhook":
 		w := cfg.Sink.Webhook
@@ -281,6 +295,17 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 		})
 	}
 	return nil, fmt.Errorf("config: sink.type %q: want kafka, webhook, stdout or file", cfg.Sink.Type)
+}
+
+// kafkaSinkConfig is the Kafka sink's configuration with the topics the
+// format adds: what buildSink's sink and, in cluster mode, each table's
+// transactional sink are made from.
+func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
+	kc := cfg.Sink.Kafka
+	if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
+		return kafka.Config{}, err
+	}
+	return kc, nil
 }
 
 // tableSource is one table to follow: its name, start and the options
@@ -299,12 +324,7 @@ type tableSource struct {
 // through the catalog. log (nil: slog's default) receives the sources'
 // lifecycle messages.
 func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tableSource, error) {
-	base := source.Options{
-		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
-		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
-		AllowedLocations: cfg.AllowedLocations, Log: log, IOConcurrency: cfg.IO.Concurrency,
-		MaxResponseBytes: int64(cfg.Catalog.MaxResponseBytes),
-	}
+	base := sourceOptions(cfg, log)
 	var out []tableSource
 	for _, t := range cfg.Tables {
 		start, err := cdc.ParseStart(t.Start)
@@ -328,15 +348,47 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 	return out, nil
 }
 
+// sourceOptions are the options every table's source shares: where the
+// catalog is and how the tables' files are read.
+func sourceOptions(cfg *Config, log *slog.Logger) source.Options {
+	return source.Options{
+		CatalogName: cfg.Catalog.Name, CatalogType: cfg.Catalog.Type, CatalogURI: cfg.Catalog.URI,
+		Warehouse: cfg.Catalog.Warehouse, Props: cfg.Catalog.Properties, MaxHeldRows: cfg.MaxHeldRows,
+		AllowedLocations: cfg.AllowedLocations, Log: log, IOConcurrency: cfg.IO.Concurrency,
+		MaxResponseBytes: int64(cfg.Catalog.MaxResponseBytes),
+	}
+}
+
+// openCatalog returns the daemon's one catalog, shared by every table's
+// source; the caller closes it when the tables are done.
+func openCatalog(cfg *Config, log *slog.Logger) *source.Catalog {
+	return source.NewCatalog(sourceOptions(cfg, log), cfg.Catalog.Concurrency)
+}
+
 // buildTables opens every configured table, expanding namespace.* through
-// the catalog. log (nil: slog's default) receives the sources' lifecycle
+// the catalog, all through one catalog; closeAll closes the tables and
+// then it. log (nil: slog's default) receives the sources' lifecycle
 // messages.
-func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) ([]cdc.TableSpec, error) {
+func buildTables(ctx context.Context, cfg *Config, log *slog.Logger) (_ []cdc.TableSpec, closeAll func(), _ error) {
 	ts, err := listTableSources(ctx, cfg, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return openTables(ts)
+	cat := openCatalog(cfg, log)
+	for i := range ts {
+		ts[i].opts.Catalog = cat
+	}
+	specs, err := openTables(ts)
+	if err != nil {
+		cat.Close()
+		return nil, nil, err
+	}
+	return specs, func() {
+		for _, sp := range specs {
+			sp.Source.Close()
+		}
+		cat.Close()
+	}, nil
 }
 
 func openTables(ts []tableSource) ([]cdc.TableSpec, error) {
@@ -385,14 +437,15 @@ func (e *unlistedError) Unwrap() error { return e.err }
 // waitLogInterval, instead of ending the daemon (which a supervisor would
 // restart in a loop). It returns nil tables when ctx ends first. With a
 // store, each table keeps its data-file index in it, next to its
-// checkpoint.
-func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger, store *state.Store) ([]cdc.TableSpec, error) {
+// checkpoint. Every table loads through cat.
+func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger, store *state.Store, cat *source.Catalog) ([]cdc.TableSpec, error) {
 	ts, err := waitForTableSources(ctx, cfg, log)
 	if err != nil || ts == nil {
 		return nil, err
 	}
-	if store != nil {
-		for i := range ts {
+	for i := range ts {
+		ts[i].opts.Catalog = cat
+		if store != nil {
 			ts[i].opts.FileIndex = store.FileIndex(cfg.Name, ts[i].name)
 		}
 	}

@@ -68,17 +68,13 @@ func cmdStatus(ctx context.Context, cfg *Config, out io.Writer) error {
 			byName[s.Table] = s.TableState
 		}
 	}
-	specs, err := buildTables(ctx, cfg, nil)
+	specs, closeAll, err := buildTables(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
+	defer closeAll()
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TABLE\tCHECKPOINT SEQ\tSNAPSHOT\tPOSITION\tHEAD SEQ\tSNAPSHOTS BEHIND\tSECONDS BEHIND\tSAVED")
-	defer func() {
-		for _, sp := range specs {
-			sp.Source.Close()
-		}
-	}()
 	for _, sp := range specs {
 		if _, err := sp.Source.Refresh(ctx); err != nil {
 			fmt.Fprintf(w, "%s\tunavailable: %s\n", sp.Name, oneLine(err.Error()))
