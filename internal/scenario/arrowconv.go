@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/variant"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
@@ -154,6 +156,12 @@ func appendValue(bld array.Builder, v any) error {
 			return typeErr(v, "uuid.UUID")
 		}
 		b.Append(x)
+	case *extensions.VariantBuilder:
+		x, ok := v.(variant.Value)
+		if !ok {
+			return typeErr(v, "variant.Value")
+		}
+		b.Append(x)
 	case *array.StructBuilder:
 		x, ok := v.(map[string]any)
 		if !ok {
@@ -192,6 +200,13 @@ func appendValue(bld array.Builder, v any) error {
 			}
 		}
 	default:
+		// Geometry and geography columns are geoarrow WKB extension
+		// arrays, whose builders take a value as hex text.
+		if x, ok := v.([]byte); ok {
+			if et, ok := bld.Type().(arrow.ExtensionType); ok && et.StorageType().ID() == arrow.BINARY {
+				return bld.AppendValueFromString(hex.EncodeToString(x))
+			}
+		}
 		return fmt.Errorf("arrow type %s not supported by scenario rows", bld.Type())
 	}
 
@@ -246,6 +261,14 @@ func valueAt(arr arrow.Array, i int) any {
 	switch a := arr.(type) {
 	case *extensions.UUIDArray:
 		return a.Value(i)
+	case *extensions.VariantArray:
+		v, err := a.Value(i)
+		if err != nil {
+			return err
+		}
+		return v.Clone()
+	case array.ExtensionArray: // geometry, geography: WKB
+		return valueAt(a.Storage(), i)
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		m := make(map[string]any, st.NumFields())
