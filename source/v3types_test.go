@@ -215,3 +215,77 @@ func TestV3Types(t *testing.T) {
 		t.Errorf("connect mode: local_ns of -1 ns is not -1 ms")
 	}
 }
+
+// TestInitialDefaults: a column added with a default after rows were
+// written and some deleted by a vector shows the default in both images
+// of an old row that is updated or deleted, also for a field added with
+// a default inside a struct.
+func TestInitialDefaults(t *testing.T) {
+	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "status", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "addr", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+			{ID: 4, Name: "city", Type: iceberg.PrimitiveTypes.String}}}},
+	)
+	f := newFixture(t, 3, nil, sc)
+	var rows []map[string]any
+	for i := range 5 {
+		rows = append(rows, map[string]any{"id": int64(i), "status": "new", "addr": map[string]any{"city": "x"}})
+	}
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, rows) })
+	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, iceberg.EqualTo(iceberg.Reference("id"), int64(0)))
+	})
+	f.do("add columns", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		tx := tb.NewTransaction()
+		us := tx.UpdateSchema(true, false)
+		us.AddColumn([]string{"prio"}, iceberg.PrimitiveTypes.Int32, "", false, iceberg.Int32Literal(7))
+		us.AddColumn([]string{"addr", "zone"}, iceberg.PrimitiveTypes.String, "", false, iceberg.StringLiteral("z1"))
+		if err := us.Commit(); err != nil {
+			return nil, err
+		}
+		return tx.Commit(ctx)
+	})
+	f.do("update", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Update(ctx, tb, iceberg.EqualTo(iceberg.Reference("id"), int64(1)), func(r map[string]any) map[string]any {
+			r["status"] = "paid"
+			return r
+		})
+	})
+	f.do("delete old", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, iceberg.EqualTo(iceberg.Reference("id"), int64(2)))
+	})
+	src := f.open()
+	snaps, err := src.Snapshots(f.ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all string
+	for _, si := range snaps {
+		c, err := src.Commit(f.ctx, si)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Materialize(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := range c.Events {
+			b, err := (&debezium.JSON{}).AppendValue(nil, c, &c.Events[i], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all += string(b) + "\n"
+		}
+	}
+	t.Log(all)
+	for _, want := range []string{
+		`"before":{"id":1,"status":"new","addr":{"city":"x","zone":"z1"},"prio":7},"after":{"id":1,"status":"paid","addr":{"city":"x","zone":"z1"},"prio":7}`,
+		`"changed_fields":["status"]`,
+		`"before":{"id":2,"status":"new","addr":{"city":"x","zone":"z1"},"prio":7},"after":null`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %s", want)
+		}
+	}
+	f.check()
+}

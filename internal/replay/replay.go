@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/apache/iceberg-go"
@@ -182,41 +183,41 @@ func sameRow(a, b map[string]any) bool {
 }
 
 // Project rewrites every row from schema from to schema to, matching
-// top-level columns by field id, as a consumer does when the images of the
-// next snapshot's events come in a new schema (docs/contract.md: images use the
-// event's snapshot schema): a renamed column takes its new name, a dropped
-// one goes, an added one takes its initial default (or null).
+// columns by field id, nested struct fields too, as a consumer does when
+// the images of the next snapshot's events come in a new schema
+// (docs/contract.md: images use the event's snapshot schema): a renamed
+// column takes its new name, a dropped one goes, an added one takes its
+// initial default (or null).
 func (s State) Project(from, to *iceberg.Schema) {
 	if from == nil || to == nil || from.ID == to.ID {
 		return
 	}
-	type col struct {
-		name string
-		def  any
+	for id, row := range s {
+		s[id] = projectStruct(row, from.AsStruct().FieldList, to.AsStruct().FieldList)
 	}
-	var cols []col
-	var olds []string
-	for _, f := range to.Fields() {
-		old, ok := from.FindFieldByID(f.ID)
-		if !ok {
-			cols = append(cols, col{f.Name, jsonValue(f.InitialDefault)})
-			olds = append(olds, "")
+}
+
+// projectStruct is Project for one struct value.
+func projectStruct(row map[string]any, from, to []iceberg.NestedField) map[string]any {
+	out := make(map[string]any, len(to))
+	for _, f := range to {
+		i := slices.IndexFunc(from, func(o iceberg.NestedField) bool { return o.ID == f.ID })
+		if i < 0 {
+			out[f.Name] = jsonValue(f.InitialDefault)
 			continue
 		}
-		cols = append(cols, col{f.Name, nil})
-		olds = append(olds, old.Name)
-	}
-	for id, row := range s {
-		out := make(map[string]any, len(cols))
-		for i, c := range cols {
-			if olds[i] == "" {
-				out[c.name] = c.def
-			} else if v, ok := row[olds[i]]; ok {
-				out[c.name] = v
-			}
+		v, ok := row[from[i].Name]
+		if !ok {
+			continue
 		}
-		s[id] = out
+		fs, fok := from[i].Type.(*iceberg.StructType)
+		ts, tok := f.Type.(*iceberg.StructType)
+		if m, isMap := v.(map[string]any); isMap && fok && tok {
+			v = projectStruct(m, fs.FieldList, ts.FieldList)
+		}
+		out[f.Name] = v
 	}
+	return out
 }
 
 // jsonValue is v as the JSON decoding of events gives it (numbers as
