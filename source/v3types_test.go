@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
@@ -151,6 +152,9 @@ func TestV3Types(t *testing.T) {
 		if err := c.Materialize(f.ctx); err != nil {
 			t.Fatal(err)
 		}
+		if err := replay.CheckArrowPaths(c); err != nil {
+			t.Fatalf("snapshot %d: %v", si.SequenceNumber, err)
+		}
 		for _, mode := range []debezium.TimePrecisionMode{debezium.TimeAdaptive, debezium.TimeConnect, debezium.TimeISOString} {
 			enc, err := debezium.NewConnectJSON(debezium.Envelope{}, debezium.ConnectOptions{TimePrecision: mode})
 			if err != nil {
@@ -209,6 +213,11 @@ func TestV3Types(t *testing.T) {
 		if !strings.Contains(connect, want) {
 			t.Errorf("debezium-connect-json: no %s", want)
 		}
+	}
+	// The replay contract at every snapshot, and --net over every range
+	// of snapshots (keys: the identifier id).
+	if n, err := replay.CheckNet(f.ctx, f.check(), f.tbl); err != nil || n == 0 {
+		t.Fatalf("net: %d ranges, %v", n, err)
 	}
 	// connect mode: -1 ns is the millisecond before the epoch
 	if !strings.Contains(connect, `connect {"schema"`) || !strings.Contains(connect, `"local_ns":-1,"utc_ns"`) {
@@ -287,5 +296,7 @@ func TestInitialDefaults(t *testing.T) {
 			t.Errorf("no %s", want)
 		}
 	}
-	f.check()
+	if n, err := replay.CheckNet(f.ctx, f.check(), f.tbl); err != nil || n == 0 {
+		t.Fatalf("net: %d ranges, %v", n, err)
+	}
 }

@@ -12,7 +12,11 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/variant"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -121,8 +125,21 @@ func Live(ctx context.Context, tbl *table.Table, snapshotID int64) (State, error
 	if err != nil {
 		return nil, err
 	}
+	var fields []iceberg.NestedField
+	if snap := tbl.Metadata().SnapshotByID(snapshotID); snap != nil && snap.SchemaID != nil {
+		if sc := schemaByID(tbl, *snap.SchemaID); sc != nil {
+			fields = sc.Fields()
+		}
+	}
 	out := State{}
 	for id, r := range rows {
+		for _, f := range fields {
+			if v, ok := r.Values[f.Name]; ok && v != nil {
+				if r.Values[f.Name], err = eventForm(v, f.Type); err != nil {
+					return nil, fmt.Errorf("row %d: column %s: %w", id, f.Name, err)
+				}
+			}
+		}
 		b, err := json.Marshal(r.Values)
 		if err != nil {
 			return nil, err
@@ -237,4 +254,51 @@ func jsonValue(v any) any {
 		return v
 	}
 	return out
+}
+
+// eventForm is a top-level value as the oracle reads it, in the form
+// debezium-json gives the types whose Go value marshals otherwise (the
+// v3 types): nanosecond timestamps as text with nine digits, a variant
+// as its JSON text, a geometry or geography as {wkb, srid}.
+func eventForm(v any, typ iceberg.Type) (any, error) {
+	switch t := typ.(type) {
+	case iceberg.TimestampNsType:
+		if ts, ok := v.(arrow.Timestamp); ok {
+			return time.Unix(0, int64(ts)).UTC().Format("2006-01-02T15:04:05.000000000"), nil
+		}
+	case iceberg.TimestampTzNsType:
+		if ts, ok := v.(arrow.Timestamp); ok {
+			return time.Unix(0, int64(ts)).UTC().Format("2006-01-02T15:04:05.000000000Z"), nil
+		}
+	case iceberg.VariantType:
+		if x, ok := v.(variant.Value); ok {
+			b, err := cdc.AppendVariantJSON(nil, x)
+			return string(b), err
+		}
+	case iceberg.GeometryType:
+		return geoForm(v, t.CRS())
+	case iceberg.GeographyType:
+		return geoForm(v, t.CRS())
+	}
+	return v, nil
+}
+
+func geoForm(v any, crs string) (any, error) {
+	b, ok := v.([]byte)
+	if !ok {
+		return nil, fmt.Errorf("geometry value %T, want []byte", v)
+	}
+	var srid any
+	var n int
+	switch _, err := fmt.Sscanf(strings.ToLower(crs), "srid:%d", &n); {
+	case crs == iceberg.DefaultGeoCRS:
+		srid = 4326
+	case err == nil:
+		srid = n
+	default:
+		if _, err := fmt.Sscanf(strings.ToLower(crs), "epsg:%d", &n); err == nil {
+			srid = n
+		}
+	}
+	return map[string]any{"wkb": b, "srid": srid}, nil
 }

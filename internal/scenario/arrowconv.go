@@ -255,18 +255,20 @@ func toFloat64(v any) (float64, bool) {
 // forms appendValue takes back); for any other type the value arrow-go
 // produces for JSON marshalling.
 func valueAt(arr arrow.Array, i int) any {
+	// arrow-go takes a variant null for a null; it is a value.
+	if va, ok := arr.(*extensions.VariantArray); ok && !va.Storage().IsNull(i) {
+		v, err := va.Value(i)
+		if err != nil {
+			return err
+		}
+		return v.Clone()
+	}
 	if arr.IsNull(i) {
 		return nil
 	}
 	switch a := arr.(type) {
 	case *extensions.UUIDArray:
 		return a.Value(i)
-	case *extensions.VariantArray:
-		v, err := a.Value(i)
-		if err != nil {
-			return err
-		}
-		return v.Clone()
 	case array.ExtensionArray: // geometry, geography: WKB
 		return valueAt(a.Storage(), i)
 	case *array.Struct:
