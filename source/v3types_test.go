@@ -241,7 +241,9 @@ func TestInitialDefaults(t *testing.T) {
 	for i := range 5 {
 		rows = append(rows, map[string]any{"id": int64(i), "status": "new", "addr": map[string]any{"city": "x"}})
 	}
-	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) { return scenario.Append(ctx, tb, rows) })
+	f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, rows)
+	})
 	f.do("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
 		return scenario.Delete(ctx, tb, iceberg.EqualTo(iceberg.Reference("id"), int64(0)))
 	})
