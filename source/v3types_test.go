@@ -119,7 +119,7 @@ func TestV3Types(t *testing.T) {
 		return scenario.Append(ctx, tb, []map[string]any{
 			{"id": int64(1), "doc": mustVariant(t, []string{"zzz", "b"}, obj), "shape": point(1, 2), "mercator": point(3, 4), "place": point(5, 6),
 				"local_ns": ts, "utc_ns": arrow.Timestamp(1_700_000_000_123456789), "note": "one"},
-			{"id": int64(2), "doc": mustVariant(t, nil, scalars), "note": "two"},
+			{"id": int64(2), "doc": mustVariant(t, nil, scalars), "local_ns": arrow.Timestamp(1_500_000_001), "note": "two"},
 			{"id": int64(3), "doc": parseVariant(t, `{"big":123456789012345678901234567890,"dec":-0.50,"list":[1,[],{}]}`), "note": "three"},
 			{"id": int64(4), "doc": parseVariant(t, `null`), "note": "four"},
 		})
@@ -205,7 +205,7 @@ func TestV3Types(t *testing.T) {
 		`"name":"io.debezium.data.geometry.Geometry","version":1,"field":"shape"}`,
 		`"name":"io.debezium.data.geometry.Geography","version":1,"parameters":{"crs":"IGNF:LAMB93"},"field":"place"}`,
 		`"mercator":{"wkb":"AQEAAAAAAAAAAAADQAAAAAAAAARA","srid":3857}`,
-		`adaptive {"schema"`, `"name":"io.debezium.time.NanoTimestamp","version":1,"field":"local_ns"}`, `"local_ns":-1,`,
+		`adaptive {"schema"`, `"name":"io.debezium.time.NanoTimestamp","version":1,"field":"local_ns"}`, `"local_ns":-1,`, `"local_ns":1500000001,`,
 		`"utc_ns":"2023-11-14T22:13:20.123456789Z"`,
 		`"name":"org.apache.kafka.connect.data.Timestamp","version":1,"field":"local_ns"}`,
 		`"name":"io.debezium.time.IsoTimestamp","version":1,"field":"local_ns"}`, `"local_ns":"1969-12-31T23:59:59.999999999"`,
@@ -219,9 +219,46 @@ func TestV3Types(t *testing.T) {
 	if n, err := replay.CheckNet(f.ctx, f.check(), f.tbl); err != nil || n == 0 {
 		t.Fatalf("net: %d ranges, %v", n, err)
 	}
-	// connect mode: -1 ns is the millisecond before the epoch
-	if !strings.Contains(connect, `connect {"schema"`) || !strings.Contains(connect, `"local_ns":-1,"utc_ns"`) {
-		t.Errorf("connect mode: local_ns of -1 ns is not -1 ms")
+	// connect mode: -1 ns is the millisecond before the epoch; the row
+	// of 1.5 s has 1500 ms.
+	n := 0
+	for _, line := range strings.Split(connect, "\n") {
+		if !strings.HasPrefix(line, "connect ") || !strings.Contains(line, `"op":"c"`) {
+			continue
+		}
+		for note, want := range map[string]string{"one": `"local_ns":-1,"utc_ns":"2023-11-14T22:13:20.123456789Z"`, "two": `"local_ns":1500,`} {
+			if strings.Contains(line, `"note":"`+note+`"`) {
+				n++
+				if !strings.Contains(line, want) {
+					t.Errorf("connect mode, row %s: no %s in %s", note, want, line)
+				}
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("connect mode: %d rows checked, want 2", n)
+	}
+	// A nanosecond timestamp as the key, in both formats.
+	f.keys = []string{"local_ns", "id"}
+	ks := f.open()
+	c, err := ks.Commit(f.ctx, snaps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Materialize(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, err := (&debezium.JSON{}).AppendKey(nil, c, &c.Events[0])
+	if err != nil || string(key) != `{"local_ns":"1969-12-31T23:59:59.999999999","id":1}` {
+		t.Errorf("debezium-json key %s, %v", key, err)
+	}
+	enc, err := debezium.NewConnectJSON(debezium.Envelope{}, debezium.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err = enc.AppendKey(nil, c, &c.Events[0])
+	if err != nil || !strings.Contains(string(key), `"name":"io.debezium.time.NanoTimestamp"`) || !strings.HasSuffix(string(key), `"payload":{"local_ns":-1,"id":1}}`) {
+		t.Errorf("debezium-connect-json key %s, %v", key, err)
 	}
 }
 
