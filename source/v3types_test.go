@@ -339,3 +339,45 @@ func TestInitialDefaults(t *testing.T) {
 		t.Fatalf("net: %d ranges, %v", n, err)
 	}
 }
+
+// TestVariantMalformed: a data file whose variant bytes are truncated or
+// point out of range stops the read with one line naming the file, the
+// column and the row position; no panic.
+func TestVariantMalformed(t *testing.T) {
+	good, err := variant.ParseJSON(`{"key":[1,"two"]}`, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, val := good.Metadata().Bytes(), good.Bytes()
+	for name, raw := range map[string]scenario.RawVariant{
+		"truncated metadata":       {Metadata: meta[:len(meta)-2], Value: val},
+		"truncated value":          {Metadata: meta, Value: val[:len(val)-3]},
+		"field id past dictionary": {Metadata: variant.EmptyMetadataBytes[:], Value: val},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+				iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+				iceberg.NestedField{ID: 2, Name: "doc", Type: iceberg.VariantType{}})
+			f := newFixture(t, 3, nil, sc)
+			f.do("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+				return scenario.Append(ctx, tb, []map[string]any{{"id": int64(1), "doc": good}, {"id": int64(2), "doc": raw}})
+			})
+			src := f.open()
+			snaps, err := src.Snapshots(f.ctx, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := src.Commit(f.ctx, snaps[0])
+			if err == nil {
+				err = c.Materialize(f.ctx)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, ".parquet") || !strings.Contains(msg, "column doc") || !strings.Contains(msg, "position 1") || strings.Contains(msg, "\n") {
+				t.Errorf("error %q does not name the file, the column and the position on one line", msg)
+			}
+		})
+	}
+}

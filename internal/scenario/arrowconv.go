@@ -57,6 +57,10 @@ func buildRecord(as *arrow.Schema, rows []map[string]any) (arrow.RecordBatch, er
 // appendValue appends v to bld, accepting the Go types a test naturally
 // writes for each Arrow type (any integer kind for integer columns, time.Time
 // for dates and timestamps, ...).
+// RawVariant is a variant column value given as its two buffers, written
+// as they are (unchecked), for tests of malformed variants.
+type RawVariant struct{ Metadata, Value []byte }
+
 func appendValue(bld array.Builder, v any) error {
 	if v == nil {
 		bld.AppendNull()
@@ -157,6 +161,13 @@ func appendValue(bld array.Builder, v any) error {
 		}
 		b.Append(x)
 	case *extensions.VariantBuilder:
+		if raw, ok := v.(RawVariant); ok {
+			sb := b.StorageBuilder().(*array.StructBuilder)
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.BinaryBuilder).Append(raw.Metadata)
+			sb.FieldBuilder(1).(*array.BinaryBuilder).Append(raw.Value)
+			return nil
+		}
 		x, ok := v.(variant.Value)
 		if !ok {
 			return typeErr(v, "variant.Value")
