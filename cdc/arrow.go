@@ -132,6 +132,13 @@ func (e *Event) MaterializeRows() error {
 // typ, to the Go value Row documents. A value whose Arrow type does not fit
 // typ is an error naming both: icecdc never guesses a value.
 func ArrowValue(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
+	if va, ok := arr.(*extensions.VariantArray); ok && !va.Storage().IsNull(i) {
+		// arrow-go takes a variant null for a null; it is a value
+		// (JSON null), unlike a null column.
+		if _, ok := typ.(iceberg.VariantType); ok {
+			return variantAt(va, i)
+		}
+	}
 	if arr.IsNull(i) {
 		return nil, nil
 	}
@@ -140,6 +147,12 @@ func ArrowValue(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
 			var out UUID
 			copy(out[:], u.Storage().(*array.FixedSizeBinary).Value(i))
 			return out, nil
+		}
+		if va, ok := arr.(*extensions.VariantArray); ok {
+			if _, ok := typ.(iceberg.VariantType); !ok {
+				return nil, fmt.Errorf("variant value for %s", typ)
+			}
+			return variantAt(va, i)
 		}
 		arr = ext.Storage()
 	}

@@ -36,7 +36,9 @@ func (o Op) phase() int {
 // Row holds the values of one row, aligned with the fields of a Schema.
 // Values are Go values per Iceberg type: bool, int32, int64, float32,
 // float64, string, []byte, Decimal, Date, Time, Timestamp, TimestampTZ,
-// UUID, []any for lists, []MapEntry for maps and Row for structs; nil is null.
+// TimestampNano, TimestampTZNano, UUID, VariantJSON for variants, []byte
+// (WKB) for geometry and geography, []any for lists, []MapEntry for maps
+// and Row for structs; nil is null.
 type Row []any
 
 // Decimal is an unscaled integer with its scale, kept exact.

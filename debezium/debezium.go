@@ -25,8 +25,11 @@ type Envelope struct {
 // copied.
 type JSON struct {
 	Envelope
-	schemas schemaCache
-	commits commitCache
+	// VariantHandling is how variant values are written; the zero value
+	// is VariantString.
+	VariantHandling VariantHandlingMode
+	schemas         schemaCache
+	commits         commitCache
 }
 
 // AppendValue appends the event's envelope JSON to dst, on one line without
@@ -48,7 +51,7 @@ func (f *JSON) appendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) 
 	if c.Table.Schema == nil {
 		return dst, errNoSchema
 	}
-	row := &f.schemas.get(c.Table.Schema).row
+	row := &f.schemas.getFor(c.Table.Schema, f.inlineVariants()).row
 	before, after, err := images(e, c.Table.Schema, e.Op == cdc.OpUpdate)
 	if err != nil {
 		return dst, err
@@ -132,7 +135,7 @@ func (f *JSON) appendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error
 	if err != nil {
 		return dst, err
 	}
-	s := f.schemas.get(c.Table.Schema)
+	s := f.schemas.getFor(c.Table.Schema, f.inlineVariants())
 	key, err := s.key(c.Table.Schema, c.Table.KeyFields)
 	if err != nil {
 		return dst, err
@@ -375,3 +378,26 @@ func (cc *commitCache) get(c *cdc.Commit) *commitBytes {
 	slot.Store(cb)
 	return cb
 }
+
+// VariantHandlingMode is the debezium-json format's variant.handling.mode.
+type VariantHandlingMode string
+
+const (
+	// VariantString (the default) writes a variant as a JSON string
+	// holding its JSON text, as Debezium writes io.debezium.data.Json
+	// values: the same in both formats.
+	VariantString VariantHandlingMode = "string"
+	// VariantJSON writes the JSON document itself in the image.
+	VariantJSON VariantHandlingMode = "json"
+)
+
+// Validate checks the mode; the error names the setting.
+func (m VariantHandlingMode) Validate() error {
+	switch m {
+	case "", VariantString, VariantJSON:
+		return nil
+	}
+	return fmt.Errorf("variant.handling.mode %q: want %s or %s", string(m), VariantString, VariantJSON)
+}
+
+func (f *JSON) inlineVariants() bool { return f.VariantHandling == VariantJSON }

@@ -267,6 +267,10 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 		if m, ok := arr.(*array.Map); ok {
 			return t.appendArrowMap(dst, m, i)
 		}
+	case kindGeo:
+		if b, ok := arrowBytes(arr, i); ok {
+			return t.appendGeo(dst, b), true
+		}
 	}
 	return dst, false
 }

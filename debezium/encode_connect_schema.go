@@ -27,6 +27,9 @@ const (
 	dbzIsoTS         = "io.debezium.time.IsoTimestamp"
 	dbzUUID          = "io.debezium.data.Uuid"
 	dbzEnum          = "io.debezium.data.Enum"
+	dbzJSON          = "io.debezium.data.Json"
+	dbzGeometry      = "io.debezium.data.geometry.Geometry"
+	dbzGeography     = "io.debezium.data.geometry.Geography"
 	// icecdcUnknown names Iceberg's unknown type, whose values are all
 	// null: Connect has no null type, so it is an optional string that is
 	// always null.
@@ -71,6 +74,22 @@ func connectSchemaOpen(dst []byte, t *jsonType, optional bool, name string, o *C
 		typ = "bytes"
 	case kindUnknown:
 		typ, logical, optional = "string", icecdcUnknown, true
+	case kindVariant, kindVariantInline:
+		typ, logical, version = "string", dbzJSON, 1
+	case kindGeo:
+		// Debezium's Geometry and Geography structs; a CRS without an
+		// srid is kept as a schema parameter so that it is not lost.
+		dst = append(dst, `{"type":"struct","fields":[{"type":"bytes","optional":false,"field":"wkb"},{"type":"int32","optional":true,"field":"srid"}],"optional":`...)
+		dst = strconv.AppendBool(dst, optional)
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, t.geoName)
+		dst = append(dst, `,"version":1`...)
+		if !t.hasSRID {
+			dst = append(dst, `,"parameters":{"crs":`...)
+			dst = appendJSONString(dst, t.crs)
+			dst = append(dst, '}')
+		}
+		return dst, nil
 	case kindDecimal:
 		switch o.DecimalHandling {
 		case DecimalDouble:

@@ -129,7 +129,7 @@ func (t *jsonType) appendConnectList(dst []byte, l []any, o *ConnectOptions) ([]
 // under o.
 func connectStringKind(t *jsonType, o *ConnectOptions) bool {
 	switch t.kind {
-	case kindString, kindUUID, kindTimestampTZ, kindTimestampTZNs:
+	case kindString, kindUUID, kindTimestampTZ, kindTimestampTZNs, kindVariant:
 		return true
 	case kindDate, kindTime, kindTimestamp, kindTimestampNs:
 		return o.TimePrecision == TimeISOString

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -73,6 +74,9 @@ const (
 	kindStruct
 	kindList
 	kindMap
+	kindVariant       // a cdc.VariantJSON, written as a JSON string
+	kindVariantInline // a cdc.VariantJSON, written as the JSON document itself
+	kindGeo           // geometry or geography: WKB []byte, with the type's srid
 )
 
 // jsonType is an Iceberg type compiled for encoding: the type switch on
@@ -90,6 +94,13 @@ type jsonType struct {
 	// elemRequired says the list's elements or the map's values cannot
 	// be null (the Connect schema says so).
 	elemRequired bool
+	// geoName is the Debezium schema name of a geometry or geography;
+	// srid (when hasSRID) comes from the type's CRS, crs is the CRS as
+	// the type names it.
+	geoName string
+	srid    int32
+	hasSRID bool
+	crs     string
 }
 
 // jsonField is one field of a struct or schema.
@@ -168,6 +179,14 @@ func compileType(t iceberg.Type) *jsonType {
 		j.kind, j.want = kindBinary, "[]byte"
 	case iceberg.UnknownType:
 		j.kind, j.want = kindUnknown, "nil"
+	case iceberg.VariantType:
+		j.kind, j.want = kindVariant, "cdc.VariantJSON"
+	case iceberg.GeometryType:
+		j.kind, j.want, j.geoName, j.crs = kindGeo, "[]byte (WKB)", dbzGeometry, t.CRS()
+		j.srid, j.hasSRID = sridOf(j.crs)
+	case iceberg.GeographyType:
+		j.kind, j.want, j.geoName, j.crs = kindGeo, "[]byte (WKB)", dbzGeography, t.CRS()
+		j.srid, j.hasSRID = sridOf(j.crs)
 	case *iceberg.StructType:
 		j.kind, j.want, j.fields = kindStruct, "cdc.Row", compileFields(t.FieldList)
 	case *iceberg.ListType:
@@ -199,7 +218,12 @@ const schemaCacheMax = 256
 // get returns the compiled form of sc, compiling it on first use. An
 // entry keeps its schema alive, so a new schema at a reused address never
 // matches an old entry.
-func (c *schemaCache) get(sc *iceberg.Schema) *jsonSchema {
+func (c *schemaCache) get(sc *iceberg.Schema) *jsonSchema { return c.getFor(sc, false) }
+
+// getFor is get for an encoder whose variants are written inline when
+// inline is set; one cache always serves one encoder, so inline never
+// changes between calls on it.
+func (c *schemaCache) getFor(sc *iceberg.Schema, inline bool) *jsonSchema {
 	if s := c.last.Load(); s != nil && s.schema == sc {
 		return s
 	}
@@ -221,6 +245,9 @@ func (c *schemaCache) get(sc *iceberg.Schema) *jsonSchema {
 		}
 	}
 	s := compileJSONSchema(sc)
+	if inline {
+		s.row.inlineVariants()
+	}
 	s.schema = sc
 	next := make(map[*iceberg.Schema]*jsonSchema, 1)
 	if old != nil {
@@ -241,7 +268,7 @@ func (f *JSON) AppendRow(dst []byte, sc *iceberg.Schema, r cdc.Row) ([]byte, err
 	if sc == nil {
 		return dst, fmt.Errorf("encode row: no schema")
 	}
-	out, err := f.schemas.get(sc).row.appendStruct(dst, r)
+	out, err := f.schemas.getFor(sc, f.inlineVariants()).row.appendStruct(dst, r)
 	if err != nil {
 		return dst, err
 	}
@@ -355,6 +382,18 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 		if m, ok := v.([]cdc.MapEntry); ok {
 			return t.appendMap(dst, m)
 		}
+	case kindVariant:
+		if x, ok := v.(cdc.VariantJSON); ok {
+			return appendJSONString(dst, string(x)), nil
+		}
+	case kindVariantInline:
+		if x, ok := v.(cdc.VariantJSON); ok {
+			return append(dst, x...), nil
+		}
+	case kindGeo:
+		if b, ok := v.([]byte); ok {
+			return t.appendGeo(dst, b), nil
+		}
 	}
 	return dst, &ValueError{Type: t.name, Want: t.want, Got: fmt.Sprintf("%T", v)}
 }
@@ -440,4 +479,53 @@ func (t *jsonType) appendMap(dst []byte, m []cdc.MapEntry) ([]byte, error) {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
+}
+
+// sridOf is the spatial reference id a geometry or geography CRS names:
+// "srid:N" and "EPSG:N" name N, OGC:CRS84 (Iceberg's default, longitude
+// then latitude on WGS 84) is 4326. Any other CRS has none.
+func sridOf(crs string) (int32, bool) {
+	if strings.EqualFold(crs, iceberg.DefaultGeoCRS) {
+		return 4326, true
+	}
+	for _, p := range []string{"srid:", "epsg:"} {
+		if len(crs) > len(p) && strings.EqualFold(crs[:len(p)], p) {
+			n, err := strconv.ParseInt(crs[len(p):], 10, 32)
+			if err == nil && n >= 0 {
+				return int32(n), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// appendGeo writes a geometry or geography as Debezium's Geometry struct
+// does in JSON: {"wkb": base64, "srid": N or null}.
+func (t *jsonType) appendGeo(dst []byte, wkb []byte) []byte {
+	dst = append(dst, `{"wkb":`...)
+	dst = appendBase64(dst, wkb)
+	dst = append(dst, `,"srid":`...)
+	if t.hasSRID {
+		dst = strconv.AppendInt(dst, int64(t.srid), 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	return append(dst, '}')
+}
+
+// inlineVariants makes t's variants write their documents inline
+// (variant.handling.mode json) instead of as JSON strings.
+func (t *jsonType) inlineVariants() {
+	if t.kind == kindVariant {
+		t.kind = kindVariantInline
+	}
+	for i := range t.fields {
+		t.fields[i].typ.inlineVariants()
+	}
+	if t.elem != nil {
+		t.elem.inlineVariants()
+	}
+	if t.key != nil {
+		t.key.inlineVariants()
+	}
 }

@@ -126,7 +126,7 @@ func TestAppendRowErrors(t *testing.T) {
 		{"negative time", iceberg.PrimitiveTypes.Time, cdc.Time(-1),
 			`field "v": want microseconds in [0, 86400000000) for time, got -1`},
 		{"unknown type", iceberg.UnknownType{}, int32(0), `field "v": want nil for unknown, got int32`},
-		{"variant", iceberg.VariantType{}, []byte{0}, `field "v": want nil (no row value is defined for this type) for variant, got []uint8`},
+		{"variant", iceberg.VariantType{}, []byte{0}, `field "v": want cdc.VariantJSON for variant, got []uint8`},
 		{"struct type", nested, map[string]any{}, `field "v": want cdc.Row for struct<`},
 		{"struct arity", nested, cdc.Row{cdc.Row{1.0}, 2}, `field "v": want 1 values for struct<`},
 		{"nested struct", nested, cdc.Row{cdc.Row{"north"}}, `field "v.geo.lat": want float64 for double, got string`},

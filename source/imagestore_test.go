@@ -13,7 +13,7 @@ func sampleRow(i int) cdc.Row {
 		fmt.Sprint("row ", i), []byte{1, 2, byte(i)}, cdc.Decimal{Unscaled: "-12345", Scale: 2},
 		cdc.Date(i), cdc.Time(i), cdc.Timestamp(-i), cdc.TimestampTZ(i), cdc.TimestampNano(i), cdc.TimestampTZNano(i),
 		cdc.UUID{byte(i), 2, 3}, []any{int64(1), nil, "x"}, []cdc.MapEntry{{Key: "k", Value: int32(i)}},
-		cdc.Row{"nested", cdc.Row{nil}}, []any{}, string(make([]byte, 600+i%1000))}
+		cdc.Row{"nested", cdc.Row{nil}}, []any{}, string(make([]byte, 600+i%1000)), cdc.VariantJSON(fmt.Sprintf(`{"n":%d}`, i))}
 }
 
 // TestImageStore writes images in one order and reads them in another,

@@ -35,6 +35,7 @@ const (
 	tagList
 	tagMap
 	tagStruct
+	tagVariant // after the others: spilled images keep their tags
 )
 
 // appendRow appends the encoding of row to b.
@@ -70,6 +71,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return append(binary.AppendUvarint(append(b, tagString), uint64(len(x))), x...), nil
 	case []byte:
 		return append(binary.AppendUvarint(append(b, tagBytes), uint64(len(x))), x...), nil
+	case cdc.VariantJSON:
+		return append(binary.AppendUvarint(append(b, tagVariant), uint64(len(x))), x...), nil
 	case cdc.Decimal:
 		b = binary.AppendVarint(append(b, tagDecimal), int64(x.Scale))
 		return append(binary.AppendUvarint(b, uint64(len(x.Unscaled))), x.Unscaled...), nil
@@ -212,7 +215,7 @@ func (d *rowDecoder) value() (any, error) {
 			return nil, err
 		}
 		return math.Float64frombits(binary.LittleEndian.Uint64(b)), nil
-	case tagString, tagBytes:
+	case tagString, tagBytes, tagVariant:
 		n, err := d.uvarint()
 		if err != nil {
 			return nil, err
@@ -221,8 +224,11 @@ func (d *rowDecoder) value() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if tag == tagString {
+		switch tag {
+		case tagString:
 			return string(b), nil
+		case tagVariant:
+			return cdc.VariantJSON(b), nil
 		}
 		return append([]byte(nil), b...), nil
 	case tagDecimal:
@@ -325,7 +331,7 @@ func (d *rowDecoder) skip() error {
 		_, err = d.take(8)
 	case tagUUID:
 		_, err = d.take(16)
-	case tagString, tagBytes:
+	case tagString, tagBytes, tagVariant:
 		var n uint64
 		if n, err = d.uvarint(); err == nil {
 			_, err = d.take(n)

@@ -116,7 +116,7 @@ func configFingerprint(cfg *Config) string {
 		cfg.Cluster.Group, cfg.Cluster.Topic, fmt.Sprint(cfg.Cluster.Partitions),
 		cfg.Catalog.Type, cfg.Catalog.Name}
 	d := cfg.Debezium
-	parts = append(parts, d.TopicPrefix, d.TimePrecisionMode, d.DecimalHandlingMode, fmt.Sprint(d.ProvideTransactionMetadata), fmt.Sprint(d.IncludeSchemaChanges),
+	parts = append(parts, d.TopicPrefix, d.TimePrecisionMode, d.DecimalHandlingMode, d.VariantHandlingMode, fmt.Sprint(d.ProvideTransactionMetadata), fmt.Sprint(d.IncludeSchemaChanges),
 		fmt.Sprint(cfg.NetMaxRows))
 	for _, t := range cfg.Tables {
 		parts = append(parts, t.Name, t.Metadata, t.Branch, t.Start, strings.Join(t.Key, ","),

@@ -27,6 +27,11 @@ type DebeziumConfig struct {
 	TimePrecisionMode string `yaml:"time.precision.mode"`
 	// DecimalHandlingMode: precise (default), double or string.
 	DecimalHandlingMode string `yaml:"decimal.handling.mode"`
+	// VariantHandlingMode: string (default), a variant as a JSON string
+	// holding its JSON text in both formats, or json, the document itself
+	// in debezium-json (debezium-connect-json always writes
+	// io.debezium.data.Json strings).
+	VariantHandlingMode string `yaml:"variant.handling.mode"`
 	// ProvideTransactionMetadata writes a BEGIN and an END record per
 	// snapshot to the <prefix>.transaction topic (Kafka only). Default false.
 	ProvideTransactionMetadata bool `yaml:"provide.transaction.metadata"`
@@ -85,7 +90,11 @@ func newEncoder(format string, d DebeziumConfig, pipeline string) (cdc.Encoder, 
 	env := debezium.Envelope{Pipeline: pipeline, Version: version}
 	switch format {
 	case formatDebeziumJSON:
-		return &debezium.JSON{Envelope: env}, nil
+		vh := debezium.VariantHandlingMode(d.VariantHandlingMode)
+		if err := vh.Validate(); err != nil {
+			return nil, fmt.Errorf("config: debezium.%w", err)
+		}
+		return &debezium.JSON{Envelope: env, VariantHandling: vh}, nil
 	case formatDebeziumConnect:
 		return debezium.NewConnectJSON(env, d.connectOptions())
 	}

@@ -10,8 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/variant"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -120,8 +125,21 @@ func Live(ctx context.Context, tbl *table.Table, snapshotID int64) (State, error
 	if err != nil {
 		return nil, err
 	}
+	var fields []iceberg.NestedField
+	if snap := tbl.Metadata().SnapshotByID(snapshotID); snap != nil && snap.SchemaID != nil {
+		if sc := schemaByID(tbl, *snap.SchemaID); sc != nil {
+			fields = sc.Fields()
+		}
+	}
 	out := State{}
 	for id, r := range rows {
+		for _, f := range fields {
+			if v, ok := r.Values[f.Name]; ok && v != nil {
+				if r.Values[f.Name], err = eventForm(v, f.Type); err != nil {
+					return nil, fmt.Errorf("row %d: column %s: %w", id, f.Name, err)
+				}
+			}
+		}
 		b, err := json.Marshal(r.Values)
 		if err != nil {
 			return nil, err
@@ -182,41 +200,41 @@ func sameRow(a, b map[string]any) bool {
 }
 
 // Project rewrites every row from schema from to schema to, matching
-// top-level columns by field id, as a consumer does when the images of the
-// next snapshot's events come in a new schema (docs/contract.md: images use the
-// event's snapshot schema): a renamed column takes its new name, a dropped
-// one goes, an added one takes its initial default (or null).
+// columns by field id, nested struct fields too, as a consumer does when
+// the images of the next snapshot's events come in a new schema
+// (docs/contract.md: images use the event's snapshot schema): a renamed
+// column takes its new name, a dropped one goes, an added one takes its
+// initial default (or null).
 func (s State) Project(from, to *iceberg.Schema) {
 	if from == nil || to == nil || from.ID == to.ID {
 		return
 	}
-	type col struct {
-		name string
-		def  any
+	for id, row := range s {
+		s[id] = projectStruct(row, from.AsStruct().FieldList, to.AsStruct().FieldList)
 	}
-	var cols []col
-	var olds []string
-	for _, f := range to.Fields() {
-		old, ok := from.FindFieldByID(f.ID)
-		if !ok {
-			cols = append(cols, col{f.Name, jsonValue(f.InitialDefault)})
-			olds = append(olds, "")
+}
+
+// projectStruct is Project for one struct value.
+func projectStruct(row map[string]any, from, to []iceberg.NestedField) map[string]any {
+	out := make(map[string]any, len(to))
+	for _, f := range to {
+		i := slices.IndexFunc(from, func(o iceberg.NestedField) bool { return o.ID == f.ID })
+		if i < 0 {
+			out[f.Name] = jsonValue(f.InitialDefault)
 			continue
 		}
-		cols = append(cols, col{f.Name, nil})
-		olds = append(olds, old.Name)
-	}
-	for id, row := range s {
-		out := make(map[string]any, len(cols))
-		for i, c := range cols {
-			if olds[i] == "" {
-				out[c.name] = c.def
-			} else if v, ok := row[olds[i]]; ok {
-				out[c.name] = v
-			}
+		v, ok := row[from[i].Name]
+		if !ok {
+			continue
 		}
-		s[id] = out
+		fs, fok := from[i].Type.(*iceberg.StructType)
+		ts, tok := f.Type.(*iceberg.StructType)
+		if m, isMap := v.(map[string]any); isMap && fok && tok {
+			v = projectStruct(m, fs.FieldList, ts.FieldList)
+		}
+		out[f.Name] = v
 	}
+	return out
 }
 
 // jsonValue is v as the JSON decoding of events gives it (numbers as
@@ -236,4 +254,51 @@ func jsonValue(v any) any {
 		return v
 	}
 	return out
+}
+
+// eventForm is a top-level value as the oracle reads it, in the form
+// debezium-json gives the types whose Go value marshals otherwise (the
+// v3 types): nanosecond timestamps as text with nine digits, a variant
+// as its JSON text, a geometry or geography as {wkb, srid}.
+func eventForm(v any, typ iceberg.Type) (any, error) {
+	switch t := typ.(type) {
+	case iceberg.TimestampNsType:
+		if ts, ok := v.(arrow.Timestamp); ok {
+			return time.Unix(0, int64(ts)).UTC().Format("2006-01-02T15:04:05.000000000"), nil
+		}
+	case iceberg.TimestampTzNsType:
+		if ts, ok := v.(arrow.Timestamp); ok {
+			return time.Unix(0, int64(ts)).UTC().Format("2006-01-02T15:04:05.000000000Z"), nil
+		}
+	case iceberg.VariantType:
+		if x, ok := v.(variant.Value); ok {
+			b, err := cdc.AppendVariantJSON(nil, x)
+			return string(b), err
+		}
+	case iceberg.GeometryType:
+		return geoForm(v, t.CRS())
+	case iceberg.GeographyType:
+		return geoForm(v, t.CRS())
+	}
+	return v, nil
+}
+
+func geoForm(v any, crs string) (any, error) {
+	b, ok := v.([]byte)
+	if !ok {
+		return nil, fmt.Errorf("geometry value %T, want []byte", v)
+	}
+	var srid any
+	var n int
+	switch _, err := fmt.Sscanf(strings.ToLower(crs), "srid:%d", &n); {
+	case crs == iceberg.DefaultGeoCRS:
+		srid = 4326
+	case err == nil:
+		srid = n
+	default:
+		if _, err := fmt.Sscanf(strings.ToLower(crs), "epsg:%d", &n); err == nil {
+			srid = n
+		}
+	}
+	return map[string]any{"wkb": b, "srid": srid}, nil
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/variant"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
@@ -55,6 +57,10 @@ func buildRecord(as *arrow.Schema, rows []map[string]any) (arrow.RecordBatch, er
 // appendValue appends v to bld, accepting the Go types a test naturally
 // writes for each Arrow type (any integer kind for integer columns, time.Time
 // for dates and timestamps, ...).
+// RawVariant is a variant column value given as its two buffers, written
+// as they are (unchecked), for tests of malformed variants.
+type RawVariant struct{ Metadata, Value []byte }
+
 func appendValue(bld array.Builder, v any) error {
 	if v == nil {
 		bld.AppendNull()
@@ -154,6 +160,19 @@ func appendValue(bld array.Builder, v any) error {
 			return typeErr(v, "uuid.UUID")
 		}
 		b.Append(x)
+	case *extensions.VariantBuilder:
+		if raw, ok := v.(RawVariant); ok {
+			sb := b.StorageBuilder().(*array.StructBuilder)
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.BinaryBuilder).Append(raw.Metadata)
+			sb.FieldBuilder(1).(*array.BinaryBuilder).Append(raw.Value)
+			return nil
+		}
+		x, ok := v.(variant.Value)
+		if !ok {
+			return typeErr(v, "variant.Value")
+		}
+		b.Append(x)
 	case *array.StructBuilder:
 		x, ok := v.(map[string]any)
 		if !ok {
@@ -192,6 +211,13 @@ func appendValue(bld array.Builder, v any) error {
 			}
 		}
 	default:
+		// Geometry and geography columns are geoarrow WKB extension
+		// arrays, whose builders take a value as hex text.
+		if x, ok := v.([]byte); ok {
+			if et, ok := bld.Type().(arrow.ExtensionType); ok && et.StorageType().ID() == arrow.BINARY {
+				return bld.AppendValueFromString(hex.EncodeToString(x))
+			}
+		}
 		return fmt.Errorf("arrow type %s not supported by scenario rows", bld.Type())
 	}
 
@@ -240,12 +266,22 @@ func toFloat64(v any) (float64, bool) {
 // forms appendValue takes back); for any other type the value arrow-go
 // produces for JSON marshalling.
 func valueAt(arr arrow.Array, i int) any {
+	// arrow-go takes a variant null for a null; it is a value.
+	if va, ok := arr.(*extensions.VariantArray); ok && !va.Storage().IsNull(i) {
+		v, err := va.Value(i)
+		if err != nil {
+			return err
+		}
+		return v.Clone()
+	}
 	if arr.IsNull(i) {
 		return nil
 	}
 	switch a := arr.(type) {
 	case *extensions.UUIDArray:
 		return a.Value(i)
+	case array.ExtensionArray: // geometry, geography: WKB
+		return valueAt(a.Storage(), i)
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		m := make(map[string]any, st.NumFields())
