@@ -65,16 +65,9 @@ func TestJavaTables(t *testing.T) {
 // why; their test logs the differences and skips, and fails once they
 // are gone. Each entry is a bug to fix, not an expectation.
 var javaKnownFailures = map[string]string{
-	// Issue 20: the encoders do not take variant values yet.
-	"variant":          "variant column: read data file ...: column v at position 0: struct value for variant",
-	"variant-shredded": "variant column (shredded): read data file ...: column v at position 0: struct value for variant",
 	// Issue 20: iceberg-go v0.7.0 resolves Iceberg Java 1.12's geometry
 	// columns (Parquet binary with the GEOMETRY logical type) as binary.
 	"geo": "read data file ...: cannot resolve type: cannot promote binary to geometry(srid:3857)",
-	// Issue 20: the engine's events match Java's reading; the check against
-	// iceberg-go's reading compares its int64 nanoseconds with the events'
-	// ISO text.
-	"timestamp-ns": "iceberg-go's timestamp_ns values are not normalised to the events' text",
 	// Issue 20: rows written before the struct field s.b existed replay
 	// without it, where Java and iceberg-go read its initial-default.
 	"defaults": "a struct field's initial-default is missing from rows written before it (top-level defaults hold)",
