@@ -68,9 +68,6 @@ var javaKnownFailures = map[string]string{
 	// Issue 20: iceberg-go v0.7.0 resolves Iceberg Java 1.12's geometry
 	// columns (Parquet binary with the GEOMETRY logical type) as binary.
 	"geo": "read data file ...: cannot resolve type: cannot promote binary to geometry(srid:3857)",
-	// Issue 20: rows written before the struct field s.b existed replay
-	// without it, where Java and iceberg-go read its initial-default.
-	"defaults": "a struct field's initial-default is missing from rows written before it (top-level defaults hold)",
 }
 
 // javaStops are stored tables whose history the engine must refuse to
