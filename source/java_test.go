@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -64,11 +65,7 @@ func TestJavaTables(t *testing.T) {
 // javaKnownFailures are stored tables the engine does not handle yet, with
 // why; their test logs the differences and skips, and fails once they
 // are gone. Each entry is a bug to fix, not an expectation.
-var javaKnownFailures = map[string]string{
-	// Issue 20: iceberg-go v0.7.0 resolves Iceberg Java 1.12's geometry
-	// columns (Parquet binary with the GEOMETRY logical type) as binary.
-	"geo": "read data file ...: cannot resolve type: cannot promote binary to geometry(srid:3857)",
-}
+var javaKnownFailures = map[string]string{}
 
 // javaStops are stored tables whose history the engine must refuse to
 // follow past one snapshot, with an error wrapping cdc.ErrHistory that
@@ -87,7 +84,12 @@ var javaStops = map[string]struct {
 
 // javaIcebergGoLimits lists the stored tables iceberg-go cannot read, with
 // why: they are checked against Spark's reads only.
-var javaIcebergGoLimits = map[string]string{}
+var javaIcebergGoLimits = map[string]string{
+	// iceberg-go v0.7.0 reads a geometry column of a file without an Arrow
+	// schema (Iceberg Java's) as binary and refuses to promote it; the
+	// engine reads such files as binary (source/geo.go).
+	"geo": "cannot promote binary to geometry",
+}
 
 // problems collects what a table got wrong.
 type problems []string
@@ -168,7 +170,7 @@ func javaEvents(t *testing.T, tb *javatables.Table, p *problems) [][]replay.Even
 			normEvent(&evs[j])
 		}
 		out[i] = evs
-		if d := diffEvents(evs, es.Events); d != "" {
+		if d := diffEvents(evs, javaGeoEvents(t, tb, si.ID, es.Events)); d != "" {
 			p.add("%s: events differ from Spark's reads (- expected, + engine):\n%s", what, d)
 		}
 		phase := 0
@@ -218,7 +220,7 @@ func checkAgainstSpark(t *testing.T, tb *javatables.Table, events [][]replay.Eve
 		cur := schemaOf(es.SnapshotID)
 		live := replay.State{}
 		for _, r := range es.Live {
-			live[r.RowID] = norm(r.Values).(map[string]any)
+			live[r.RowID] = norm(javaGeoForm(t, cur, r.Values)).(map[string]any)
 		}
 		if state == nil {
 			// The first snapshot with lineage: for an upgraded table, the
@@ -274,6 +276,64 @@ func checkAgainstIcebergGo(t *testing.T, tb *javatables.Table, p *problems) {
 	case limited:
 		p.add("iceberg-go reads this table now: remove it from javaIcebergGoLimits (%s)", why)
 	}
+}
+
+// javaGeoSRIDs is the srid each CRS of the stored tables must be
+// rendered with (issue 20: srid:N and EPSG:N give N, OGC:CRS84 4326, any
+// other none), written down here rather than derived, so that the
+// engine's mapping is checked against it.
+var javaGeoSRIDs = map[string]any{"srid:3857": 3857.0, "OGC:CRS84": 4326.0, "ESRI:102008": nil}
+
+// javaGeoEvents is want with its geometry and geography values in the
+// engine's {wkb, srid} form: Spark's reads give the WKB alone.
+func javaGeoEvents(t *testing.T, tb *javatables.Table, snapshotID int64, want []javatables.Event) []javatables.Event {
+	meta := loadJava(t, tb).Metadata()
+	s := meta.SnapshotByID(snapshotID)
+	if s == nil || s.SchemaID == nil {
+		t.Fatalf("snapshot %d: no schema id", snapshotID)
+	}
+	var sc *iceberg.Schema
+	for _, c := range meta.Schemas() {
+		if c.ID == *s.SchemaID {
+			sc = c
+		}
+	}
+	out := make([]javatables.Event, len(want))
+	for i, e := range want {
+		e.Before, e.After = javaGeoForm(t, sc, e.Before), javaGeoForm(t, sc, e.After)
+		out[i] = e
+	}
+	return out
+}
+
+// javaGeoForm is row with its top-level geometry and geography values as
+// {wkb, srid}, the srid by javaGeoSRIDs.
+func javaGeoForm(t *testing.T, sc *iceberg.Schema, row map[string]any) map[string]any {
+	if row == nil || sc == nil {
+		return row
+	}
+	out := maps.Clone(row)
+	for _, f := range sc.Fields() {
+		var crs string
+		switch ty := f.Type.(type) {
+		case iceberg.GeometryType:
+			crs = ty.CRS()
+		case iceberg.GeographyType:
+			crs = ty.CRS()
+		default:
+			continue
+		}
+		v, ok := out[f.Name]
+		if !ok || v == nil {
+			continue
+		}
+		srid, known := javaGeoSRIDs[crs]
+		if !known {
+			t.Fatalf("column %s: CRS %q not in javaGeoSRIDs", f.Name, crs)
+		}
+		out[f.Name] = map[string]any{"wkb": v, "srid": srid}
+	}
+	return out
 }
 
 // diffEvents compares two snapshots' events as multisets and returns the

@@ -66,7 +66,11 @@ func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.
 	if len(o.fields) > 0 {
 		opts = append(opts, table.WithSelectedFields(o.fields...))
 	}
-	scan := t.reader.Scan(opts...)
+	reader := t.reader
+	if o.lay.plainGeo && t.geoReader != nil {
+		reader = t.geoReader
+	}
+	scan := reader.Scan(opts...)
 	spans := o.lay.spansFor(o.positions)
 	if len(o.lay.rows) > 0 && len(spans) == 0 {
 		return nil, nil // no row group holds a wanted position

@@ -30,6 +30,9 @@ type layout struct {
 	// statistics (a column without them in some row group is absent): what
 	// the manifest's bounds are checked against before they prune.
 	stats map[int]colStats
+	// plainGeo: the file's geometry or geography columns read as plain
+	// binary (see geo.go).
+	plainGeo bool
 }
 
 // colStats is a column's range of values in a data file, by its Parquet
@@ -89,6 +92,9 @@ func readLayout(fs iceio.IO, df iceberg.DataFile, footers *footerCache) (layout,
 	}
 	if total != df.Count() || pr.NumRows() != df.Count() {
 		return layout{}, fmt.Errorf("data file %s: manifest record_count %d disagrees with the file's %d rows", df.FilePath(), df.Count(), pr.NumRows())
+	}
+	if l.plainGeo, err = plainGeo(pr.MetaData()); err != nil {
+		return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
 	}
 	sc := pr.MetaData().Schema
 	for i := 0; i < sc.NumColumns(); i++ {

@@ -33,7 +33,11 @@ type Table struct {
 	tbl    *table.Table
 	// reader is tbl reading through io: the table the scans use.
 	reader *table.Table
-	io     *tableIO
+	// geoReader is reader with geometry and geography read as binary, for
+	// the files whose footers give arrow-go no geoarrow type (see geo.go);
+	// nil when no schema of the table holds either.
+	geoReader *table.Table
+	io        *tableIO
 
 	pool    *ioPool
 	footers *footerCache
@@ -89,6 +93,10 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	t.io = &tableIO{open: tbl.FS, footers: t.footers}
 	t.tbl = tbl
 	t.reader = table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), t.io.get, nil)
+	t.geoReader = nil
+	if hasGeo(tbl.Metadata()) {
+		t.geoReader = table.New(tbl.Identifier(), newBinaryGeoMetadata(tbl.Metadata()), tbl.MetadataLocation(), t.io.get, nil)
+	}
 	t.v2Known, t.chain = false, nil
 	if err := old.close(); err != nil {
 		t.log().Warn("close the file IO of the table's previous metadata", "table", t.name(tbl), "err", err)
