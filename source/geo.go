@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -44,21 +45,24 @@ func plainGeo(md *metadata.FileMetaData) (bool, error) {
 	}
 	ext := 0
 	for _, f := range as.Fields() {
-		ext += countExtensions(f.Type)
+		ext += countGeoArrow(f.Type)
 	}
 	return ext < leaves, nil
 }
 
-// countExtensions counts the extension-typed fields in t, nested ones
-// included.
-func countExtensions(t arrow.DataType) int {
+// countGeoArrow counts the geoarrow-typed fields in t, nested ones
+// included (other extensions, uuid for one, do not count).
+func countGeoArrow(t arrow.DataType) int {
 	switch t := t.(type) {
 	case arrow.ExtensionType:
-		return 1
+		if strings.HasPrefix(t.ExtensionName(), "geoarrow.") {
+			return 1
+		}
+		return countGeoArrow(t.StorageType())
 	case arrow.NestedType:
 		n := 0
 		for _, f := range t.Fields() {
-			n += countExtensions(f.Type)
+			n += countGeoArrow(f.Type)
 		}
 		return n
 	}
