@@ -31,7 +31,9 @@ type TableSpec struct {
 	Hold bool
 }
 
-// Encoder turns an event into a message key and value.
+// Encoder turns an event into a message key and value. An error names the
+// event ("encode event <id>: …"): the pipeline marks it permanent and adds
+// nothing to its text.
 type Encoder interface {
 	AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error)
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
@@ -172,7 +174,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			}
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("table %s: %w", spec.Name, err))
+				errs = append(errs, &TableError{Table: spec.Name, Err: err, Logged: stops(err)})
 				mu.Unlock()
 			}
 		}()
@@ -208,6 +210,9 @@ type follower struct {
 	builders [2]batchBuilder // deliver's, see there
 }
 
+// run is the table's loop. It logs an error that stops the table ("table
+// stopped": a daemon's tables stop one by one, and each must be seen when
+// it does) and returns it.
 func (f *follower) run(ctx context.Context, ready func()) error {
 	m, h := f.p.Metrics, f.p.Health
 	m.TableUp.WithLabelValues(f.spec.Name).Set(1)
@@ -250,7 +255,7 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 				return nil
 			}
 			continue
-		case errors.Is(err, ErrHistory), errors.Is(err, ErrPermanent), errors.Is(err, ErrDisabled):
+		case stops(err):
 			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
 			h.Stop(f.spec.Name, component(err), err)
 			f.log.Error("table stopped", "err", err)
@@ -268,6 +273,11 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		}
 		backoff = min(2*backoff, f.p.RetryMax)
 	}
+}
+
+// stops reports whether err stops a table instead of being retried.
+func stops(err error) bool {
+	return errors.Is(err, ErrHistory) || IsPermanent(err) || errors.Is(err, ErrDisabled)
 }
 
 func jitter(d time.Duration) time.Duration {
@@ -297,7 +307,7 @@ func (f *follower) load(ctx context.Context) error {
 	if len(f.spec.Columns) > 0 {
 		sub, err := NewSubscription("", src.Info().Schema, f.spec.Columns)
 		if err != nil {
-			return &stopError{kind: ErrPermanent, msg: err.Error()}
+			return Permanent(err)
 		}
 		f.sub = sub
 	}
@@ -730,7 +740,7 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 			e.Snapshot = SnapshotLast // the last row of an initial read says so
 		}
 		if err := bb.add(f.p.Encoder, c, e, now); err != nil {
-			return nil, fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
+			return nil, Permanent(err) // the encoder names the event
 		}
 	}
 	b := bb.batch(c, cp)
@@ -740,7 +750,7 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 	if change != nil {
 		m, err := encodeSchemaChange(f.p.Encoder, c, change, now)
 		if err != nil {
-			return nil, fmt.Errorf("%w: encode the schema change of snapshot %d: %w", ErrPermanent, c.Snapshot.ID, err)
+			return nil, Permanent(fmt.Errorf("encode the schema change of snapshot %d: %w", c.Snapshot.ID, err))
 		}
 		b.SchemaChange = m
 	}
