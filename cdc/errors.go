@@ -54,13 +54,10 @@ func HistoryLost(err error) error {
 }
 
 // TableError is a table's error as Pipeline.Run returns it, named by the
-// table once. Logged says the pipeline logged it when the table stopped
-// ("table stopped"), so a caller whose log is read beside its output need
-// not print it again.
+// table once.
 type TableError struct {
-	Table  string
-	Err    error
-	Logged bool
+	Table string
+	Err   error
 }
 
 func (e *TableError) Error() string {
@@ -74,27 +71,3 @@ func (e *TableError) Error() string {
 }
 
 func (e *TableError) Unwrap() error { return e.Err }
-
-// LoggedTables returns the tables of err when err holds nothing but
-// tables' errors that the pipeline logged when they stopped; else nil.
-func LoggedTables(err error) []string {
-	if te, ok := err.(*TableError); ok {
-		if te.Logged {
-			return []string{te.Table}
-		}
-		return nil
-	}
-	j, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return nil
-	}
-	var tables []string
-	for _, e := range j.Unwrap() {
-		t := LoggedTables(e)
-		if t == nil {
-			return nil
-		}
-		tables = append(tables, t...)
-	}
-	return tables
-}

@@ -174,7 +174,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			}
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, &TableError{Table: spec.Name, Err: err, Logged: stops(err)})
+				errs = append(errs, &TableError{Table: spec.Name, Err: err})
 				mu.Unlock()
 			}
 		}()

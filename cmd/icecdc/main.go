@@ -11,8 +11,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
-
-	"github.com/icecdc/icecdc/cdc"
 )
 
 // version is the icecdc version reported in event envelopes.
@@ -54,11 +52,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "icecdc:", oneLine(msg))
 		}
 		return 2
-	case cdc.LoggedTables(err) != nil:
-		// The "table stopped" lines on stderr said why; repeating each
-		// error would only double it.
-		fmt.Fprintf(stderr, "icecdc: stopped tables: %s (their \"table stopped\" log lines say why)\n", strings.Join(cdc.LoggedTables(err), ", "))
-		return 1
 	case err != nil:
 		fmt.Fprintln(stderr, "icecdc:", oneLine(err.Error()))
 		return 1
