@@ -70,7 +70,7 @@ func (f *follower) hold(ctx context.Context) error {
 	}
 	h, ok := f.spec.Source.(Holder)
 	if !ok {
-		return fmt.Errorf("%w: hold: the table's source cannot hold snapshots (a metadata file has no catalog to commit a ref to)", ErrPermanent)
+		return Permanent(errors.New("hold: the table's source cannot hold snapshots (a metadata file has no catalog to commit a ref to)"))
 	}
 	head, ok := f.spec.Source.Head()
 	if !ok {

@@ -44,7 +44,7 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 				return false, err
 			}
 			if err := n.Add(ctx, c); err != nil {
-				return false, fmt.Errorf("%w: %w", ErrPermanent, err)
+				return false, Permanent(err)
 			}
 		}
 		if err := f.deliverNet(ctx, n, f.cp.NetFrom, snaps[len(snaps)-1], f.cp.Next); err != nil {
@@ -121,7 +121,7 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 				break // the next range begins with it
 			}
 			if err := n.Add(ctx, c); err != nil {
-				return false, fmt.Errorf("%w: %w", ErrPermanent, err)
+				return false, Permanent(err)
 			}
 			used++
 		}
@@ -172,7 +172,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 		total += len(c.Events)
 	}
 	if skip > total {
-		return fmt.Errorf("%w: checkpoint %s: the range has only %d net events", ErrPermanent, f.cp, total)
+		return Permanent(fmt.Errorf("checkpoint %s: the range has only %d net events", f.cp, total))
 	}
 	save := func(cp Checkpoint) error {
 		// Stored even when a shutdown began: the chunk was confirmed.

@@ -31,7 +31,9 @@ type TableSpec struct {
 	Hold bool
 }
 
-// Encoder turns an event into a message key and value.
+// Encoder turns an event into a message key and value. An error names the
+// event ("encode event <id>: …"): the pipeline marks it permanent and adds
+// nothing to its text.
 type Encoder interface {
 	AppendKey(dst []byte, c *Commit, e *Event) ([]byte, error)
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
@@ -172,7 +174,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			}
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("table %s: %w", spec.Name, err))
+				errs = append(errs, &TableError{Table: spec.Name, Err: err})
 				mu.Unlock()
 			}
 		}()
@@ -208,6 +210,9 @@ type follower struct {
 	builders [2]batchBuilder // deliver's, see there
 }
 
+// run is the table's loop. It logs an error that stops the table ("table
+// stopped": a daemon's tables stop one by one, and each must be seen when
+// it does) and returns it.
 func (f *follower) run(ctx context.Context, ready func()) error {
 	m, h := f.p.Metrics, f.p.Health
 	m.TableUp.WithLabelValues(f.spec.Name).Set(1)
@@ -250,7 +255,7 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 				return nil
 			}
 			continue
-		case errors.Is(err, ErrHistory), errors.Is(err, ErrPermanent), errors.Is(err, ErrDisabled):
+		case stops(err):
 			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
 			h.Stop(f.spec.Name, component(err), err)
 			f.log.Error("table stopped", "err", err)
@@ -268,6 +273,11 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		}
 		backoff = min(2*backoff, f.p.RetryMax)
 	}
+}
+
+// stops reports whether err stops a table instead of being retried.
+func stops(err error) bool {
+	return errors.Is(err, ErrHistory) || IsPermanent(err) || errors.Is(err, ErrDisabled)
 }
 
 func jitter(d time.Duration) time.Duration {
@@ -297,7 +307,7 @@ func (f *follower) load(ctx context.Context) error {
 	if len(f.spec.Columns) > 0 {
 		sub, err := NewSubscription("", src.Info().Schema, f.spec.Columns)
 		if err != nil {
-			return &stopError{kind: ErrPermanent, msg: err.Error()}
+			return Permanent(err)
 		}
 		f.sub = sub
 	}
@@ -550,111 +560,155 @@ func (f *follower) initialRead(ctx context.Context) error {
 // is held.
 //
 // Reading and encoding a chunk overlaps with writing the previous one
-// and storing its checkpoint (a sender goroutine, handed one chunk at a
-// time): a sink that waits for its destination (an fsync, Kafka's acks)
-// no longer stalls the reads. The order of writes and checkpoints is
-// unchanged, and a chunk is encoded into the buffers of the chunk before
-// the one in flight, which is confirmed by then.
+// and storing its checkpoint (a sender, handed one chunk at a time): a
+// sink that waits for its destination (an fsync, Kafka's acks) no longer
+// stalls the reads. The order of writes and checkpoints is unchanged, and
+// a chunk is encoded into the buffers of the chunk before the one in
+// flight, which is confirmed by then.
 func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker SnapshotMarker) error {
-	initial := marker == SnapshotRead
-	resync := initial && f.cp.Resync
-	epoch := f.cp.Epoch
 	n := c.Len()
-	next, done := from, false
-	var change *SchemaChange // delivered with the first batch of the snapshot
+	d := &delivery{f: f, c: c, n: n, next: from, marker: marker, initial: marker == SnapshotRead,
+		epoch: f.cp.Epoch, limit: f.chunkLimit()}
+	d.resync = d.initial && f.cp.Resync
 	if f.p.SchemaChanges && from == 0 {
-		change = c.SchemaChange
+		d.change = c.SchemaChange // delivered with the first batch of the snapshot
 	}
-	limit := f.chunkLimit()
-	chunk := make([]Event, 0, min(limit, max(n-from, 0)))
-
-	jobs := make(chan *outgoing) // unbuffered: see the builders below
-	sent := make(chan error, 1)
-	go func() {
-		// On an error the sender stops taking chunks: the encoder meets
-		// the error instead of a hand-over.
-		for o := range jobs {
-			if err := f.send(ctx, o); err != nil {
-				sent <- err
-				return
-			}
-		}
-		sent <- nil
-	}()
-	var failed error
-	// wait ends the sender and returns its error.
-	wait := func() error {
-		if jobs != nil {
-			close(jobs)
-			jobs = nil
-			failed = <-sent
-		}
-		return failed
+	d.chunk = make([]Event, 0, min(d.limit, max(n-from, 0)))
+	d.s = f.startSender(ctx)
+	defer d.s.wait()
+	err := c.EachBatch(ctx, from, d.add)
+	if err == nil && d.next+len(d.chunk) != n {
+		err = fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, d.next+len(d.chunk), n)
 	}
-	defer wait()
-	// Two builders (f.builders, kept from commit to commit): while the
-	// sender writes one chunk's batch, the next is encoded into the other;
-	// the hand-over blocks until the sender took it, so a builder is
-	// reused only once its batch was confirmed.
-	builders := &f.builders
-	turn := 0
-	flush := func() error {
-		lo := next
-		hi := lo + len(chunk)
-		cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
-			Next: hi, Done: hi >= n, TimestampMs: c.Snapshot.TimestampMs, Initial: initial, Resync: resync, Epoch: epoch}
-		if initial && cp.Done {
-			// The stream resumes after the read snapshot. Resync stays:
-			// the write below marks this last chunk's events with it.
-			cp.Initial, cp.Next = false, 0
-		}
-		o := &outgoing{c: c, cp: cp, events: len(chunk), initial: initial}
-		if len(chunk) > 0 || change != nil {
-			bb := &builders[turn]
-			turn ^= 1
-			var err error
-			if o.b, err = f.encode(bb, c, chunk, lo, n, cp, marker, change); err != nil {
-				return err
-			}
-			o.ops = bb.ops
-			change = nil
-		}
-		select {
-		case jobs <- o:
-		case failed = <-sent:
-			jobs = nil // the sender stopped on an error
-			return failed
-		}
-		next, chunk, done = hi, chunk[:0], hi >= n
-		limit = f.chunkLimit()
-		return nil
+	if err == nil && (len(d.chunk) > 0 || !d.done || d.change != nil) {
+		err = d.flush() // the tail, or the Done checkpoint of a commit with no events left
 	}
-	err := c.EachBatch(ctx, from, func(evs []Event) error {
-		for len(evs) > 0 {
-			k := min(limit-len(chunk), len(evs))
-			chunk = append(chunk, evs[:k]...)
-			evs = evs[k:]
-			if len(chunk) >= limit {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err == nil && next+len(chunk) != n {
-		err = fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, next+len(chunk), n)
-	}
-	if err == nil && (len(chunk) > 0 || !done || change != nil) {
-		err = flush() // the tail, or the Done checkpoint of a commit with no events left
-	}
-	if serr := wait(); serr != nil {
+	if serr := d.s.wait(); serr != nil {
 		return serr // what the sender met first: the chunks after it were not sent
 	}
 	return err
 }
 
-// outgoing is a chunk handed to deliver's sender: its batch (nil when the
+// delivery is one deliver's state: the chunk being filled, where it
+// starts, and the sender that writes the chunks before it.
+type delivery struct {
+	f       *follower
+	c       *Commit
+	n       int // the commit's events
+	next    int // the index of the chunk's first event
+	chunk   []Event
+	limit   int // the events of the chunk being filled
+	done    bool
+	change  *SchemaChange // not yet delivered
+	marker  SnapshotMarker
+	initial bool
+	resync  bool
+	epoch   int64
+	turn    int // which of f.builders encodes the next chunk
+	s       *sender
+}
+
+// add takes events into chunks, flushing each full one.
+func (d *delivery) add(evs []Event) error {
+	for len(evs) > 0 {
+		k := min(d.limit-len(d.chunk), len(evs))
+		d.chunk = append(d.chunk, evs[:k]...)
+		evs = evs[k:]
+		if len(d.chunk) >= d.limit {
+			if err := d.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush encodes the chunk and hands it, with its checkpoint, to the
+// sender. Two builders (f.builders, kept from commit to commit): while the
+// sender writes one chunk's batch, the next is encoded into the other; the
+// hand-over blocks until the sender took it, so a builder is reused only
+// once its batch was confirmed.
+func (d *delivery) flush() error {
+	c, lo := d.c, d.next
+	hi := lo + len(d.chunk)
+	cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
+		Next: hi, Done: hi >= d.n, TimestampMs: c.Snapshot.TimestampMs, Initial: d.initial, Resync: d.resync, Epoch: d.epoch}
+	if d.initial && cp.Done {
+		// The stream resumes after the read snapshot. Resync stays: the
+		// write below marks this last chunk's events with it.
+		cp.Initial, cp.Next = false, 0
+	}
+	o := &outgoing{c: c, cp: cp, events: len(d.chunk), initial: d.initial}
+	if len(d.chunk) > 0 || d.change != nil {
+		bb := &d.f.builders[d.turn]
+		d.turn ^= 1
+		var err error
+		if o.b, err = d.f.encode(bb, c, d.chunk, lo, d.n, cp, d.marker, d.change); err != nil {
+			return err
+		}
+		o.ops = bb.ops
+		d.change = nil
+	}
+	if err := d.s.hand(o); err != nil {
+		return err
+	}
+	d.next, d.chunk, d.done = hi, d.chunk[:0], hi >= d.n
+	d.limit = d.f.chunkLimit()
+	return nil
+}
+
+// sender writes a delivery's chunks and stores their checkpoints, in
+// order, on a goroutine of its own. On an error it stops taking chunks:
+// the next hand-over meets the error instead.
+type sender struct {
+	jobs    chan *outgoing // unbuffered: see delivery.flush
+	result  chan error     // the goroutine's end, once
+	err     error
+	stopped bool
+}
+
+func (f *follower) startSender(ctx context.Context) *sender {
+	s := &sender{jobs: make(chan *outgoing), result: make(chan error, 1)}
+	// The goroutine is given its channel: it must not read a field that
+	// wait changes, or a sender that starts late would wait on nothing.
+	go func(jobs <-chan *outgoing) {
+		for o := range jobs {
+			if err := f.send(ctx, o); err != nil {
+				s.result <- err
+				return
+			}
+		}
+		s.result <- nil
+	}(s.jobs)
+	return s
+}
+
+// hand gives o to the sender, or returns the error it stopped on.
+func (s *sender) hand(o *outgoing) error {
+	if s.stopped {
+		return s.err
+	}
+	select {
+	case s.jobs <- o:
+		return nil
+	case s.err = <-s.result:
+		s.stopped = true
+		return s.err
+	}
+}
+
+// wait ends the sender once every chunk handed was sent, and returns its
+// error.
+func (s *sender) wait() error {
+	if !s.stopped {
+		close(s.jobs)
+		s.err = <-s.result
+		s.stopped = true
+	}
+	return s.err
+}
+
+// outgoing is a chunk handed to a sender: its batch (nil when the
 // subscription left no event and no schema change), then its checkpoint.
 type outgoing struct {
 	c       *Commit
@@ -730,7 +784,7 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 			e.Snapshot = SnapshotLast // the last row of an initial read says so
 		}
 		if err := bb.add(f.p.Encoder, c, e, now); err != nil {
-			return nil, fmt.Errorf("%w: encode event %d of snapshot %d: %w", ErrPermanent, i, c.Snapshot.ID, err)
+			return nil, Permanent(err) // the encoder names the event
 		}
 	}
 	b := bb.batch(c, cp)
@@ -740,7 +794,7 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 	if change != nil {
 		m, err := encodeSchemaChange(f.p.Encoder, c, change, now)
 		if err != nil {
-			return nil, fmt.Errorf("%w: encode the schema change of snapshot %d: %w", ErrPermanent, c.Snapshot.ID, err)
+			return nil, Permanent(fmt.Errorf("encode the schema change of snapshot %d: %w", c.Snapshot.ID, err))
 		}
 		b.SchemaChange = m
 	}

@@ -93,9 +93,9 @@ func (st Start) resolve(ctx context.Context, src Source) (Checkpoint, error) {
 		oldest = snaps[0]
 	}
 	lost := func(what string) error {
-		return &stopError{kind: ErrHistory, msg: fmt.Sprintf("start %s: the table's history before snapshot %d (sequence number %d) was expired, so the changes %s are gone; "+
+		return HistoryLost(fmt.Errorf("start %s: the table's history before snapshot %d (sequence number %d) was expired, so the changes %s are gone; "+
 			"start with 'earliest' to stream the retained history, or with 'initial' to read the current rows first",
-			st, oldest.ID, oldest.SequenceNumber, what)}
+			st, oldest.ID, oldest.SequenceNumber, what))
 	}
 	switch st.Kind {
 	case StartEarliest:
@@ -108,7 +108,7 @@ func (st Start) resolve(ctx context.Context, src Source) (Checkpoint, error) {
 		return cp, nil
 	case StartSequence:
 		if !hasHead && st.Seq > 0 || hasHead && st.Seq > head.SequenceNumber {
-			return cp, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("start %s: past the branch head (%s): commits after it would never be delivered", st, headString(head, hasHead))}
+			return cp, Permanent(fmt.Errorf("start %s: past the branch head (%s): commits after it would never be delivered", st, headString(head, hasHead)))
 		}
 		if !whole && oldest.SequenceNumber-1 > st.Seq {
 			return cp, lost(fmt.Sprintf("after sequence number %d", st.Seq))
@@ -128,9 +128,9 @@ func (st Start) resolve(ctx context.Context, src Source) (Checkpoint, error) {
 			}
 		}
 		if src.HasSnapshot(st.SnapshotID) {
-			return cp, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("start %s: the snapshot is not an ancestor of the branch head (%s)", st, headString(head, hasHead))}
+			return cp, Permanent(fmt.Errorf("start %s: the snapshot is not an ancestor of the branch head (%s)", st, headString(head, hasHead)))
 		}
-		return cp, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("start %s: the table has no such snapshot (expired, or never on this table)", st)}
+		return cp, Permanent(fmt.Errorf("start %s: the table has no such snapshot (expired, or never on this table)", st))
 	case StartTimestamp:
 		for _, s := range snaps {
 			if s.TimestampMs >= st.TimestampMs {
@@ -171,13 +171,3 @@ func headString(head SnapshotInfo, ok bool) string {
 	}
 	return fmt.Sprintf("snapshot %d, sequence number %d", head.ID, head.SequenceNumber)
 }
-
-// stopError is an error that stops a table (kind is ErrPermanent or
-// ErrHistory) with a message of its own, not prefixed by kind's.
-type stopError struct {
-	kind error
-	msg  string
-}
-
-func (e *stopError) Error() string        { return e.msg }
-func (e *stopError) Is(target error) bool { return target == e.kind }

@@ -107,8 +107,8 @@ func (s *Subscription) projection(c *Commit) (*subProjection, error) {
 	for i, id := range s.ids {
 		path := fieldPath(sc, id)
 		if path == "" {
-			return nil, &stopError{kind: ErrPermanent, msg: fmt.Sprintf("%scolumns: the subscribed column %q (field id %d) is not in the schema of snapshot %d (schema %d): it was dropped; change tables[].columns and restart",
-				tablePrefix(s.table), s.columns[i], id, c.Snapshot.ID, sc.ID)}
+			return nil, Permanent(fmt.Errorf("%scolumns: the subscribed column %q (field id %d) is not in the schema of snapshot %d (schema %d): it was dropped; change tables[].columns and restart",
+				tablePrefix(s.table), s.columns[i], id, c.Snapshot.ID, sc.ID))
 		}
 		p.paths = append(p.paths, path)
 		want[topID(sc, id)] = true

@@ -22,14 +22,9 @@ import (
 
 // Table is one table of the pipeline, which any member may follow.
 type Table struct {
-	Name  string
-	Start cdc.Start
-	Hold  bool // keep a retention hold on the table (tables[].hold)
-	// Columns, Net and NetMaxRows are tables[].columns, tables[].net and
-	// net_max_rows, as cdc.TableSpec has them.
-	Columns    []string
-	Net        bool
-	NetMaxRows int
+	// TableSpec is the table as a pipeline follows it, without its
+	// Source: each follow opens one.
+	cdc.TableSpec
 	// Open returns a new source for the table; the pipeline that
 	// follows it closes it.
 	Open func() (cdc.Source, error)
@@ -435,7 +430,7 @@ func (m *Member) allTables() []Table {
 	owned := m.Owned()
 	out := make([]Table, len(owned))
 	for i, name := range owned {
-		out[i] = Table{Name: name}
+		out[i] = Table{TableSpec: cdc.TableSpec{Name: name}}
 	}
 	return out
 }
@@ -542,8 +537,9 @@ func (m *Member) followOnce(ctx context.Context, t Table, first *firstDelivery) 
 	if m.o.ExactlyOnce {
 		sink = &eventSink{ExactlyOnceSink: txn, store: store, first: first}
 	}
-	p := m.o.NewPipeline(cdc.TableSpec{Name: t.Name, Source: src, Start: t.Start, Hold: t.Hold,
-		Columns: t.Columns, Net: t.Net, NetMaxRows: t.NetMaxRows}, sink, store)
+	spec := t.TableSpec
+	spec.Source = src
+	p := m.o.NewPipeline(spec, sink, store)
 	return p.Run(ctx) // closes src
 }
 

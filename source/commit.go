@@ -199,8 +199,8 @@ func (r *commitRun) parentList() ([]iceberg.ManifestFile, error) {
 	}
 	p := r.t.tbl.Metadata().SnapshotByID(*r.snap.ParentSnapshotID)
 	if p == nil {
-		return nil, &graphError{history: true, msg: fmt.Sprintf("snapshot %d (sequence number %d): its parent %d was expired, and the rows this commit removed cannot be computed without the parent's deletes",
-			r.snap.SnapshotID, r.snap.SequenceNumber, *r.snap.ParentSnapshotID)}
+		return nil, lostHistory(fmt.Sprintf("snapshot %d (sequence number %d): its parent %d was expired, and the rows this commit removed cannot be computed without the parent's deletes",
+			r.snap.SnapshotID, r.snap.SequenceNumber, *r.snap.ParentSnapshotID))
 	}
 	list, err := manifestList(r.fs, p)
 	if err != nil {

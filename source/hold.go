@@ -42,7 +42,7 @@ func (t *Table) Hold(ctx context.Context, ref string, from int64) (cdc.Held, err
 // ref.
 func (t *Table) HoldLatest(ctx context.Context, ref string, from, unless int64) (_ cdc.Held, moved bool, _ error) {
 	if t.commit == nil {
-		return cdc.Held{}, false, fmt.Errorf("%w: table %s is followed from its metadata file: there is no catalog to commit a ref to", cdc.ErrPermanent, t.opts.MetadataPath)
+		return cdc.Held{}, false, cdc.Permanent(fmt.Errorf("table %s is followed from its metadata file: there is no catalog to commit a ref to", t.opts.MetadataPath))
 	}
 	tbl, err := t.load(ctx)
 	if err != nil {
@@ -59,10 +59,10 @@ func (t *Table) HoldLatest(ctx context.Context, ref string, from, unless int64) 
 func (t *Table) hold(ctx context.Context, tbl *table.Table, ref string, from int64) (cdc.Held, error) {
 	name := t.name(tbl)
 	if t.commit == nil {
-		return cdc.Held{}, fmt.Errorf("%w: table %s is followed from its metadata file: there is no catalog to commit a ref to", cdc.ErrPermanent, name)
+		return cdc.Held{}, cdc.Permanent(fmt.Errorf("table %s is followed from its metadata file: there is no catalog to commit a ref to", name))
 	}
 	if ref == t.opts.Branch || ref == table.MainBranch {
-		return cdc.Held{}, fmt.Errorf("%w: table %s: the hold ref %q would replace the followed branch", cdc.ErrPermanent, name, ref)
+		return cdc.Held{}, cdc.Permanent(fmt.Errorf("table %s: the hold ref %q would replace the followed branch", name, ref))
 	}
 	meta := tbl.Metadata()
 	head := meta.SnapshotByName(t.opts.Branch)
@@ -99,7 +99,7 @@ func (t *Table) Release(ctx context.Context, ref string) error {
 		return nil
 	}
 	if t.commit == nil {
-		return fmt.Errorf("%w: table %s is followed from its metadata file: there is no catalog to commit to", cdc.ErrPermanent, name)
+		return cdc.Permanent(fmt.Errorf("table %s is followed from its metadata file: there is no catalog to commit to", name))
 	}
 	err := t.commit(ctx, []table.Requirement{table.AssertTableUUID(t.tbl.Metadata().TableUUID())},
 		[]table.Update{table.NewRemoveSnapshotRefUpdate(ref)})
@@ -136,8 +136,7 @@ func holdError(table_, ref, verb string, err error) error {
 	case errors.Is(err, rest.ErrForbidden), errors.Is(err, rest.ErrUnauthorized), errors.Is(err, rest.ErrBadRequest),
 		errors.Is(err, iceberg.ErrNotImplemented), errors.Is(err, fs.ErrPermission),
 		strings.Contains(err.Error(), "readonly database"): // SQLite's words for a file it may not write
-		return fmt.Errorf("%w: the catalog refused to %s ref %s on table %s (%v): give the daemon's catalog identity the right to commit to the table, or set hold: false",
-			cdc.ErrPermanent, verb, ref, table_, strings.Join(strings.Fields(err.Error()), " "))
+		return cdc.Permanent(fmt.Errorf("the catalog refused to %s ref %s on table %s (%v): give the daemon's catalog identity the right to commit to the table, or set hold: false", verb, ref, table_, strings.Join(strings.Fields(err.Error()), " ")))
 	}
 	return fmt.Errorf("%s ref %s on table %s: %w", verb, ref, table_, err)
 }

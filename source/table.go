@@ -280,7 +280,7 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 	if head == nil {
 		for n, ref := range meta.Refs() {
 			if n == t.opts.Branch {
-				return false, &graphError{msg: fmt.Sprintf("table %s: branch %s points at snapshot %d, which is not in the table metadata", name, n, ref.SnapshotID)}
+				return false, malformed(fmt.Sprintf("table %s: branch %s points at snapshot %d, which is not in the table metadata", name, n, ref.SnapshotID))
 			}
 		}
 		if t.opts.Branch != table.MainBranch {
@@ -291,16 +291,16 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 	seen := make(map[int64]bool)
 	for s := head; ; {
 		if seen[s.SnapshotID] {
-			return false, &graphError{msg: fmt.Sprintf("table %s: the parent chain of branch %s loops back to snapshot %d (a cycle in parent-snapshot-id)", name, t.opts.Branch, s.SnapshotID)}
+			return false, malformed(fmt.Sprintf("table %s: the parent chain of branch %s loops back to snapshot %d (a cycle in parent-snapshot-id)", name, t.opts.Branch, s.SnapshotID))
 		}
 		seen[s.SnapshotID] = true
 		if s.SequenceNumber < 0 {
-			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has a negative sequence-number %d", name, s.SnapshotID, s.SequenceNumber)}
+			return false, malformed(fmt.Sprintf("table %s: snapshot %d has a negative sequence-number %d", name, s.SnapshotID, s.SequenceNumber))
 		}
 		if s.SequenceNumber == 0 && s.FirstRowID != nil {
 			// Sequence number 0 is what format v1 snapshots read as; a
 			// snapshot with row lineage was written under v3.
-			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has first-row-id but sequence-number 0 (missing?)", name, s.SnapshotID)}
+			return false, malformed(fmt.Sprintf("table %s: snapshot %d has first-row-id but sequence-number 0 (missing?)", name, s.SnapshotID))
 		}
 		if s.SequenceNumber <= afterSeq {
 			return true, nil
@@ -322,33 +322,23 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 			if !strict {
 				return false, nil
 			}
-			return false, &graphError{history: true, msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent %d, which was expired: "+
-				"the changes of the commits between sequence number %d and %d are no longer in the table's history", name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, afterSeq, s.SequenceNumber)}
+			return false, lostHistory(fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent %d, which was expired: "+
+				"the changes of the commits between sequence number %d and %d are no longer in the table's history", name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, afterSeq, s.SequenceNumber))
 		}
 		if p.SequenceNumber >= s.SequenceNumber && (p.SequenceNumber > 0 || s.SequenceNumber > 0) && !seen[p.SnapshotID] {
-			return false, &graphError{msg: fmt.Sprintf("table %s: snapshot %d has sequence-number %d, not above its parent %d's %d: sequence numbers must increase along a branch",
-				name, s.SnapshotID, s.SequenceNumber, p.SnapshotID, p.SequenceNumber)}
+			return false, malformed(fmt.Sprintf("table %s: snapshot %d has sequence-number %d, not above its parent %d's %d: sequence numbers must increase along a branch",
+				name, s.SnapshotID, s.SequenceNumber, p.SnapshotID, p.SequenceNumber))
 		}
 		s = p
 	}
 }
 
-// graphError is a snapshot history that cannot be followed. history marks
-// lost history (cdc.ErrHistory); otherwise the metadata is malformed
-// (cdc.ErrPermanent). Neither is retried.
-type graphError struct {
-	msg     string
-	history bool
-}
+// malformed is a snapshot history that cannot be followed: its metadata
+// is malformed, and no retry fixes it.
+func malformed(msg string) error { return cdc.Permanent(errors.New(msg)) }
 
-func (e *graphError) Error() string { return e.msg }
-
-func (e *graphError) Is(target error) bool {
-	if e.history {
-		return target == cdc.ErrHistory
-	}
-	return target == cdc.ErrPermanent
-}
+// lostHistory is a snapshot history that lost what the stream needs.
+func lostHistory(msg string) error { return cdc.HistoryLost(errors.New(msg)) }
 
 func snapshotInfo(s *table.Snapshot) cdc.SnapshotInfo {
 	si := cdc.SnapshotInfo{
@@ -462,7 +452,7 @@ func parentCouldExpire(meta table.Metadata, name string, s *table.Snapshot) erro
 	if int64(len(held)) < below {
 		return nil
 	}
-	return &graphError{msg: fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent-snapshot-id %d, which the metadata does not list, "+
+	return malformed(fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent-snapshot-id %d, which the metadata does not list, "+
 		"yet no snapshot below it was expired (every sequence number from 1 to %d is a listed snapshot): the parent pointer is wrong",
-		name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, below)}
+		name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, below))
 }

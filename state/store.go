@@ -61,12 +61,7 @@ var ErrLocked = errors.New("in use by another icecdc process (lock held)")
 // repaired automatically: the operator decides whether to Reset the table.
 // It is also a cdc.ErrPermanent: a table whose checkpoint is corrupt
 // stops with the error instead of being retried forever.
-var ErrCorrupt error = corruptRecord{}
-
-type corruptRecord struct{}
-
-func (corruptRecord) Error() string        { return "corrupt state record" }
-func (corruptRecord) Is(target error) bool { return target == cdc.ErrPermanent }
+var ErrCorrupt = cdc.Permanent(errors.New("corrupt state record"))
 
 // ErrBackwards is returned by Save for a checkpoint earlier than the stored
 // one of the same table uuid: delivering it would re-send confirmed events,

@@ -66,8 +66,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	for i, t := range ts {
 		o := t.opts
 		o.Catalog = cat
-		tables[i] = cluster.Table{Name: t.name, Start: t.start, Hold: t.hold,
-			Columns: t.columns, Net: t.net, NetMaxRows: t.netMaxRows, Open: func() (cdc.Source, error) { return source.New(o) }}
+		tables[i] = cluster.Table{TableSpec: t.spec, Open: func() (cdc.Source, error) { return source.New(o) }}
 	}
 	member, err = cluster.New(cluster.Options{
 		Pipeline: cfg.Name, Version: version, Fingerprint: configFingerprint(cfg),

@@ -36,3 +36,26 @@ cluster: {type: kafka, group: g}
 		t.Fatalf("tombstones: false gives the default's fingerprint %s", c)
 	}
 }
+
+// The fingerprint travels in every member's client id and a member
+// refuses a group whose members show another one: a new version that
+// computed it differently from the same file would lock itself out of a
+// rolling upgrade. Its value for a fixed configuration is pinned.
+func TestConfigFingerprintKeepsItsBytes(t *testing.T) {
+	raw := `name: p
+catalog: {name: local, type: sql, uri: "file:/x/catalog.db", warehouse: "file:///x/wh"}
+tables:
+  - {name: shop.orders, start: earliest, key: [order_id], columns: [status], net: true, hold: true}
+  - {name: shop.items, metadata: "/x/wh/shop/items/metadata/v1.metadata.json", start: latest}
+net_max_rows: 5000
+sink: {type: kafka, kafka: {brokers: ["127.0.0.1:9092"], delivery: exactly-once}}
+cluster: {type: kafka, group: g}
+`
+	cfg, err := parseConfig([]byte(raw), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := configFingerprint(cfg), "89c1f190249d"; got != want {
+		t.Fatalf("fingerprint %s, want %s (the value members of earlier versions compute)", got, want)
+	}
+}

@@ -308,16 +308,11 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 	return kc, nil
 }
 
-// tableSource is one table to follow: its name, start and the options
-// its source is made with.
+// tableSource is one table to follow: its spec, whose Source is made
+// from opts when the table is opened.
 type tableSource struct {
-	name       string
-	start      cdc.Start
-	hold       bool
-	columns    []string
-	net        bool
-	netMaxRows int
-	opts       source.Options
+	spec cdc.TableSpec
+	opts source.Options
 }
 
 // listTableSources lists every configured table, expanding namespace.*
@@ -341,8 +336,8 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
 			o.MaxMemory = int64(t.MaxMemory)
-			out = append(out, tableSource{name: name, start: start, hold: t.Hold, columns: t.Columns, net: t.Net,
-				netMaxRows: cfg.NetMaxRows, opts: o})
+			out = append(out, tableSource{spec: cdc.TableSpec{Name: name, Start: start, Hold: t.Hold, Columns: t.Columns, Net: t.Net,
+				NetMaxRows: cfg.NetMaxRows}, opts: o})
 		}
 	}
 	return out, nil
@@ -403,8 +398,9 @@ func openTables(ts []tableSource) ([]cdc.TableSpec, error) {
 			}
 			return nil, err
 		}
-		specs = append(specs, cdc.TableSpec{Name: t.name, Source: src, Start: t.start, Hold: t.hold,
-			Columns: t.columns, Net: t.net, NetMaxRows: t.netMaxRows})
+		spec := t.spec
+		spec.Source = src
+		specs = append(specs, spec)
 	}
 	return specs, nil
 }
@@ -446,7 +442,7 @@ func waitForTables(ctx context.Context, cfg *Config, log *slog.Logger, store *st
 	for i := range ts {
 		ts[i].opts.Catalog = cat
 		if store != nil {
-			ts[i].opts.FileIndex = store.FileIndex(cfg.Name, ts[i].name)
+			ts[i].opts.FileIndex = store.FileIndex(cfg.Name, ts[i].spec.Name)
 		}
 	}
 	return openTables(ts)

@@ -125,13 +125,13 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 		// Cut a partial write back so that the pipeline's retry does not
 		// append after a torn line.
 		if terr := s.f.Truncate(s.size); terr != nil {
-			s.broken = fmt.Errorf("write event file %s: %w (and cutting back the partial write failed: %v): %w", s.path, err, terr, cdc.ErrPermanent)
+			s.broken = cdc.Permanent(fmt.Errorf("write event file %s: %w (and cutting back the partial write failed: %v)", s.path, err, terr))
 			return s.broken
 		}
 		return fmt.Errorf("write event file %s: %w", s.path, err)
 	}
 	if err := s.sync(); err != nil {
-		s.broken = fmt.Errorf("sync event file %s: %w; reopen it to continue: %w", s.path, err, cdc.ErrPermanent)
+		s.broken = cdc.Permanent(fmt.Errorf("sync event file %s: %w; reopen it to continue", s.path, err))
 		return s.broken
 	}
 	s.size += int64(len(buf))

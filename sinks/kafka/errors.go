@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,5 +51,5 @@ func classify(err error) error {
 	if err == nil || !isPermanent(err) || errors.Is(err, cdc.ErrPermanent) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", cdc.ErrPermanent, err)
+	return cdc.Permanent(err)
 }

@@ -139,7 +139,7 @@ func (p *producer) topic(t cdc.TableInfo) (string, error) {
 		"{pipeline}", p.cfg.Pipeline,
 	).Replace(p.cfg.Topic)
 	if err := validTopicName(name); err != nil {
-		return "", fmt.Errorf("%w: topic of table %s.%s from template %q: %w", cdc.ErrPermanent, t.Namespace, t.Name, p.cfg.Topic, err)
+		return "", cdc.Permanent(fmt.Errorf("topic of table %s.%s from template %q: %w", t.Namespace, t.Name, p.cfg.Topic, err))
 	}
 	return name, nil
 }

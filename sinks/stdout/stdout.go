@@ -83,7 +83,7 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 // closed under the sink.
 func writeError(op string, err error) error {
 	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
-		return fmt.Errorf("%s: %w: %w", op, err, cdc.ErrPermanent)
+		return cdc.Permanent(fmt.Errorf("%s: %w", op, err))
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -120,7 +120,7 @@ func AppendLines(dst []byte, msgs []cdc.Message) ([]byte, error) {
 		case bytes.ContainsAny(v, "\r\n"):
 			c := bytes.NewBuffer(dst)
 			if err := json.Compact(c, v); err != nil {
-				return dst, fmt.Errorf("event %s: value spans lines and is not JSON (%w): %w", msgs[i].ID, err, cdc.ErrPermanent)
+				return dst, cdc.Permanent(fmt.Errorf("event %s: value spans lines and is not JSON (%w)", msgs[i].ID, err))
 			}
 			dst = c.Bytes()
 		default:

@@ -108,14 +108,14 @@ func (s *Sink) post(ctx context.Context, r request) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	return &StatusError{
+	return (&StatusError{
 		Endpoint:   s.endpoint,
 		ID:         r.id,
 		StatusCode: resp.StatusCode,
 		Body:       truncate(data, maxErrorBody),
 		Location:   resp.Header.Get("Location"),
 		retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), s.now()),
-	}
+	}).marked()
 }
 
 // maxErrorBody is how much of a response body an error quotes.

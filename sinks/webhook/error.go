@@ -8,10 +8,10 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 )
 
-// StatusError is a non-2xx answer of the receiver. It wraps
-// cdc.ErrPermanent unless the status is retryable (408, 429, 5xx), and
-// cdc.ErrDisabled as well for 410 Gone: a disabled destination also stops
-// the table for a pipeline that only knows ErrPermanent.
+// StatusError is a non-2xx answer of the receiver. The sink returns it
+// marked cdc.Permanent unless the status is retryable (408, 429, 5xx),
+// and cdc.Disabled for 410 Gone: a disabled destination also stops the
+// table for a pipeline that only knows ErrPermanent.
 type StatusError struct {
 	Endpoint   string // the URL without user info, query or fragment
 	ID         string // the request's webhook-id
@@ -34,15 +34,15 @@ func (e *StatusError) Error() string {
 	return msg
 }
 
-// Unwrap returns the sentinels that tell the pipeline what to do.
-func (e *StatusError) Unwrap() []error {
+// marked returns e with the kind that tells the pipeline what to do.
+func (e *StatusError) marked() error {
 	switch {
 	case e.Retryable():
-		return nil
+		return e
 	case e.StatusCode == http.StatusGone:
-		return []error{cdc.ErrDisabled, cdc.ErrPermanent}
+		return cdc.Disabled(e)
 	default:
-		return []error{cdc.ErrPermanent}
+		return cdc.Permanent(e)
 	}
 }
 

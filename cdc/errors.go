@@ -1,0 +1,73 @@
+package cdc
+
+import (
+	"errors"
+	"strings"
+)
+
+// Permanent marks err as one that retrying cannot fix: the table stops.
+// Its text is err's, unchanged; errors.Is(Permanent(err), ErrPermanent)
+// holds, and errors.Is and errors.As see err and what it wraps. This is
+// the one way the project marks permanence, so a caller reads it with
+// IsPermanent and never from the text.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &kindError{err: err, kind: ErrPermanent}
+}
+
+// Disabled marks err as a destination that asked to be left alone (HTTP
+// 410): it is ErrDisabled and, since it stops the table too, ErrPermanent.
+func Disabled(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &kindError{err: err, kind: ErrDisabled}
+}
+
+// IsPermanent reports whether err, or one it wraps, was marked with
+// Permanent or Disabled (or wraps ErrPermanent).
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// kindError marks an error with the sentinel that tells the pipeline what
+// to do, without adding the sentinel's text to the message.
+type kindError struct {
+	err  error
+	kind error
+}
+
+func (e *kindError) Error() string { return e.err.Error() }
+func (e *kindError) Unwrap() error { return e.err }
+
+func (e *kindError) Is(target error) bool {
+	return target == e.kind || (e.kind == ErrDisabled && target == ErrPermanent)
+}
+
+// HistoryLost marks err as a table whose history no longer continues from
+// its checkpoint (ErrHistory), with err's text unchanged.
+func HistoryLost(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &kindError{err: err, kind: ErrHistory}
+}
+
+// TableError is a table's error as Pipeline.Run returns it, named by the
+// table once.
+type TableError struct {
+	Table string
+	Err   error
+}
+
+func (e *TableError) Error() string {
+	msg := e.Err.Error()
+	if strings.HasPrefix(msg, "table "+e.Table+": ") {
+		// The source named its table already (source.Table does, for
+		// callers that follow no pipeline).
+		return msg
+	}
+	return "table " + e.Table + ": " + msg
+}
+
+func (e *TableError) Unwrap() error { return e.Err }
