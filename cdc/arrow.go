@@ -200,19 +200,19 @@ func ArrowValue(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
 	case *array.Date32:
 		return Date(a.Value(i)), nil
 	case *array.Time64:
-		return Time(timeMicros(a, i)), nil
+		return Time(TimeMicros(a, i)), nil
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		v := int64(a.Value(i))
 		switch typ.(type) {
 		case iceberg.TimestampType:
-			return Timestamp(toMicros(v, unit)), nil
+			return Timestamp(ToMicros(v, unit)), nil
 		case iceberg.TimestampTzType:
-			return TimestampTZ(toMicros(v, unit)), nil
+			return TimestampTZ(ToMicros(v, unit)), nil
 		case iceberg.TimestampNsType:
-			return TimestampNano(toNanos(v, unit)), nil
+			return TimestampNano(ToNanos(v, unit)), nil
 		case iceberg.TimestampTzNsType:
-			return TimestampTZNano(toNanos(v, unit)), nil
+			return TimestampTZNano(ToNanos(v, unit)), nil
 		}
 		return nil, fmt.Errorf("timestamp value for %s", typ)
 	case *array.Struct:
@@ -310,8 +310,9 @@ func ArrowFits(arr arrow.Array, typ iceberg.Type) bool {
 	return false
 }
 
-// timeMicros is a time64 value in microseconds.
-func timeMicros(a *array.Time64, i int) int64 {
+// TimeMicros is a time64 value in microseconds: the Arrow and Row paths of
+// every encoder read times through it, so that they write the same values.
+func TimeMicros(a *array.Time64, i int) int64 {
 	t := int64(a.Value(i))
 	if a.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
 		t /= 1000
@@ -319,14 +320,14 @@ func timeMicros(a *array.Time64, i int) int64 {
 	return t
 }
 
-// toMicros and toNanos convert a timestamp of unit to microseconds or
+// ToMicros and ToNanos convert a timestamp of unit to microseconds or
 // nanoseconds, as arrow-go converts them (a multiplication, or a division
-// truncating toward zero).
-func toMicros(v int64, unit arrow.TimeUnit) int64 {
+// truncating toward zero); the encoders' Arrow paths use them too.
+func ToMicros(v int64, unit arrow.TimeUnit) int64 {
 	return arrow.ConvertTimestampValue(unit, arrow.Microsecond, v)
 }
 
-func toNanos(v int64, unit arrow.TimeUnit) int64 {
+func ToNanos(v int64, unit arrow.TimeUnit) int64 {
 	return arrow.ConvertTimestampValue(unit, arrow.Nanosecond, v)
 }
 

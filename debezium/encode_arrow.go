@@ -214,18 +214,18 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 		}
 	case kindTime:
 		if a, ok := arr.(*array.Time64); ok {
-			if tm := timeMicros(a, i); tm >= 0 && tm < microsPerDay {
+			if tm := cdc.TimeMicros(a, i); tm >= 0 && tm < microsPerDay {
 				return appendTimeOfDay(dst, tm), true
 			}
 		}
 	case kindTimestamp, kindTimestampTZ:
 		if a, ok := arr.(*array.Timestamp); ok {
-			us := toMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+			us := cdc.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 			return appendTimestamp(dst, us, 1_000_000, 6, t.kind == kindTimestampTZ), true
 		}
 	case kindTimestampNs, kindTimestampTZNs:
 		if a, ok := arr.(*array.Timestamp); ok {
-			ns := toNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+			ns := cdc.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 			return appendTimestamp(dst, ns, 1_000_000_000, 9, t.kind == kindTimestampTZNs), true
 		}
 	case kindString:
@@ -451,7 +451,7 @@ func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o 
 		if !ok {
 			return dst, false
 		}
-		tm := timeMicros(a, i)
+		tm := cdc.TimeMicros(a, i)
 		if tm < 0 || tm >= microsPerDay {
 			return dst, false
 		}
@@ -461,14 +461,14 @@ func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o 
 		if !ok {
 			return dst, false
 		}
-		ts := toMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+		ts := cdc.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 		return o.appendTimestamp(dst, ts), true
 	case kindTimestampNs:
 		a, ok := arr.(*array.Timestamp)
 		if !ok {
 			return dst, false
 		}
-		ts := toNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+		ts := cdc.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 		return o.appendTimestampNano(dst, ts), true
 	case kindStruct:
 		a, ok := arr.(*array.Struct)
@@ -690,25 +690,4 @@ func (im image) materialized() (image, error) {
 	}
 	r, err := im.arrow.Row(im.pos)
 	return image{row: r}, err
-}
-
-// timeMicros is a time64 value in microseconds, as cdc.ArrowValue reads
-// it: the Arrow path and the Row path must write the same values.
-func timeMicros(a *array.Time64, i int) int64 {
-	t := int64(a.Value(i))
-	if a.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
-		t /= 1000
-	}
-	return t
-}
-
-// toMicros and toNanos convert a timestamp of unit to microseconds or
-// nanoseconds, as arrow-go converts them (a multiplication, or a division
-// truncating toward zero) and as cdc.ArrowValue does.
-func toMicros(v int64, unit arrow.TimeUnit) int64 {
-	return arrow.ConvertTimestampValue(unit, arrow.Microsecond, v)
-}
-
-func toNanos(v int64, unit arrow.TimeUnit) int64 {
-	return arrow.ConvertTimestampValue(unit, arrow.Nanosecond, v)
 }
