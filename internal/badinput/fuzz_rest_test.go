@@ -6,18 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/icecdc/icecdc/cdc"
-	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -147,60 +142,8 @@ func FuzzRESTCatalog(f *testing.F) {
 // runREST runs what `icecdc changes --catalog-type rest` runs against the
 // catalog at uri, in this process, watching its allocations and time.
 func runREST(uri, allowed string, budget uint64) inProcess {
-	ctx, cancel := context.WithTimeout(context.Background(), fuzzTimeout)
-	defer cancel()
-	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	allocs := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	before := allocs()
-	var res inProcess
-	done := make(chan struct{})
-	var out bytes.Buffer
-	complete := map[int64]bool{}
-	go func() {
-		defer close(done)
-		src, err := source.Open(ctx, source.Options{CatalogType: "rest", CatalogURI: uri, Table: "bookshop.orders",
+	return runWatched(budget, func(ctx context.Context) (*source.Table, error) {
+		return source.Open(ctx, source.Options{CatalogType: "rest", CatalogURI: uri, Table: "bookshop.orders",
 			AllowedLocations: []string{allowed}, MaxResponseBytes: restMaxAnswer})
-		if err != nil {
-			res.err = err
-			return
-		}
-		defer src.Close()
-		enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "icecdc", Version: "fuzz"}}
-		var buf []byte
-		res.err = cdc.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(c *cdc.Commit) error {
-			err := c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
-				for i := range evs {
-					var err error
-					if buf, err = enc.AppendValue(buf[:0], c, &evs[i], 0); err != nil {
-						return err
-					}
-					out.Write(append(buf, '\n'))
-				}
-				return nil
-			})
-			if err == nil {
-				complete[c.Snapshot.ID] = true
-			}
-			return err
-		})
-	}()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(fuzzTimeout + 5*time.Second)
-	for {
-		select {
-		case <-done:
-			res.alloc = allocs() - before
-			res.out, res.complete = out.Bytes(), complete
-			return res
-		case <-tick.C:
-			if a := allocs() - before; budget > 0 && a > budget {
-				res.alloc, res.err = a, errOverBudget
-				return res
-			}
-		case <-deadline:
-			res.hang = true
-			return res
-		}
-	}
+	})
 }

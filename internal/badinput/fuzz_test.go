@@ -187,6 +187,14 @@ const (
 // runInProcess runs what `icecdc changes --metadata` runs, in this process,
 // watching its allocations and its time.
 func runInProcess(metadata string, budget uint64) inProcess {
+	return runWatched(budget, func(ctx context.Context) (*source.Table, error) {
+		return source.Open(ctx, source.Options{MetadataPath: metadata})
+	})
+}
+
+// runWatched prints the changes of the table open gives as `icecdc
+// changes` does, in this process, watching its allocations and its time.
+func runWatched(budget uint64, open func(context.Context) (*source.Table, error)) inProcess {
 	ctx, cancel := context.WithTimeout(context.Background(), fuzzTimeout)
 	defer cancel()
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
@@ -198,11 +206,12 @@ func runInProcess(metadata string, budget uint64) inProcess {
 	complete := map[int64]bool{}
 	go func() {
 		defer close(done)
-		src, err := source.Open(ctx, source.Options{MetadataPath: metadata})
+		src, err := open(ctx)
 		if err != nil {
 			res.err = err
 			return
 		}
+		defer src.Close()
 		enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "icecdc", Version: "fuzz"}}
 		var buf []byte
 		res.err = cdc.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(c *cdc.Commit) error {
