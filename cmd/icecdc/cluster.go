@@ -115,7 +115,7 @@ func configFingerprint(cfg *Config) string {
 		cfg.Cluster.Group, cfg.Cluster.Topic, fmt.Sprint(cfg.Cluster.Partitions),
 		cfg.Catalog.Type, cfg.Catalog.Name}
 	d := cfg.Debezium
-	parts = append(parts, d.TopicPrefix, d.TimePrecisionMode, d.DecimalHandlingMode, d.VariantHandlingMode, fmt.Sprint(d.ProvideTransactionMetadata), fmt.Sprint(d.IncludeSchemaChanges),
+	parts = append(parts, d.TopicPrefix, d.TimePrecisionMode, d.DecimalHandlingMode, fmt.Sprint(d.ProvideTransactionMetadata), fmt.Sprint(d.IncludeSchemaChanges),
 		fmt.Sprint(cfg.NetMaxRows))
 	for _, t := range cfg.Tables {
 		parts = append(parts, t.Name, t.Metadata, t.Branch, t.Start, strings.Join(t.Key, ","),
@@ -129,5 +129,11 @@ func configFingerprint(cfg *Config) string {
 		parts = append(parts, cfg.Sink.Webhook.URL, fmt.Sprint(cfg.Sink.Webhook.CloudEvents))
 	}
 	parts = append(parts, cfg.Cluster.Kafka.WithDefaults().CheckpointTopic)
+	// Settings added since members first compared fingerprints count only
+	// when they differ from their default, so that a configuration that
+	// leaves them out keeps the fingerprint earlier versions compute.
+	if m := d.VariantHandlingMode; m != "" && m != "string" {
+		parts = append(parts, "variant.handling.mode="+m)
+	}
 	return cluster.Fingerprint(parts...)
 }

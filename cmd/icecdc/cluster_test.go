@@ -58,4 +58,12 @@ cluster: {type: kafka, group: g}
 	if got, want := configFingerprint(cfg), "89c1f190249d"; got != want {
 		t.Fatalf("fingerprint %s, want %s (the value members of earlier versions compute)", got, want)
 	}
+	// A setting added later still tells configurations apart when set.
+	json, err := parseConfig([]byte(raw+"debezium: {variant.handling.mode: json}\n"), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configFingerprint(json) == configFingerprint(cfg) {
+		t.Error("variant.handling.mode: json leaves the fingerprint as it is")
+	}
 }
