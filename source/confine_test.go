@@ -317,3 +317,61 @@ func TestDefaultLocations(t *testing.T) {
 		}
 	})
 }
+
+// TestHoldCommitOutlivesItsCaller: a hold commit that reached the catalog
+// runs to its end when its caller stops (a daemon shutting down), rather
+// than being cut off mid-request: a hive commit cut off after it locked
+// the table left the lock in the metastore, and `icecdc reset` could not
+// lock the table until the metastore timed the lock out.
+func TestHoldCommitOutlivesItsCaller(t *testing.T) {
+	f := appended(t)
+	meta, err := os.ReadFile(strings.TrimPrefix(f.tbl.MetadataLocation(), "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	committing := make(chan struct{})
+	cut := make(chan bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/config":
+			io.WriteString(w, `{"defaults":{},"overrides":{}}`)
+		case r.URL.Path == "/v1/namespaces/shop/tables/orders" && r.Method == http.MethodPost:
+			io.Copy(io.Discard, r.Body) // the server sees a client leave only once the body is read
+			close(committing)
+			select {
+			case <-r.Context().Done():
+				cut <- true
+				return
+			case <-time.After(500 * time.Millisecond):
+				cut <- false
+			}
+			json.NewEncoder(w).Encode(map[string]any{"metadata-location": f.tbl.MetadataLocation(), "metadata": json.RawMessage(meta)})
+		case r.URL.Path == "/v1/namespaces/shop/tables/orders":
+			json.NewEncoder(w).Encode(map[string]any{"metadata-location": f.tbl.MetadataLocation(), "metadata": json.RawMessage(meta)})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	src, err := source.Open(f.ctx, source.Options{CatalogType: "rest", CatalogURI: srv.URL, Table: "shop.orders", AllowedLocations: []string{f.tbl.Metadata().Location()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, cancel := context.WithCancel(f.ctx)
+	go func() {
+		<-committing
+		cancel()
+	}()
+	_, herr := src.Hold(ctx, "icecdc-hold", 0)
+	t.Logf("hold: %v", herr)
+	select {
+	case wasCut := <-cut:
+		if wasCut {
+			t.Fatal("the hold commit was cut off mid-request when its caller stopped")
+		}
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("the hold commit never reached the catalog")
+	}
+}

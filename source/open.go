@@ -272,6 +272,17 @@ func New(o Options) (*Table, error) {
 	}
 	t := newTable(o, load, closeCatalog)
 	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// A commit that began runs to its end, within commitTimeout, even
+		// when its caller stops (the daemon is shutting down): a hive
+		// commit cut off after it locked the table leaves the lock in the
+		// metastore until the metastore times it out (minutes), and every
+		// writer of the table, `icecdc reset` included, fails to lock it
+		// until then.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
 		lctx, err := st.context(ctx, o.Warehouse)
 		if err != nil {
 			return err
@@ -288,6 +299,10 @@ func New(o Options) (*Table, error) {
 	}
 	return t, nil
 }
+
+// commitTimeout bounds a commit of a retention hold through the catalog,
+// which its caller's end does not cut short.
+const commitTimeout = 30 * time.Second
 
 // loadTableTimeout bounds one load of a table through a catalog: its
 // request and the read of the metadata file.
