@@ -71,7 +71,10 @@ type Member struct {
 	instance string
 	release  func() // frees the instance id's slot
 
-	byPart map[int32][]Table
+	// byPart lists each partition's tables as indexes into o.Tables:
+	// every member indexes every table of the pipeline, so the index
+	// holds 4 bytes a table rather than a copy of each.
+	byPart map[int32][]int32
 
 	mu        sync.Mutex
 	running   map[string]*runner // by table name
@@ -101,7 +104,7 @@ func New(o Options) (*Member, error) {
 		o.RetryMax = 30 * time.Second
 	}
 	host, _ := os.Hostname()
-	m := &Member{o: o, name: fmt.Sprintf("%s-%d", host, os.Getpid()), byPart: map[int32][]Table{}, running: map[string]*runner{},
+	m := &Member{o: o, name: fmt.Sprintf("%s-%d", host, os.Getpid()), byPart: map[int32][]int32{}, running: map[string]*runner{},
 		instance: o.Config.InstanceID, release: func() {}}
 	if m.instance == "" {
 		id, release, err := instanceSlot(o.Config.Group)
@@ -118,9 +121,9 @@ func New(o Options) (*Member, error) {
 	if m.instance != "" {
 		m.log = m.log.With("instance_id", m.instance)
 	}
-	for _, t := range o.Tables {
+	for i, t := range o.Tables {
 		p := Partition(t.Name, o.Config.Partitions)
-		m.byPart[p] = append(m.byPart[p], t)
+		m.byPart[p] = append(m.byPart[p], int32(i))
 	}
 	m.gen.Store(-1)
 	return m, nil
@@ -367,7 +370,9 @@ func (m *Member) noteGeneration(cl *kgo.Client) {
 func (m *Member) tablesOf(parts map[string][]int32) []Table {
 	var out []Table
 	for _, p := range parts[m.o.Config.Topic] {
-		out = append(out, m.byPart[p]...)
+		for _, i := range m.byPart[p] {
+			out = append(out, m.o.Tables[i])
+		}
 	}
 	return out
 }
