@@ -95,6 +95,18 @@ func newMetrics(reg prometheus.Registerer, full bool) *Metrics {
 	return m
 }
 
+// Forget drops every series of table: a cluster member calls it once it
+// gave the table up, so that it serves series for the tables it owns
+// only, not for every table that ever passed through it.
+func (m *Metrics) Forget(table string) {
+	l := prometheus.Labels{"table": table}
+	for _, v := range []interface{ forget(prometheus.Labels) }{m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind,
+		m.CheckpointSeq, m.SinkErrors, m.Retries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency,
+		m.Resyncs, m.HoldAge, m.Snapshots} {
+		v.forget(l)
+	}
+}
+
 func withTable(table bool, labels []string) []string {
 	if table {
 		return append([]string{"table"}, labels...)
@@ -118,6 +130,12 @@ func (v *CounterVec) WithLabelValues(table string, lvs ...string) prometheus.Cou
 	return v.vec.WithLabelValues(lvs...)
 }
 
+func (v *CounterVec) forget(l prometheus.Labels) {
+	if v.table {
+		v.vec.DeletePartialMatch(l)
+	}
+}
+
 // HistogramVec is a histogram family observed per table: with its table
 // label, or one histogram of the pipeline's tables.
 type HistogramVec struct {
@@ -134,6 +152,12 @@ func (v *HistogramVec) WithLabelValues(table string) prometheus.Observer {
 	return v.vec.WithLabelValues()
 }
 
+func (v *HistogramVec) forget(l prometheus.Labels) {
+	if v.table {
+		v.vec.DeletePartialMatch(l)
+	}
+}
+
 // GaugeVec is a gauge family per table. A gauge of one table has no sum
 // over tables, so a family outside the set is not served at all.
 type GaugeVec struct {
@@ -148,6 +172,12 @@ func (v *GaugeVec) WithLabelValues(table string) prometheus.Gauge {
 		return v.vec.WithLabelValues(table)
 	}
 	return unserved
+}
+
+func (v *GaugeVec) forget(l prometheus.Labels) {
+	if v.table {
+		v.vec.DeletePartialMatch(l)
+	}
 }
 
 // unserved is what the gauges outside the set set; no registry collects it.

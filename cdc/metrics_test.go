@@ -170,6 +170,23 @@ func seriesPerTable(t *testing.T, nTables int, newMetrics func(prometheus.Regist
 	}
 	run("initial")
 
+	s := gatherSeries(t, reg)
+
+	// A table given up (cluster mode) leaves no series; the others keep theirs.
+	metrics.Forget("shop.t0")
+	after := gatherSeries(t, reg)
+	if fams := after.perTable["shop.t0"]; len(fams) > 0 {
+		t.Errorf("after Forget(shop.t0) the registry still has its series %v", fams)
+	}
+	if !maps.Equal(after.perTable["shop.t1"], s.perTable["shop.t1"]) {
+		t.Errorf("Forget(shop.t0) changed the series of shop.t1: %v, were %v", after.perTable["shop.t1"], s.perTable["shop.t1"])
+	}
+	return s
+}
+
+// gatherSeries counts the series reg serves (see scrape).
+func gatherSeries(t *testing.T, reg *prometheus.Registry) scrape {
+	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

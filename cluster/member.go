@@ -51,6 +51,10 @@ type Options struct {
 	NewPipeline func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline
 	Log         *slog.Logger
 	Metrics     *Metrics
+	// Released, if set, is called with a table's name once the member
+	// gave the table up (or lost it) and its follower stopped: the
+	// daemon drops the table's series there (cdc.Metrics.Forget).
+	Released func(table string)
 	// Ready, if set, is closed once the member joined the group and
 	// started the tables of its first assignment.
 	Ready chan struct{}
@@ -450,6 +454,7 @@ func (m *Member) stop(tables []Table, direction string) { m.stopUntil(tables, di
 func (m *Member) stopUntil(tables []Table, direction string, deadline time.Time) int {
 	m.mu.Lock()
 	var stopping []*runner
+	var stopped []string
 	stopOne := func(name string) {
 		r, ok := m.running[name]
 		if !ok {
@@ -458,7 +463,11 @@ func (m *Member) stopUntil(tables []Table, direction string, deadline time.Time)
 		delete(m.running, name)
 		r.cancel()
 		stopping = append(stopping, r)
-		m.o.Metrics.Owned.WithLabelValues(name).Set(0)
+		stopped = append(stopped, name)
+		// A member serves series only for the tables it owns: kept at 0,
+		// a table's series would stay on every member it ever passed
+		// through.
+		m.o.Metrics.Owned.DeleteLabelValues(name)
 		m.o.Metrics.Moves.WithLabelValues(direction).Inc()
 	}
 	for _, t := range tables {
@@ -478,8 +487,23 @@ func (m *Member) stopUntil(tables []Table, direction string, deadline time.Time)
 		case <-timeout:
 			return len(stopping) - i
 		}
+		m.released(stopped[i])
 	}
 	return 0
+}
+
+// released tells Options.Released that the table's follower stopped,
+// unless the table was assigned to this member again meanwhile.
+func (m *Member) released(name string) {
+	if m.o.Released == nil {
+		return
+	}
+	m.mu.Lock()
+	_, again := m.running[name]
+	m.mu.Unlock()
+	if !again {
+		m.o.Released(name)
+	}
 }
 
 // follow runs the table's pipeline until ctx is done or the table stops

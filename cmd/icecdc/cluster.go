@@ -86,7 +86,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 			return p
 		},
-		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
+		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready, Released: metrics.Forget,
 	})
 	if err != nil {
 		return err
