@@ -81,7 +81,8 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 			return p
 		},
-		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready, Released: metrics.Forget,
+		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
+		Released: func(table string) { metrics.Forget(table); health.Forget(table) },
 	})
 	if err != nil {
 		return err
