@@ -165,6 +165,16 @@ func (h *Health) attrs(table, component string) []any {
 	return attrs
 }
 
+// Forget drops a table this process no longer follows (cluster mode:
+// another member took it over), so that /status and /readyz speak of the
+// tables it owns only: a table that stopped here and moved on would keep
+// the member unready for ever.
+func (h *Health) Forget(table string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.tables, table)
+}
+
 // Tables returns every known table's condition, by name.
 func (h *Health) Tables() []TableHealth {
 	h.mu.Lock()

@@ -92,3 +92,24 @@ func dropTime(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// TestHealthForget: a table this process gave up (cluster mode) leaves
+// Tables and Problems, even stopped, so that the member's /readyz is not
+// held down by a table another member follows; the others stay.
+func TestHealthForget(t *testing.T) {
+	h := &Health{}
+	h.Track("shop.orders")
+	h.Stop("shop.moved", InSink, errors.New("record too large"))
+	h.Fail("shop.failing", InSource, errors.New("catalog away"))
+	h.Forget("shop.moved")
+	var names []string
+	for _, th := range h.Tables() {
+		names = append(names, th.Table)
+	}
+	if got := strings.Join(names, ","); got != "shop.failing,shop.orders" {
+		t.Fatalf("after Forget(shop.moved), Tables lists %s, want shop.failing,shop.orders", got)
+	}
+	if p := h.Problems(); len(p) != 1 || !strings.HasPrefix(p[0], "shop.failing: source failing") {
+		t.Fatalf("after Forget(shop.moved), Problems %q, want only shop.failing's", p)
+	}
+}

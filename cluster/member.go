@@ -51,6 +51,10 @@ type Options struct {
 	NewPipeline func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline
 	Log         *slog.Logger
 	Metrics     *Metrics
+	// Released, if set, is called with a table's name once the member
+	// gave the table up (or lost it) and its follower stopped: the
+	// daemon drops the table's series there (cdc.Metrics.Forget).
+	Released func(table string)
 	// Ready, if set, is closed once the member joined the group and
 	// started the tables of its first assignment.
 	Ready chan struct{}
@@ -71,7 +75,10 @@ type Member struct {
 	instance string
 	release  func() // frees the instance id's slot
 
-	byPart map[int32][]Table
+	// byPart lists each partition's tables as indexes into o.Tables:
+	// every member indexes every table of the pipeline, so the index
+	// holds 4 bytes a table rather than a copy of each.
+	byPart map[int32][]int32
 
 	mu        sync.Mutex
 	running   map[string]*runner // by table name
@@ -101,7 +108,7 @@ func New(o Options) (*Member, error) {
 		o.RetryMax = 30 * time.Second
 	}
 	host, _ := os.Hostname()
-	m := &Member{o: o, name: fmt.Sprintf("%s-%d", host, os.Getpid()), byPart: map[int32][]Table{}, running: map[string]*runner{},
+	m := &Member{o: o, name: fmt.Sprintf("%s-%d", host, os.Getpid()), byPart: map[int32][]int32{}, running: map[string]*runner{},
 		instance: o.Config.InstanceID, release: func() {}}
 	if m.instance == "" {
 		id, release, err := instanceSlot(o.Config.Group)
@@ -118,9 +125,9 @@ func New(o Options) (*Member, error) {
 	if m.instance != "" {
 		m.log = m.log.With("instance_id", m.instance)
 	}
-	for _, t := range o.Tables {
+	for i, t := range o.Tables {
 		p := Partition(t.Name, o.Config.Partitions)
-		m.byPart[p] = append(m.byPart[p], t)
+		m.byPart[p] = append(m.byPart[p], int32(i))
 	}
 	m.gen.Store(-1)
 	return m, nil
@@ -367,7 +374,9 @@ func (m *Member) noteGeneration(cl *kgo.Client) {
 func (m *Member) tablesOf(parts map[string][]int32) []Table {
 	var out []Table
 	for _, p := range parts[m.o.Config.Topic] {
-		out = append(out, m.byPart[p]...)
+		for _, i := range m.byPart[p] {
+			out = append(out, m.o.Tables[i])
+		}
 	}
 	return out
 }
@@ -445,6 +454,7 @@ func (m *Member) stop(tables []Table, direction string) { m.stopUntil(tables, di
 func (m *Member) stopUntil(tables []Table, direction string, deadline time.Time) int {
 	m.mu.Lock()
 	var stopping []*runner
+	var stopped []string
 	stopOne := func(name string) {
 		r, ok := m.running[name]
 		if !ok {
@@ -453,7 +463,11 @@ func (m *Member) stopUntil(tables []Table, direction string, deadline time.Time)
 		delete(m.running, name)
 		r.cancel()
 		stopping = append(stopping, r)
-		m.o.Metrics.Owned.WithLabelValues(name).Set(0)
+		stopped = append(stopped, name)
+		// A member serves series only for the tables it owns: kept at 0,
+		// a table's series would stay on every member it ever passed
+		// through.
+		m.o.Metrics.Owned.DeleteLabelValues(name)
 		m.o.Metrics.Moves.WithLabelValues(direction).Inc()
 	}
 	for _, t := range tables {
@@ -473,8 +487,23 @@ func (m *Member) stopUntil(tables []Table, direction string, deadline time.Time)
 		case <-timeout:
 			return len(stopping) - i
 		}
+		m.released(stopped[i])
 	}
 	return 0
+}
+
+// released tells Options.Released that the table's follower stopped,
+// unless the table was assigned to this member again meanwhile.
+func (m *Member) released(name string) {
+	if m.o.Released == nil {
+		return
+	}
+	m.mu.Lock()
+	_, again := m.running[name]
+	m.mu.Unlock()
+	if !again {
+		m.o.Released(name)
+	}
 }
 
 // follow runs the table's pipeline until ctx is done or the table stops

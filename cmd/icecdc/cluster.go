@@ -62,12 +62,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	// the member has stopped them all.
 	cat := openCatalog(cfg, log)
 	defer cat.Close()
-	tables := make([]cluster.Table, len(ts))
-	for i, t := range ts {
-		o := t.opts
-		o.Catalog = cat
-		tables[i] = cluster.Table{TableSpec: t.spec, Open: func() (cdc.Source, error) { return source.New(o) }}
-	}
+	tables := clusterTables(ts, cat)
 	member, err = cluster.New(cluster.Options{
 		Pipeline: cfg.Name, Version: version, Fingerprint: configFingerprint(cfg),
 		Config: cfg.Cluster, Kafka: kc, ExactlyOnce: eo, Sink: shared, Tables: tables,
@@ -87,6 +82,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 			return p
 		},
 		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
+		Released: func(table string) { metrics.Forget(table); health.Forget(table) },
 	})
 	if err != nil {
 		return err
@@ -96,6 +92,23 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	err = member.Run(ctx)
 	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return err
+}
+
+// clusterTables are the member's tables: every table of the pipeline, of
+// which it follows those of its partitions. Each Open reads its options
+// from ts when the table is taken over instead of holding a copy of them:
+// the copies took 208 bytes a table more, 21 MB on each member of a
+// pipeline of 100,000 tables.
+func clusterTables(ts []tableSource, cat *source.Catalog) []cluster.Table {
+	tables := make([]cluster.Table, len(ts))
+	for i, t := range ts {
+		tables[i] = cluster.Table{TableSpec: t.spec, Open: func() (cdc.Source, error) {
+			o := ts[i].opts
+			o.Catalog = cat
+			return source.New(o)
+		}}
+	}
+	return tables
 }
 
 // clusterStatus is /status in cluster mode: this member's tables.

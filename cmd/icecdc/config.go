@@ -79,6 +79,12 @@ type Config struct {
 	// Cluster spreads the tables over several processes (cluster mode);
 	// default type none: this process follows every table.
 	Cluster cluster.Config `yaml:"cluster"`
+	// Metrics.PerTable is the set of series /metrics serves per table:
+	// essential (default: lag, events, retries, up, hold age; the rest
+	// summed over the pipeline) or full (every family per table).
+	Metrics struct {
+		PerTable string `yaml:"per_table"`
+	} `yaml:"metrics"`
 }
 
 // HTTPConfig is the daemon's HTTP listener.
@@ -214,6 +220,9 @@ func (c *Config) defaults() {
 	if c.HoldInterval == 0 {
 		c.HoldInterval = time.Minute
 	}
+	if c.Metrics.PerTable == "" {
+		c.Metrics.PerTable = cdc.PerTableEssential
+	}
 	for i := range c.Tables {
 		if c.Tables[i].Branch == "" {
 			c.Tables[i].Branch = "main"
@@ -322,6 +331,9 @@ func (c *Config) validate() error {
 	}
 	if c.NetMaxRows < 0 {
 		bad("net_max_rows", "must not be negative")
+	}
+	if p := c.Metrics.PerTable; p != cdc.PerTableEssential && p != cdc.PerTableFull {
+		bad("metrics.per_table", "%q: want %s or %s", p, cdc.PerTableEssential, cdc.PerTableFull)
 	}
 	if c.MaxHeldRows < 0 {
 		bad("max_held_rows", "must not be negative")

@@ -74,7 +74,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		return runCluster(ctx, cfg, out, log, reg, cdc.NewMetrics(reg))
+		return runCluster(ctx, cfg, out, log, reg, cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable))
 	}
 	store, err := state.Open(cfg.State.Path, state.Options{Pipeline: cfg.Name, Adopt: adopt})
 	if err != nil {
@@ -84,7 +84,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	logOpened(log, cfg, store.Opened(), adopt)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := cdc.NewMetrics(reg)
+	metrics := cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable)
 	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)

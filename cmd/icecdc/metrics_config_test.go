@@ -1,0 +1,84 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// TestConfigMetricsPerTable: metrics.per_table defaults to the essential
+// set, takes full, and refuses anything else with a line naming the key.
+func TestConfigMetricsPerTable(t *testing.T) {
+	secret := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	c, err := parseConfig([]byte(goodConfig), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Metrics.PerTable != cdc.PerTableEssential {
+		t.Fatalf("metrics.per_table %q, want the default %q", c.Metrics.PerTable, cdc.PerTableEssential)
+	}
+	if c, err = parseConfig([]byte(goodConfig+"metrics: {per_table: full}\n"), secret); err != nil || c.Metrics.PerTable != cdc.PerTableFull {
+		t.Fatalf("metrics.per_table full: %v, %v", c, err)
+	}
+	_, err = parseConfig([]byte(goodConfig+"metrics: {per_table: some}\n"), secret)
+	if err == nil || !strings.Contains(err.Error(), `config: metrics.per_table: "some": want essential or full`) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("metrics.per_table some: error %v, want one line naming the key", err)
+	}
+}
+
+// TestDaemonMetricsPerTable: the daemon's /metrics serves, for a table,
+// only the essential families by default, and every family with
+// metrics.per_table: full.
+func TestDaemonMetricsPerTable(t *testing.T) {
+	essential := map[string]bool{"icecdc_events_published_total": true, "icecdc_snapshots_behind": true, "icecdc_seconds_behind": true,
+		"icecdc_table_up": true, "icecdc_retries_total": true, "icecdc_hold_age_seconds": true}
+	for _, set := range []string{"", cdc.PerTableFull} {
+		t.Run(cmp.Or(set, "default"), func(t *testing.T) {
+			dir := t.TempDir()
+			listen := freeAddr(t)
+			path := writeConfig(t, "p", bookshopCatalog(t), "{type: file, file: {path: "+filepath.Join(dir, "events.json")+"}}", filepath.Join(dir, "state.db"))
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(f, "http: {listen: %s}\n", listen)
+			if set != "" {
+				fmt.Fprintf(f, "metrics: {per_table: %s}\n", set)
+			}
+			f.Close()
+			d := startDaemon(t, "-c", path)
+			// The table's families, as /metrics names them.
+			var fams map[string]int
+			d.waitFor(t, "the table's first commit delivered", func() bool {
+				fams = map[string]int{}
+				for line := range strings.Lines(daemonPage(listen, "/metrics")) {
+					name, labels, ok := strings.Cut(line, "{")
+					if !ok || strings.HasPrefix(line, "#") || !strings.Contains(labels, `table="bookshop.orders"`) {
+						continue
+					}
+					for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+						if base, ok := strings.CutSuffix(name, suffix); ok && strings.HasSuffix(base, "_seconds") {
+							name = base
+						}
+					}
+					fams[name]++
+				}
+				return fams["icecdc_events_published_total"] > 0
+			})
+			d.stop(t)
+			for name, n := range fams {
+				if set == "" && !essential[name] {
+					t.Errorf("the default set serves %d series of %s for the table, which is summed over the pipeline", n, name)
+				}
+			}
+			if full := fams["icecdc_poll_duration_seconds"] > 0 && fams["icecdc_checkpoint_sequence_number"] > 0; full != (set == cdc.PerTableFull) {
+				t.Errorf("metrics.per_table %q: the table's series are %v", set, fams)
+			}
+		})
+	}
+}
