@@ -1153,6 +1153,7 @@ fi
 [ $CONNECT_PARTS -eq 1 ] && part_bg connect-sink connect_sink
 [ -n "$COMPOSE_PID" ] && part compose-check compose_check
 [ -n "$FLINK_PID" ] && part flink-upserts flink_await
+[ $JARS_OK -eq 0 ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part v3-flink v3_flink
 if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
   part s3-run s3_run
 fi

@@ -83,3 +83,30 @@ v3_pg() {
   return $rc
 }
 
+# v3_flink: PyFlink 2.0 with iceberg-flink-runtime-2.0 (the Flink upserts'
+# venv and jars) writes a v3 table with TIMESTAMP(9) and TIMESTAMP_LTZ(9)
+# columns in upsert mode, a job per commit, and reads it back after each
+# (interop/flink_ns.py); icecdc's events, replayed by key, must equal
+# Flink's read of every snapshot (Spark reads no nanoseconds). run.sh
+# runs it after the Flink upserts' writer, which shares its venv. Alone
+# (see the top): install_python && install_jars && build_icecdc && v3_flink
+v3_flink() {
+  local t0 rc dir=$WORK/flink-ns
+  t0=$(now)
+  mkdir -p "$dir/wh"
+  install_flink || { echo "v3-flink: PyFlink did not install (log $LOGS/flink.log)"; return 1; }
+  (cd "$HERE" && "$FLINK_PY" flink_ns.py write --catalog-db "$dir/catalog.db" --warehouse "$dir/wh" \
+    --reads "$dir/reads.json") >"$LOGS/v3-flink.log" 2>&1
+  rc=$?
+  grep '^flink-ns: job' "$LOGS/v3-flink.log"
+  if [ $rc -ne 0 ]; then
+    echo "interop: command failed (exit $rc): $FLINK_PY interop/flink_ns.py write (log $LOGS/v3-flink.log)"
+    grep -v ' INFO ' "$LOGS/v3-flink.log" | tail -n 25 | sed 's/^/    /'
+    return 1
+  fi
+  (cd "$HERE" && "$PY" flink_ns.py check --catalog-db "$dir/catalog.db" --warehouse "$dir/wh" \
+    --reads "$dir/reads.json" --icecdc "$BIN")
+  rc=$?
+  echo "v3-flink: Flink 2.0 + $(cd "$CACHE/jars/flink" && ls iceberg-flink-runtime-*.jar), TIMESTAMP(9) upserts: exit $rc in $(elapsed "$t0")s"
+  return $rc
+}
