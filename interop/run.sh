@@ -425,6 +425,7 @@ hive_metastore() {
 
 # Sourced (interop/generate_testdata.sh): the helpers and install functions
 # above are all it takes; nothing below runs.
+. "$HERE/parts/v3.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
@@ -1147,9 +1148,12 @@ else
 fi
 
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part retention-hold retention_hold
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part v3-spark v3_spark
+[ $CONNECT_PARTS -eq 1 ] && part v3-pg v3_pg
 [ $CONNECT_PARTS -eq 1 ] && part_bg connect-sink connect_sink
 [ -n "$COMPOSE_PID" ] && part compose-check compose_check
 [ -n "$FLINK_PID" ] && part flink-upserts flink_await
+[ $JARS_OK -eq 0 ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part v3-flink v3_flink
 if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
   part s3-run s3_run
 fi

@@ -26,6 +26,7 @@ import retention
 import scenarios
 import spark_session
 import stores
+import testdata_tables
 
 
 def sql(spark, stmt):
@@ -33,7 +34,18 @@ def sql(spark, stmt):
 
 
 def build(spark, sc):
-    """Create the table and run its steps; returns [(label, ran, refused, head)]."""
+    """Create the table and run its steps with the scenario's own Spark
+    settings; returns [(label, ran, refused, head)]."""
+    for k, v in sc.spark_conf.items():
+        spark.conf.set(k, v)
+    try:
+        return build_steps(spark, sc)
+    finally:
+        for k in sc.spark_conf:
+            spark.conf.unset(k)
+
+
+def build_steps(spark, sc):
     fmt = dict(t=sc.table, cat=sc.catalog, ident=sc.ident)
     sql(spark, f"CREATE NAMESPACE IF NOT EXISTS {sc.catalog}.{scenarios.NS}")
     sql(spark, f"DROP TABLE IF EXISTS {sc.table} PURGE")
@@ -112,6 +124,38 @@ def identifier_columns(meta, snap):
     return []
 
 
+def v3_scenarios():
+    """The v3 set (--set v3, Iceberg 1.12): testdata/java's VARIANT
+    histories, unshredded and with Iceberg's variant shredding, written
+    afresh and compacted at the end."""
+    out = []
+    for sc in (testdata_tables.variant(), testdata_tables.variant_shredded()):
+        sc.steps = list(sc.steps) + [
+            ("insert 26-27 after the merge", ["INSERT INTO {t} VALUES (26, parse_json('{{\"a\": 9}}'), 'late'), "
+                                              "(27, parse_json('[true]'), 'late')"]),
+            ("rewrite_data_files (compaction)",
+             ["CALL {cat}.system.rewrite_data_files(table => '{ident}', options => map('rewrite-all', 'true'))"]),
+        ]
+        out.append(sc)
+    return out
+
+
+def typed_value_files(spark, sc):
+    """How many of the data files the table has had hold a typed_value
+    column (their Parquet schemas, read with pyarrow), of how many."""
+    import pyarrow.parquet as pq
+
+    paths = [r[0] for r in sql(spark, f"SELECT file_path FROM {sc.table}.files WHERE content = 0")]
+    paths += [r[0] for r in sql(spark, f"SELECT DISTINCT data_file.file_path FROM {sc.table}.all_entries "
+                                       f"WHERE data_file.content = 0")]
+    paths = sorted(set(paths))
+    shredded = 0
+    for p in paths:
+        schema = pq.ParquetFile(p.removeprefix("file:")).schema
+        shredded += any("typed_value" in schema.column(i).path.split(".") for i in range(len(schema)))
+    return shredded, len(paths)
+
+
 def flink_scenarios():
     """The tables flink_upserts.py writes, as scenarios without steps:
     Spark only reads them. One snapshot per step that touches a table."""
@@ -159,7 +203,11 @@ def head_rows(spark, sc, meta):
     cols = [[f["name"], f["type"] if isinstance(f["type"], str) else "nested"] for f in fields]
     types = dict(cols)
     out = []
-    for r in sql(spark, f"SELECT *, _row_id FROM {sc.table}"):
+    # A variant column is read as its to_json text (the scenario's select).
+    for k, v in list(types.items()):
+        if v == "variant":
+            types[k] = "string"
+    for r in sql(spark, f"SELECT {sc.select}, _row_id FROM {sc.table}"):
         d = r.asDict()
         row = {}
         for k, v in d.items():
@@ -237,6 +285,8 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
             ptable = pcat.load_table(sc.ident)
         elif upserts:
             ptable = None  # PyIceberg 0.12 refuses equality deletes ("does not yet support")
+        elif args.set == "v3":
+            ptable = None  # PyIceberg 0.12 refuses the variant type ("Unsupported field type: 'variant'")
         else:
             ptable = pyiceberg_check.load_table(sc.catalog, sc.ident, args.catalog_db, args.warehouse, args.rest_uri)
         pcounts = pyiceberg_check.row_counts(ptable, [s["snapshot-id"] for s in snaps]) if ptable else None
@@ -282,7 +332,7 @@ def check_part(sc, args, t, labels, meta_path, meta, snaps, lives):
         line = (f"flink {sc.ident}: {len(snaps)} snapshots, {events} events, "
                 + ("exact" if ok else f"NOT exact ({exact}/{len(snaps)} snapshots exact)"))
     if pcounts is None:
-        line += "; PyIceberg not asked (it reads no equality deletes)"
+        line += "; PyIceberg not asked (it reads no " + ("equality deletes)" if upserts else "variant)")
     elif pagree != len(snaps):
         line += f"; pyiceberg row counts agree on {pagree}/{len(snaps)}"
     if got:
@@ -348,6 +398,8 @@ def main():
     ap.add_argument("--s3-endpoint", help="the S3 (and Glue) server: adds the S3 and Glue scenarios")
     ap.add_argument("--rest-s3-uri", help="the REST catalog server whose warehouse is on S3")
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--set", choices=["scenarios", "v3"], default="scenarios",
+                    help="v3: the VARIANT tables (run with ICECDC_ICEBERG_VERSION=1.12.0; interop/parts/v3.sh)")
     ap.add_argument("--flink-work", help="where run.sh's Flink writer keeps its catalog.db, wh/ and status "
                                          "(its exit status): adds the Flink upsert tables")
     ap.add_argument("--flink-timeout", type=float, default=900, help="seconds to wait for the Flink writer")
@@ -370,6 +422,8 @@ def main():
         facts.configure(stores.s3_props(args.s3_endpoint))
 
     def all_scenarios():
+        if args.set == "v3":
+            return v3_scenarios()
         return scenarios.all_scenarios(with_rest=bool(args.rest_uri), with_s3=bool(args.s3_endpoint),
                                        with_rest_s3=bool(args.rest_s3_uri))
 
@@ -426,6 +480,11 @@ def main():
             notes = []
             try:
                 parts = spark_part(spark, sc, notes, heads)
+                if sc.props.get("write.parquet.shred-variants") == "true":
+                    n, total = typed_value_files(spark, sc)
+                    print(f"scenario {sc.name}: {n} of {total} data files hold typed_value columns", flush=True)
+                    if n == 0:
+                        failed.append(f"{sc.name} (no typed_value column in its files)")
             except Exception as err:
                 traceback.print_exc()
                 parts, failure = None, (False, f"scenario {sc.name}: FAILED to build or read: {err}", "", [], [], {})

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
@@ -50,6 +51,9 @@ const defaultFooterBudget = 16 << 20
 type footer struct {
 	size, off int64
 	data      []byte
+	// shredChecked: the file's shredded variants agree with their values
+	// (shredcheck.go), so a later layout of it need not read them again.
+	shredChecked atomic.Bool
 }
 
 // transient reports whether f is a whole file larger than a tail read:

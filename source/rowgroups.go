@@ -96,6 +96,18 @@ func readLayout(fs iceio.IO, df iceberg.DataFile, footers *footerCache) (layout,
 	if l.plainGeo, err = plainGeo(pr.MetaData()); err != nil {
 		return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
 	}
+	if !ft.shredChecked.Load() {
+		cols, err := shreddedVariants(pr.MetaData())
+		if err != nil {
+			return layout{}, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
+		}
+		if cols != nil {
+			if err := checkShredded(context.Background(), fs, df.FilePath(), pr.MetaData(), cols); err != nil {
+				return layout{}, err
+			}
+		}
+		ft.shredChecked.Store(true)
+	}
 	sc := pr.MetaData().Schema
 	for i := 0; i < sc.NumColumns(); i++ {
 		switch id := sc.Column(i).SchemaNode().FieldID(); id {

@@ -186,6 +186,11 @@ func errorLine(w *work, last string) (string, string) {
 	if !strings.HasPrefix(last, "icecdc: ") {
 		return classUnclear, "last stderr line is not icecdc's error: " + clip(last, 200)
 	}
+	for _, m := range w.must {
+		if !strings.Contains(last, m) {
+			return classUnclear, fmt.Sprintf("does not name %q: %s", m, clip(last, 240))
+		}
+	}
 	return namesObject(w.names, last)
 }
 

@@ -287,6 +287,7 @@ type work struct {
 	dir    string
 	meta   string   // the metadata.json to run on
 	names  []string // an error line must contain one of these
+	must   []string // and all of these
 	expect []Event  // the right answer for an exit 0
 	cols   Columns  // the columns of the schema run on
 	cfg    string   // kindRun / kindStatus / kindDaemon

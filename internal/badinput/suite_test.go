@@ -22,6 +22,7 @@ func allCases(s *slot) []tcase {
 	cases = append(cases, puffinCases()...)
 	cases = append(cases, parquetCases()...)
 	cases = append(cases, daemonCases(cases)...)
+	cases = append(cases, v3Cases()...)
 	cases = append(cases, stateCases()...)
 	return cases
 }
