@@ -21,7 +21,7 @@ import (
 func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) (err error) {
 	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
 	eo := exactlyOnce(cfg)
-	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	enc, err := eventEncoder(cfg)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -135,5 +135,6 @@ func configFingerprint(cfg *Config) string {
 	if m := d.VariantHandlingMode; m != "" && m != "string" {
 		parts = append(parts, "variant.handling.mode="+m)
 	}
+	parts = append(parts, cfg.Transforms.fingerprint()...)
 	return cluster.Fingerprint(parts...)
 }

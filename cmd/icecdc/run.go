@@ -85,7 +85,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
-	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	enc, err := eventEncoder(cfg)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -305,6 +305,7 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 	if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
 		return kafka.Config{}, err
 	}
+	unwrapKafka(&kc, enc)
 	return kc, nil
 }
 
