@@ -36,6 +36,7 @@ type flatFormat interface {
 	cdc.Encoder
 	cdc.SchemaChangeEncoder
 	cdc.TransactionEncoder
+	HeartbeatEncoder
 	envelope() *Envelope
 	connect() bool
 	// appendFlat appends the value of fl's record of e.

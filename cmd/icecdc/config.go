@@ -301,6 +301,7 @@ func (c *Config) validate() error {
 		bad("format", "%q: want %s or %s", c.Format, formatDebeziumJSON, formatDebeziumConnect)
 	}
 	errs = append(errs, c.Transforms.check(c.Format, c.Sink.Type)...)
+	errs = append(errs, c.checkHeartbeat()...)
 	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
 		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}

@@ -100,6 +100,11 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 			log.Info("icecdc stopped", "pipeline", cfg.Name)
 		}
 	}()
+	stopHeartbeats, err := startHeartbeats(ctx, cfg, enc, sink, log)
+	if err != nil {
+		return err
+	}
+	defer stopHeartbeats() // before the sink closes: a webhook ping uses it
 	cat := openCatalog(cfg, log)
 	defer cat.Close()
 	p := &cdc.Pipeline{
