@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,6 +213,37 @@ func TestChangesUnwrap(t *testing.T) {
 		_, errOut, code := runCmd(append(append([]string{"changes"}, catArgs...), tc.args...)...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestRunUnwrapFile: `icecdc run` with transforms.unwrap to a file writes
+// the lines `icecdc changes --unwrap` prints for the same events and
+// options: a dropped delete is no line, a tombstone the line null.
+func TestRunUnwrapFile(t *testing.T) {
+	_, catArgs, _ := bookshop(t)
+	catalog := fmt.Sprintf("{name: local, type: sql, uri: '%s', warehouse: '%s'}", catArgs[3], catArgs[5])
+	for _, mode := range []string{"drop", "delete-to-tombstone", "tombstone", "rewrite"} {
+		path := filepath.Join(t.TempDir(), "events.jsonl")
+		sink := fmt.Sprintf("{type: file, file: {path: '%s'}}\ntransforms: {unwrap: {delete.tombstone.handling.mode: %s, add.fields: 'op,source.sequence_number'}}", path, mode)
+		cfg := writeConfig(t, "icecdc", catalog, sink, filepath.Join(t.TempDir(), "state.db"))
+		if _, errOut, code := runCmd("run", "--once", "-c", cfg); code != 0 {
+			t.Fatalf("%s: run exit %d: %s", mode, code, errOut)
+		}
+		out, errOut, code := runCmd(append(append([]string{"changes"}, catArgs...), "--unwrap",
+			"--unwrap-option", "delete.tombstone.handling.mode="+mode, "--unwrap-option", "add.fields=op,source.sequence_number")...)
+		if code != 0 {
+			t.Fatalf("%s: changes exit %d: %s", mode, code, errOut)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != out {
+			t.Fatalf("%s: the file holds\n%s\nchanges --unwrap prints\n%s", mode, b, out)
+		}
+		if want := map[string]int{"drop": 7, "delete-to-tombstone": 9, "tombstone": 9, "rewrite": 9}[mode]; strings.Count(out, "\n") != want {
+			t.Fatalf("%s: %d lines, want %d:\n%s", mode, strings.Count(out, "\n"), want, out)
 		}
 	}
 }
