@@ -21,8 +21,11 @@ import (
 func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) (err error) {
 	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
 	eo := exactlyOnce(cfg)
-	enc, err := eventEncoder(cfg)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
 	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if enc, err = cfg.Transforms.apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	var shared cdc.Sink

@@ -85,8 +85,11 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
-	enc, err := eventEncoder(cfg)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
 	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if enc, err = cfg.Transforms.apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	sink, err := buildSink(cfg, out, log, metrics, enc)

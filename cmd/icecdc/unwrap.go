@@ -87,7 +87,12 @@ func eventEncoder(cfg *Config) (cdc.Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := cfg.Transforms.unwrap()
+	return cfg.Transforms.apply(enc)
+}
+
+// apply wraps enc in the transforms: the flattened form with unwrap.
+func (t TransformsConfig) apply(enc cdc.Encoder) (cdc.Encoder, error) {
+	o, err := t.unwrap()
 	if err != nil {
 		return nil, fmt.Errorf("transforms.%w", err)
 	}
