@@ -22,7 +22,8 @@ import (
 // TestRunUnwrapKafka: `icecdc run` with transforms.unwrap writes to Kafka,
 // for every delete mode, what ExtractNewRecordState's rules make of the
 // envelope topic the same daemon writes without it: record by record,
-// key, value, headers (the sink's and add.headers) and tombstones.
+// key, value, headers (the sink's and add.headers) and tombstones, in
+// both delivery modes.
 func TestRunUnwrapKafka(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -54,10 +55,12 @@ func TestRunUnwrapKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
-	run := func(name, transforms string, want int) []unwraptest.Record {
+	run := func(name, delivery, transforms string, want int) []unwraptest.Record {
 		t.Helper()
-		sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: '%s.{table}', topic_partitions: 1}}\n%s", brokers[0], name, transforms)
-		cfg := writeConfig(t, "shop-cdc", catalog, sink, filepath.Join(t.TempDir(), "state.db"))
+		sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: '%s.{table}', topic_partitions: 1, delivery: %s}}\n%s", brokers[0], name, delivery, transforms)
+		// A pipeline of its own: under exactly-once the checkpoint topic,
+		// shared by the runs, keeps each pipeline's position.
+		cfg := writeConfig(t, name, catalog, sink, filepath.Join(t.TempDir(), "state.db"))
 		topic := name + ".orders"
 		var recs []*kgo.Record
 		d := startDaemon(t, "-c", cfg)
@@ -80,29 +83,31 @@ func TestRunUnwrapKafka(t *testing.T) {
 		}
 		return out
 	}
-	envelope := run("envelope", "", 6) // 3 c, u, d, tombstone
+	envelope := run("envelope", "at-least-once", "", 6) // 3 c, u, d, tombstone
 	fields := []string{"op", "table", "source.ts_ms", "source.snapshot:snap", "transaction.id"}
 	for _, mode := range []string{"tombstone", "drop", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone"} {
-		t.Run(mode, func(t *testing.T) {
-			o := unwraptest.Options{Mode: mode, AddFields: fields, AddHeaders: fields, Connect: true}
-			var want []unwraptest.Record
-			for _, r := range envelope {
-				out, err := unwraptest.Apply(o, r)
-				if err != nil {
-					t.Fatal(err)
+		for _, delivery := range []string{"at-least-once", "exactly-once"} {
+			t.Run(mode+"/"+delivery, func(t *testing.T) {
+				o := unwraptest.Options{Mode: mode, AddFields: fields, AddHeaders: fields, Connect: true}
+				var want []unwraptest.Record
+				for _, r := range envelope {
+					out, err := unwraptest.Apply(o, r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, out...)
 				}
-				want = append(want, out...)
-			}
-			got := run("flat-"+mode, fmt.Sprintf("transforms: {unwrap: {type: io.debezium.transforms.ExtractNewRecordState, delete.tombstone.handling.mode: %s, add.fields: 'op,table,source.ts_ms,source.snapshot:snap,transaction.id', add.headers: 'op,table,source.ts_ms,source.snapshot:snap,transaction.id'}}", mode), len(want))
-			if len(got) != len(want) {
-				t.Fatalf("%d records, want %d", len(got), len(want))
-			}
-			for i := range got {
-				if d := unwraptest.Diff(got[i], want[i]); d != "" {
-					t.Fatalf("record %d: %s", i, d)
+				got := run("flat-"+mode+"-"+delivery, delivery, fmt.Sprintf("transforms: {unwrap: {type: io.debezium.transforms.ExtractNewRecordState, delete.tombstone.handling.mode: %s, add.fields: 'op,table,source.ts_ms,source.snapshot:snap,transaction.id', add.headers: 'op,table,source.ts_ms,source.snapshot:snap,transaction.id'}}", mode), len(want))
+				if len(got) != len(want) {
+					t.Fatalf("%d records, want %d", len(got), len(want))
 				}
-			}
-		})
+				for i := range got {
+					if d := unwraptest.Diff(got[i], want[i]); d != "" {
+						t.Fatalf("record %d: %s", i, d)
+					}
+				}
+			})
+		}
 	}
 }
 
