@@ -15,6 +15,7 @@ import (
 type batchBuilder struct {
 	vals, keys, ids []byte
 	offs            []msgOffsets
+	headers         []Header // of every message, when the encoder adds some
 	ops             [256]int // events by Op
 	multiline       bool     // some value spans lines or is empty
 	idPrefix        []byte   // "<table_uuid>:<seq>:"
@@ -27,13 +28,15 @@ type batchBuilder struct {
 type msgOffsets struct {
 	op                           Op
 	val, valEnd, key, keyEnd, id int
+	hdr, hdrEnd                  int
 }
 
 // start empties the builder for a batch of c's events.
 func (bb *batchBuilder) start(c *Commit, events int) {
 	if bb.reuse && bb.vals != nil {
-		bb.vals, bb.keys, bb.ids, bb.offs = bb.vals[:0], bb.keys[:0], bb.ids[:0], bb.offs[:0]
+		bb.vals, bb.keys, bb.ids, bb.offs, bb.headers = bb.vals[:0], bb.keys[:0], bb.ids[:0], bb.offs[:0], bb.headers[:0]
 	} else {
+		bb.headers = nil
 		bb.hint = len(bb.vals)
 		bb.vals = make([]byte, 0, bb.hint+bb.hint/8)
 		bb.keys, bb.ids = nil, nil
@@ -47,9 +50,13 @@ func (bb *batchBuilder) start(c *Commit, events int) {
 
 func (bb *batchBuilder) size() int { return len(bb.vals) + len(bb.keys) }
 
-// add encodes one event.
+// add encodes one event; an event the encoder leaves out adds nothing.
 func (bb *batchBuilder) add(enc Encoder, c *Commit, e *Event, tsMs int64) error {
-	o := msgOffsets{op: e.Op, key: len(bb.keys), val: len(bb.vals), id: len(bb.ids)}
+	o := msgOffsets{op: e.Op, key: len(bb.keys), val: len(bb.vals), id: len(bb.ids), hdr: len(bb.headers)}
+	shaper, _ := enc.(RecordShaper)
+	if shaper != nil && !shaper.Keep(c, e) {
+		return nil
+	}
 	var err error
 	if bb.keys, err = enc.AppendKey(bb.keys, c, e); err != nil {
 		bb.keys = bb.keys[:o.key]
@@ -61,6 +68,10 @@ func (bb *batchBuilder) add(enc Encoder, c *Commit, e *Event, tsMs int64) error 
 		return err
 	}
 	o.valEnd = len(bb.vals)
+	if shaper != nil {
+		bb.headers = shaper.AppendHeaders(bb.headers, c, e, tsMs)
+	}
+	o.hdrEnd = len(bb.headers)
 	if !bb.multiline {
 		// An empty value is a null one, which JSON lines spell "null".
 		v := bb.vals[o.val:]
@@ -90,6 +101,9 @@ func (bb *batchBuilder) batch(c *Commit, cp Checkpoint) *Batch {
 		}
 		if o.valEnd > o.val {
 			m.Value = bb.vals[o.val:o.valEnd:o.valEnd]
+		}
+		if o.hdrEnd > o.hdr {
+			m.Headers = bb.headers[o.hdr:o.hdrEnd:o.hdrEnd]
 		}
 		b.Messages[i] = m
 	}

@@ -39,6 +39,20 @@ type Encoder interface {
 	AppendValue(dst []byte, c *Commit, e *Event, tsMs int64) ([]byte, error)
 }
 
+// RecordShaper is an Encoder whose records are not one per event with
+// the sink's headers only (the flattened records of debezium.Unwrap):
+// it leaves some events without a record and adds record headers. An
+// empty value from AppendValue is a tombstone, as for any Encoder.
+type RecordShaper interface {
+	Encoder
+	// Keep reports whether e has a record; AppendKey and AppendValue are
+	// not called for an event it leaves out.
+	Keep(c *Commit, e *Event) bool
+	// AppendHeaders appends the headers e's record carries after the
+	// sink's own.
+	AppendHeaders(dst []Header, c *Commit, e *Event, tsMs int64) []Header
+}
+
 // ErrHistory marks a table whose history no longer continues from its
 // checkpoint: expired snapshots, a rollback, a re-created table.
 var ErrHistory = errors.New("history does not continue from the checkpoint")

@@ -73,6 +73,15 @@ type Message struct {
 	Op    Op
 	Key   []byte
 	Value []byte
+	// Headers are record headers the format adds after the sink's own
+	// (RecordShaper); nil for most formats.
+	Headers []Header
+}
+
+// Header is one record header.
+type Header struct {
+	Key   string
+	Value []byte // nil: a null value
 }
 
 // Batch is a chunk of one snapshot's events, in order. Once a sink

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
 
@@ -49,6 +50,10 @@ type connectTable struct {
 	key         *jsonKey
 	keyPrefix   []byte // {"schema":<key>,"payload":
 	err         error  // a column the format cannot express
+	// rowSchema is the Value struct's schema, open (see
+	// connectSchemaOpen); flat caches the flattened value's prefix.
+	rowSchema []byte
+	flat      *atomic.Pointer[connectFlat]
 }
 
 type connectCacheKey struct {
@@ -111,6 +116,7 @@ func (f *ConnectJSON) compile(t *cdc.TableInfo) *connectTable {
 		ct.err = fmt.Errorf("table %s.%s: %w", t.Namespace, t.Name, err)
 		return ct
 	}
+	ct.rowSchema, ct.flat = row, new(atomic.Pointer[connectFlat])
 	v := append([]byte(nil), `{"schema":`...)
 	v = connectEnvelopeSchema(v, row, f.schemaName(t, "Envelope"))
 	ct.valuePrefix = append(v, `,"payload":`...)

@@ -2,7 +2,11 @@
 // envelope (JSON), Kafka Connect's form of it with schemas (ConnectJSON,
 // with Debezium's time and decimal modes), their schema-change and
 // transaction records, and the table a person reads (TableFormat). Each
-// implements cdc.Encoder; the pipeline knows none of them.
+// implements cdc.Encoder; the pipeline knows none of them. Unwrap is a
+// layer over a format: the records Debezium's ExtractNewRecordState makes
+// of the envelope (which record an event becomes is decided once, in
+// Unwrap; each format writes the flattened value in its own form), and
+// both formats write Debezium's heartbeat record.
 //
 // A format compiles what it derives from a schema (the type switch, the
 // escaped field names, Connect's schema text) once per schema and keeps

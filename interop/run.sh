@@ -943,6 +943,7 @@ offset.storage.file.filename=$dir/offsets
 offset.flush.interval.ms=1000
 listeners=http://127.0.0.1:$(free_port)
 plugin.discovery=only_scan
+${CONNECT_PLUGIN_PATH:+plugin.path=$CONNECT_PLUGIN_PATH}
 consumer.metadata.max.age.ms=1000
 EOF
   for m in rowid ident replay; do
@@ -1065,6 +1066,8 @@ part_wait() {
   esac
 }
 
+. "$HERE/parts/unwrap.sh"
+
 # ---------------------------------------------------------------- main
 
 launch_build
@@ -1087,6 +1090,7 @@ part install-connect install_connect
 CONNECT_OK=$?
 part build-icecdc build_icecdc
 GO_OK=$?
+[ $CONNECT_OK -eq 0 ] && part install-unwrap unwrap_install
 
 # The servers start together: moto and the REST catalog servers boot in the
 # background while the broker starts; the parts after it wait for each.
@@ -1167,6 +1171,7 @@ if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-e2e kafka_e2e
   [ $GO_OK -eq 0 ] && part cluster-churn cluster_churn
 fi
+[ $CONNECT_PARTS -eq 1 ] && [ $GO_OK -eq 0 ] && part unwrap unwrap_check
 if [ $CONNECT_PARTS -eq 1 ]; then
   part_wait connect-sink
   stop_pid "$CONNECT_PID"

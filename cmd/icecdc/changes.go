@@ -33,10 +33,12 @@ type changesFlags struct {
 	netMax           int
 	columns          listFlag
 	progress         string
+	unwrap           bool
+	unwrapOpts       unwrapFlag
 }
 
 func changesCommand(e *cli) *cobra.Command {
-	f := &changesFlags{props: propsFlag{}}
+	f := &changesFlags{props: propsFlag{}, unwrapOpts: unwrapFlag{}}
 	cmd := &cobra.Command{
 		Use:   "changes (--metadata FILE | --catalog-uri URI --table NS.NAME) [flags]",
 		Short: "print a table's change events, from a metadata file or a catalog",
@@ -77,7 +79,9 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 	fl.StringVar(&f.dbz.TimePrecisionMode, "time-precision-mode", string(debezium.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
 	fl.StringVar(&f.dbz.DecimalHandlingMode, "decimal-handling-mode", string(debezium.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
 	fl.StringVar(&f.dbz.VariantHandlingMode, "variant-handling-mode", string(debezium.VariantString), "debezium-json: variant.handling.mode: string (a JSON string holding the document) | json (the document inline)")
-	groupFlags(fl, "Output", "format", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode", "variant-handling-mode")
+	fl.BoolVar(&f.unwrap, "unwrap", false, "print flattened records, as Debezium's ExtractNewRecordState (transforms.unwrap) makes them: one value per line, a tombstone as null")
+	fl.Var(f.unwrapOpts, "unwrap-option", "with --unwrap: an ExtractNewRecordState option, e.g. delete.tombstone.handling.mode=rewrite or add.fields=op,source.ts_ms (repeatable)")
+	groupFlags(fl, "Output", "format", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode", "variant-handling-mode", "unwrap", "unwrap-option")
 	fl.Var(&f.maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal) | never")
 	groupFlags(fl, "Resources", "max-memory", "progress")
@@ -93,6 +97,25 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 			return fmt.Errorf("changes: %w; or table", err)
 		}
 	}
+	if len(f.unwrapOpts) > 0 && !f.unwrap {
+		return fmt.Errorf("changes: --unwrap-option: only with --unwrap")
+	}
+	if f.unwrap {
+		if enc == nil {
+			return fmt.Errorf("changes: --unwrap: format table has no flattened form (%s have)", strings.Join(unwrapFormats, " and "))
+		}
+		o, err := debezium.ParseUnwrapOptions(f.unwrapOpts)
+		if err != nil {
+			return fmt.Errorf("changes: --unwrap-option %w", err)
+		}
+		if len(o.AddHeaders) > 0 {
+			return fmt.Errorf("changes: --unwrap-option add.headers: changes prints values, which have no headers")
+		}
+		if enc, err = debezium.NewUnwrap(enc, o); err != nil {
+			return fmt.Errorf("changes: --unwrap-option %w", err)
+		}
+	}
+	shaper, _ := enc.(cdc.RecordShaper)
 	if f.netMax < 1 {
 		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
 	}
@@ -189,6 +212,9 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 				return w.Flush() // a person is reading: show each commit as it comes
 			}
 			for i := range evs {
+				if shaper != nil && !shaper.Keep(c, &evs[i]) {
+					continue
+				}
 				buf = buf[:0]
 				if f.withKey {
 					// Both formats write JSON on one line, so a tab
@@ -198,9 +224,13 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					}
 					buf = append(buf, '\t')
 				}
+				n := len(buf)
 				buf, err = enc.AppendValue(buf, c, &evs[i], now)
 				if err != nil {
 					return err
+				}
+				if len(buf) == n {
+					buf = append(buf, "null"...) // a tombstone
 				}
 				buf = append(buf, '\n')
 				if _, err := w.Write(buf); err != nil {

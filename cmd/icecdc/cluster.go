@@ -25,6 +25,9 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if enc, err = cfg.Transforms.apply(enc); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	var shared cdc.Sink
 	if !eo {
 		if shared, err = buildSink(cfg, out, log, metrics, enc); err != nil {
@@ -148,5 +151,6 @@ func configFingerprint(cfg *Config) string {
 	if m := d.VariantHandlingMode; m != "" && m != "string" {
 		parts = append(parts, "variant.handling.mode="+m)
 	}
+	parts = append(parts, cfg.Transforms.fingerprint()...)
 	return cluster.Fingerprint(parts...)
 }

@@ -41,8 +41,11 @@ type Config struct {
 	// debezium-connect-json (the default on Kafka).
 	Format   string         `yaml:"format"`
 	Debezium DebeziumConfig `yaml:"debezium"`
-	Sink     SinkConfig     `yaml:"sink"`
-	State    struct {
+	// Transforms is Debezium Server's transforms block: unwrap flattens
+	// the events (unwrap.go).
+	Transforms TransformsConfig `yaml:"transforms"`
+	Sink       SinkConfig       `yaml:"sink"`
+	State      struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
 	HTTP HTTPConfig `yaml:"http"`
@@ -306,6 +309,8 @@ func (c *Config) validate() error {
 	default:
 		bad("format", "%q: want %s or %s", c.Format, formatDebeziumJSON, formatDebeziumConnect)
 	}
+	errs = append(errs, c.Transforms.check(c.Format, c.Sink.Type)...)
+	errs = append(errs, c.checkHeartbeat()...)
 	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
 		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}

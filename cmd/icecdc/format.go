@@ -39,6 +39,12 @@ type DebeziumConfig struct {
 	// <prefix>.schema-changes topic (Kafka only), as Debezium's
 	// include.schema.changes. Default false.
 	IncludeSchemaChanges bool `yaml:"include.schema.changes"`
+	// HeartbeatIntervalMs, when above 0, writes Debezium's heartbeat
+	// record every so many milliseconds (heartbeat.go). Default 0: none.
+	HeartbeatIntervalMs int64 `yaml:"heartbeat.interval.ms"`
+	// HeartbeatTopicsPrefix starts the heartbeat topic,
+	// <prefix>.<topic.prefix>. Default "__debezium-heartbeat".
+	HeartbeatTopicsPrefix string `yaml:"heartbeat.topics.prefix"`
 }
 
 // kafkaTopics sets the transaction and schema-change records of a Kafka

@@ -89,6 +89,9 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if enc, err = cfg.Transforms.apply(enc); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	sink, err := buildSink(cfg, out, log, metrics, enc)
 	if err != nil {
 		return err
@@ -100,6 +103,11 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 			log.Info("icecdc stopped", "pipeline", cfg.Name)
 		}
 	}()
+	stopHeartbeats, err := startHeartbeats(ctx, cfg, enc, sink, log)
+	if err != nil {
+		return err
+	}
+	defer stopHeartbeats() // before the sink closes: a webhook ping uses it
 	cat := openCatalog(cfg, log)
 	defer cat.Close()
 	p := &cdc.Pipeline{
@@ -305,6 +313,7 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 	if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
 		return kafka.Config{}, err
 	}
+	unwrapKafka(&kc, enc)
 	return kc, nil
 }
 

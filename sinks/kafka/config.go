@@ -68,6 +68,9 @@ type Config struct {
 	// of the same key and a null value, so that log compaction can drop
 	// the key. Default true, as Debezium's tombstones.on.delete.
 	Tombstones *bool `yaml:"tombstones"`
+	// TombstoneHeaders are the headers of every tombstone (a flattened
+	// stream's, whose add.headers name op). Default none.
+	TombstoneHeaders []cdc.Header `yaml:"-"`
 	// Transactions, when set, makes the sink write Debezium's transaction
 	// metadata to TransactionTopic: a BEGIN record with a batch that
 	// starts a snapshot's events, an END record (with the event count)

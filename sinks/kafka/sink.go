@@ -276,11 +276,12 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 		ceSource = []byte("icecdc/" + url.PathEscape(p.cfg.Pipeline) + "/" + url.PathEscape(b.Table.Namespace) + "." + url.PathEscape(b.Table.Name))
 		ceTime = []byte(time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano))
 	}
-	headers := make([]kgo.RecordHeader, 0, perEvent*len(b.Messages))
-	idLen := 0
+	idLen, extraHeaders := 0, 0
 	for i := range b.Messages {
 		idLen += len(b.Messages[i].ID)
+		extraHeaders += len(b.Messages[i].Headers)
 	}
+	headers := make([]kgo.RecordHeader, 0, perEvent*len(b.Messages)+extraHeaders)
 	ids := make([]byte, 0, idLen) // every id header of the batch, in one array
 	seq := []byte(strconv.FormatInt(b.Snapshot.SequenceNumber, 10))
 	snap := []byte(strconv.FormatInt(b.Snapshot.ID, 10))
@@ -306,6 +307,9 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 				kgo.RecordHeader{Key: "content-type", Value: ceContentType},
 			)
 		}
+		for _, x := range m.Headers {
+			headers = append(headers, kgo.RecordHeader{Key: x.Key, Value: x.Value})
+		}
 		r := &backing[next]
 		next++
 		r.Topic, r.Key, r.Value, r.Headers = topic, m.Key, m.Value, headers[h:len(headers):len(headers)]
@@ -317,6 +321,12 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 			t := &backing[next]
 			next++
 			t.Topic, t.Key = topic, m.Key
+			if len(p.cfg.TombstoneHeaders) > 0 {
+				t.Headers = make([]kgo.RecordHeader, len(p.cfg.TombstoneHeaders))
+				for i, x := range p.cfg.TombstoneHeaders {
+					t.Headers[i] = kgo.RecordHeader{Key: x.Key, Value: x.Value}
+				}
+			}
 			recs = append(recs, t)
 		}
 	}

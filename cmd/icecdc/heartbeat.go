@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/webhook"
+)
+
+// defaultHeartbeatTopicsPrefix is Debezium's heartbeat.topics.prefix.
+const defaultHeartbeatTopicsPrefix = "__debezium-heartbeat"
+
+// heartbeatTopic is Debezium's <heartbeat.topics.prefix>.<topic.prefix>.
+func (d DebeziumConfig) heartbeatTopic() string {
+	p := d.HeartbeatTopicsPrefix
+	if p == "" {
+		p = defaultHeartbeatTopicsPrefix
+	}
+	return p + "." + d.prefix()
+}
+
+func (c *Config) checkHeartbeat() []error {
+	ms := c.Debezium.HeartbeatIntervalMs
+	bad := func(format string, a ...any) []error {
+		return []error{fmt.Errorf("config: debezium.heartbeat.interval.ms: "+format, a...)}
+	}
+	switch {
+	case ms < 0:
+		return bad("%d: must not be negative (0: no heartbeats)", ms)
+	case ms == 0:
+		return nil
+	case ms < 10:
+		return bad("%d is too short (minimum 10)", ms)
+	case c.Sink.Type != "kafka" && c.Sink.Type != "webhook":
+		// A file or stdout holds change events only: a heartbeat line
+		// would be read as an event by whoever replays it.
+		return bad("sink %s has no place for heartbeats (kafka writes them to their topic, webhook POSTs them)", c.Sink.Type)
+	case c.Cluster.Enabled():
+		return bad("not in cluster mode, whose members would each write their own")
+	}
+	return nil
+}
+
+// startHeartbeats writes Debezium's heartbeat every
+// debezium.heartbeat.interval.ms, whether tables change or not: to its own
+// Kafka topic with a client of its own, or as a webhook ping. The returned
+// stop ends them and waits until the last one is done. A failed heartbeat
+// is logged once until one succeeds again; the next one replaces it.
+func startHeartbeats(ctx context.Context, cfg *Config, enc cdc.Encoder, sink cdc.Sink, log *slog.Logger) (stop func(), err error) {
+	ms := cfg.Debezium.HeartbeatIntervalMs
+	if ms <= 0 {
+		return func() {}, nil
+	}
+	server := cfg.Debezium.prefix()
+	var send func(ctx context.Context, tsMs int64) error
+	closeSend := func() {}
+	switch cfg.Sink.Type {
+	case "kafka":
+		he, ok := enc.(debezium.HeartbeatEncoder)
+		if !ok {
+			return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: format %s has no heartbeat record", cfg.Format)
+		}
+		kc := cfg.Sink.Kafka
+		kc.Pipeline, kc.Logger = cfg.Name, log
+		hb, err := kafka.NewHeartbeats(kc, cfg.Debezium.heartbeatTopic())
+		if err != nil {
+			return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: %w", err)
+		}
+		key := he.AppendHeartbeatKey(nil, server)
+		send = func(ctx context.Context, tsMs int64) error {
+			return hb.Send(ctx, key, he.AppendHeartbeatValue(nil, tsMs))
+		}
+		closeSend = func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			hb.Close(ctx)
+		}
+	case "webhook":
+		ws, ok := sink.(*webhook.Sink)
+		if !ok {
+			return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: sink %T takes no ping", sink)
+		}
+		send = func(ctx context.Context, tsMs int64) error { return ws.Ping(ctx, server, tsMs) }
+	default:
+		return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: sink %s has no place for heartbeats", cfg.Sink.Type)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Duration(ms) * time.Millisecond)
+		defer t.Stop()
+		failing := false
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := send(ctx, time.Now().UnixMilli())
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return
+			case err != nil && !failing:
+				failing = true
+				log.Warn("heartbeat failed; retried at the next interval", "err", err)
+			case err == nil && failing:
+				failing = false
+				log.Info("heartbeats delivered again")
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+		closeSend()
+	}, nil
+}
