@@ -21,6 +21,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/uptrace/bun/driver/sqliteshim"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // Options say where a table is.
@@ -148,6 +150,8 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		cat, err = loadHive(ctx, name, props)
 	case "rest":
 		cat, err = openREST(ctx, name, props, o.MaxResponseBytes)
+	case "sql":
+		cat, err = openSQL(name, props)
 	default:
 		cat, err = catalog.Load(ctx, name, props)
 	}
@@ -264,6 +268,9 @@ func New(o Options) (*Table, error) {
 			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
 		case err != nil && cat == nil:
 			return nil, err
+		case err != nil && isThrottle(err):
+			// Not the table's fault: see cdc.ErrThrottled.
+			return nil, cdc.Throttled(fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err)))
 		case err != nil:
 			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
 		}
@@ -271,6 +278,10 @@ func New(o Options) (*Table, error) {
 		return confine(o, st, tbl, cat), nil
 	}
 	t := newTable(o, load, closeCatalog)
+	if o.Catalog != nil {
+		t.watchSet = &h.watch
+		t.watch = h.watch.add(ident)
+	}
 	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
 		lctx, err := st.context(ctx, o.Warehouse)
 		if err != nil {

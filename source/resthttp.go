@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/redact"
 )
 
@@ -150,6 +151,11 @@ func (t *catalogTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	a, _ := req.Context().Value(answersKey{}).(*answers)
+	if resp.StatusCode == http.StatusTooManyRequests {
+		u := *req.URL
+		u.User, u.RawQuery, u.Fragment = nil, "", ""
+		a.cut(cdc.Throttled(fmt.Errorf("%s %s: %s", req.Method, redact.URL(u.String()), resp.Status)))
+	}
 	body := &boundedBody{rc: resp.Body, left: t.limit, url: req.URL, limit: t.limit, answers: a}
 	if resp.ContentLength > t.limit {
 		body.fail() // said too long: nothing of it is read
