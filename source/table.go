@@ -91,7 +91,7 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	if v := tbl.Metadata().Version(); v < 3 {
 		return false, fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
-	if t.tbl != nil && t.tbl.MetadataLocation() == tbl.MetadataLocation() && t.tbl.Metadata().Equals(tbl.Metadata()) {
+	if t.tbl == tbl || t.tbl != nil && t.tbl.MetadataLocation() == tbl.MetadataLocation() && t.tbl.Metadata().Equals(tbl.Metadata()) {
 		return false, t.invalid
 	}
 	// One IO per loaded metadata (a REST catalog may vend new credentials

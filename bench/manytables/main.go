@@ -170,7 +170,7 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 			continue
 		}
 		committed := time.Now()
-		needle := []byte(`"id":` + strconv.FormatInt(id, 10))
+		needle := []byte(`"order_id":` + strconv.FormatInt(id, 10) + `,`)
 		for time.Since(committed) < time.Minute {
 			if tail.find(needle) {
 				lat = append(lat, time.Since(committed))
