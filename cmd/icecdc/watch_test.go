@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,4 +201,80 @@ func TestRunWakesChangedTable(t *testing.T) {
 	if got := strings.Count(logs.String(), `"msg":"commit delivered","table":"many.t0007"`); got != 2 {
 		t.Errorf("many.t0007 delivered %d commits, want 2; logs:\n%s", got, logs.String())
 	}
+}
+
+// TestRunThrottledCatalogBacksOff: a REST catalog that answers every
+// loadTable with 429 Too Many Requests slows the table's polls down (the
+// wait doubles from poll.interval: the gap between the fifth and sixth
+// request is at least four intervals, which the schedule's sleeps
+// guarantee), /readyz names the throttling catalog, and the table is not
+// failing: it is the catalog's doing, not the table's.
+func TestRunThrottledCatalogBacksOff(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/v1/config") {
+			io.WriteString(w, `{"defaults": {}, "overrides": {}}`)
+			return
+		}
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error": {"message": "slow down", "type": "TooManyRequestsException", "code": 429}}`)
+	}))
+	defer srv.Close()
+	listen := freeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "icecdc.yaml")
+	writeTestFile(t, cfg, fmt.Sprintf(`name: p
+catalog: {type: rest, uri: '%s'}
+tables: [{name: shop.orders}]
+poll: {interval: 20ms, max_interval: 1s}
+sink: {type: file, file: {path: %s}}
+state: {path: %s}
+http: {listen: '%s'}
+`, srv.URL, filepath.Join(t.TempDir(), "events.jsonl"), filepath.Join(t.TempDir(), "state.db"), listen))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, logs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- execute(ctx, []string{"run", "-c", cfg}, &out, &logs) }()
+	requests := func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(at)
+	}
+	for guard := time.Now().Add(2 * time.Minute); len(requests()) < 6; {
+		if time.Now().After(guard) {
+			t.Fatalf("%d loads in 2 minutes; logs:\n%s", len(requests()), logs.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run ended early: %v; logs:\n%s", err, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	resp, err := http.Get("http://" + listen + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("/readyz %d: %s", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "catalog: throttled since") {
+		t.Errorf("/readyz answered %d %q, want 503 naming the throttled catalog", resp.StatusCode, body)
+	}
+	if strings.Contains(string(body), "shop.orders: source") {
+		t.Errorf("/readyz shows the table as failing: %s", body)
+	}
+	if strings.Contains(logs.String(), "source failing") {
+		t.Errorf("the table was logged as failing; logs:\n%s", logs.String())
+	}
+	req := requests()
+	if gap := req[5].Sub(req[4]); gap < 80*time.Millisecond {
+		t.Errorf("the sixth load came %s after the fifth: the schedule did not back off", gap)
+	}
+	cancel()
+	<-done
 }
