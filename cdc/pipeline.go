@@ -63,6 +63,10 @@ type Pipeline struct {
 	// watches (Watched) waits for the catalog's wake-up, at most MaxPoll.
 	// Default (or less than Poll): Poll.
 	MaxPoll time.Duration
+	// IdleAfter is how long a table must not change before its source is
+	// told to drop its caches (Idler; default twice MaxPoll, at least a
+	// minute).
+	IdleAfter time.Duration
 	// ChunkSize is the most events of a batch (default 2048, Debezium's
 	// max.batch.size), and ChunkBytes about the most bytes of their keys
 	// and values (default 1 MiB): a batch ends at either. Bytes are
@@ -123,6 +127,9 @@ func (p *Pipeline) defaults() {
 	}
 	if p.MaxPoll < p.Poll {
 		p.MaxPoll = p.Poll
+	}
+	if p.IdleAfter <= 0 {
+		p.IdleAfter = max(2*p.MaxPoll, time.Minute)
 	}
 	if p.ChunkSize <= 0 {
 		p.ChunkSize = DefaultChunkSize
@@ -219,8 +226,10 @@ type follower struct {
 	builders [2]batchBuilder // deliver's, see there
 	// wait is the table's current poll interval, and changed whether the
 	// last catch-up found new metadata (see schedule.go).
-	wait    time.Duration
-	changed bool
+	wait       time.Duration
+	changed    bool
+	lastChange time.Time // see markIdle
+	idled      bool
 }
 
 // run is the table's loop. It logs an error that stops the table ("table

@@ -164,12 +164,38 @@ func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval ti
 	}
 }
 
+// Idler is a Source that can drop what it keeps only to read its next
+// commits faster (caches, file indexes, open IO), rebuilding it when it
+// reads again. Idle is called by the table's follower, between two polls,
+// once the table has not changed for Pipeline.IdleAfter.
+type Idler interface {
+	Idle()
+}
+
+// markIdle calls the source's Idle once the table has not changed for
+// IdleAfter; a change makes it due again.
+func (f *follower) markIdle(changed bool) {
+	now := time.Now()
+	if changed || f.lastChange.IsZero() {
+		f.lastChange, f.idled = now, false
+		return
+	}
+	if f.idled || now.Sub(f.lastChange) < f.p.IdleAfter {
+		return
+	}
+	if i, ok := f.spec.Source.(Idler); ok {
+		i.Idle()
+	}
+	f.idled = true
+}
+
 // nextPoll is how long a table waits before its next check after a
 // successful one: the floor again after a change, else twice the last
 // wait up to the max; a watched table waits for its wake-up, at most the
 // max.
 func (f *follower) nextPoll(changed bool) time.Duration {
 	p := f.p
+	f.markIdle(changed)
 	switch {
 	case changed || f.wait == 0:
 		f.wait = p.Poll

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
 )
@@ -247,5 +248,69 @@ func checkBulk(t *testing.T, o source.Options, names []string, commit func(name 
 	}
 	if w := woken(); len(w) != 0 {
 		t.Fatalf("after the woken table loaded its commit the check woke %v", w)
+	}
+}
+
+// TestIdleTableReadsAgain: a table told to idle, which dropped its
+// caches and file index, reads its next commit as a table that never
+// idled does: the same events.
+func TestIdleTableReadsAgain(t *testing.T) {
+	ctx := context.Background()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	names, err := env.ManyTables(ctx, "shop", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := source.Options{CatalogURI: env.CatalogURI, Warehouse: env.Warehouse, Table: names[0]}
+	idled, err := source.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idled.Close()
+	read := func(src *source.Table, seq int64) string {
+		t.Helper()
+		snaps, err := src.Snapshots(ctx, seq-1, seq)
+		if err != nil || len(snaps) != 1 {
+			t.Fatalf("snapshots at %d: %v, %v", seq, snaps, err)
+		}
+		c, err := src.Commit(ctx, snaps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		if err := c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
+			for _, e := range evs {
+				out = append(out, fmt.Sprintf("%s %v %v", e.Op, e.Before, e.After))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(out, "\n")
+	}
+	read(idled, 1)
+	idled.Idle()
+	tbl, err := env.LoadTable(ctx, catalog.ToIdentifier(names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenario.AppendAndDelete(ctx, tbl, orders(60, 62), iceberg.EqualTo(iceberg.Reference("order_id"), int64(1))); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := idled.Refresh(ctx); err != nil || !changed {
+		t.Fatalf("refresh after the commit: changed %v, err %v", changed, err)
+	}
+	fresh, err := source.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	got, want := read(idled, 2), read(fresh, 2)
+	if got != want || want == "" {
+		t.Fatalf("the idled table read:\n%s\nwant (a fresh table's read):\n%s", got, want)
 	}
 }
