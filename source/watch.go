@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -213,7 +214,7 @@ func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
 		return tx.Commit()
 	})
 	if err != nil {
-		err = fmt.Errorf("check sql catalog %q for changes: %w", h.o.CatalogName, err)
+		err = fmt.Errorf("check sql catalog %q for changes: %w", cmp.Or(h.o.CatalogName, "local"), err)
 		if isThrottle(err) {
 			return cdc.Throttled(err)
 		}
