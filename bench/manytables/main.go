@@ -19,9 +19,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -46,14 +48,16 @@ func main() {
 	commits := flag.Int("commits", 8, "with -icecdc: commits a writer makes, one every 1-2 s, once every table was delivered")
 	idle := flag.Duration("idle", 20*time.Second, "with -icecdc: how long the daemon's idle CPU is measured")
 	poll := flag.Duration("poll", time.Second, "with -icecdc: the daemon's poll.interval")
+	maxPoll := flag.Duration("max-interval", 0, "with -icecdc: the daemon's poll.max_interval (0: its default)")
+	reuse := flag.Bool("reuse", false, "use the tables an earlier run built in -dir (its state and events are removed)")
 	flag.Parse()
-	if err := run(context.Background(), *dir, *n, *bin, *commits, *idle, *poll); err != nil {
+	if err := run(context.Background(), *dir, *n, *bin, *commits, *idle, *poll, *maxPoll, *reuse); err != nil {
 		fmt.Fprintln(os.Stderr, "manytables:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dir string, n int, bin string, commits int, idle, poll time.Duration) error {
+func run(ctx context.Context, dir string, n int, bin string, commits int, idle, poll, maxPoll time.Duration, reuse bool) error {
 	if dir == "" {
 		return fmt.Errorf("-dir is required")
 	}
@@ -63,11 +67,20 @@ func run(ctx context.Context, dir string, n int, bin string, commits int, idle, 
 	}
 	defer env.Close()
 	t0 := time.Now()
-	names, err := env.ManyTables(ctx, "many", n)
-	if err != nil {
+	events := filepath.Join(env.Dir, "events.jsonl")
+	var names []string
+	if reuse {
+		for i := range n {
+			names = append(names, fmt.Sprintf("many.t%04d", i))
+		}
+		for _, f := range []string{events, filepath.Join(env.Dir, "state.db")} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	} else if names, err = env.ManyTables(ctx, "many", n); err != nil {
 		return err
 	}
-	events := filepath.Join(env.Dir, "events.jsonl")
 	listen := ""
 	if bin != "" {
 		if listen, err = freeAddr(); err != nil {
@@ -81,6 +94,9 @@ sink: {type: file, file: {path: %s}}
 state: {path: %s}
 poll: {interval: %s}
 `, scenario.CatalogName, env.CatalogURI, env.Warehouse, events, filepath.Join(env.Dir, "state.db"), poll)
+	if maxPoll > 0 {
+		cfg = strings.Replace(cfg, "poll: {interval: "+poll.String()+"}", fmt.Sprintf("poll: {interval: %s, max_interval: %s}", poll, maxPoll), 1)
+	}
 	if listen != "" {
 		cfg += fmt.Sprintf("http: {listen: '%s'}\n", listen)
 	}
