@@ -27,6 +27,10 @@ type Health struct {
 
 	mu     sync.Mutex
 	tables map[string]*fault
+	// catalogChecked is the last successful bulk check of the catalog
+	// (see schedule.go), which checked every watched table.
+	catalogChecked time.Time
+	throttle       throttleState
 }
 
 // Components a fault is in.
@@ -50,12 +54,17 @@ type TableHealth struct {
 	Since     time.Time `json:"since,omitzero"`      // when the fault began
 	Failures  int       `json:"failures,omitempty"`  // failed attempts since then
 	LastError string    `json:"last_error,omitempty"`
+	// LastChecked is when the table's metadata was last checked for a
+	// change: by its own load, or by its catalog's bulk check.
+	LastChecked time.Time `json:"last_checked,omitzero"`
 }
 
 type fault struct {
 	TableHealth
 	logged   time.Time // when the last line about it was written
 	unlogged int       // failures since that line
+	checked  time.Time // see Checked
+	watched  bool
 }
 
 func (h *Health) now() time.Time {
@@ -181,7 +190,12 @@ func (h *Health) Tables() []TableHealth {
 	defer h.mu.Unlock()
 	out := make([]TableHealth, 0, len(h.tables))
 	for _, f := range h.tables {
-		out = append(out, f.TableHealth)
+		t := f.TableHealth
+		t.LastChecked = f.checked
+		if f.watched && h.catalogChecked.After(t.LastChecked) {
+			t.LastChecked = h.catalogChecked
+		}
+		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b TableHealth) int { return strings.Compare(a.Table, b.Table) })
 	return out
@@ -191,6 +205,9 @@ func (h *Health) Tables() []TableHealth {
 // stopped; none when all are well.
 func (h *Health) Problems() []string {
 	var out []string
+	if p := h.throttleProblem(); p != "" {
+		out = append(out, p)
+	}
 	for _, t := range h.Tables() {
 		if t.State != StateOK {
 			out = append(out, t.String())

@@ -71,6 +71,16 @@ type Pipeline struct {
 	// debezium has icecdc's); required, the pipeline knows no format.
 	Encoder Encoder
 	Poll    time.Duration // default 1s
+	// MaxPoll is the longest wait between two checks of a table that does
+	// not change (see schedule.go): its wait doubles from Poll up to
+	// MaxPoll, and is Poll again after a change. A table its catalog
+	// watches (Watched) waits for the catalog's wake-up, at most MaxPoll.
+	// Default (or less than Poll): Poll.
+	MaxPoll time.Duration
+	// IdleAfter is how long a table must not change before its source is
+	// told to drop its caches (Idler; default twice MaxPoll, at least a
+	// minute).
+	IdleAfter time.Duration
 	// ChunkSize is the most events of a batch (default 2048, Debezium's
 	// max.batch.size), and ChunkBytes about the most bytes of their keys
 	// and values (default 1 MiB): a batch ends at either. Bytes are
@@ -128,6 +138,12 @@ const (
 func (p *Pipeline) defaults() {
 	if p.Poll <= 0 {
 		p.Poll = time.Second
+	}
+	if p.MaxPoll < p.Poll {
+		p.MaxPoll = p.Poll
+	}
+	if p.IdleAfter <= 0 {
+		p.IdleAfter = max(2*p.MaxPoll, time.Minute)
 	}
 	if p.ChunkSize <= 0 {
 		p.ChunkSize = DefaultChunkSize
@@ -222,6 +238,12 @@ type follower struct {
 	held     heldState       // the retention hold, see hold.go
 	batch    batchBuilder    // encodes the batches of net ranges, see batch.go
 	builders [2]batchBuilder // deliver's, see there
+	// wait is the table's current poll interval, and changed whether the
+	// last catch-up found new metadata (see schedule.go).
+	wait       time.Duration
+	changed    bool
+	lastChange time.Time // see markIdle
+	idled      bool
 }
 
 // run is the table's loop. It logs an error that stops the table ("table
@@ -261,11 +283,21 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		switch {
 		case err == nil:
 			h.OK(f.spec.Name)
+			h.Checked(f.spec.Name, f.watched())
 			if f.p.Once {
 				return nil
 			}
 			backoff = f.p.RetryInitial
-			if !sleep(ctx, f.p.Poll) {
+			if !f.idle(ctx, f.nextPoll(f.changed)) {
+				return nil
+			}
+			continue
+		case IsThrottled(err):
+			// The catalog's doing, not the table's: the whole schedule
+			// slows down, and the table is not failing.
+			h.Throttle(err, f.p.Poll, max(f.p.MaxPoll, f.p.RetryMax))
+			f.log.Debug("catalog throttled; retrying", "err", err)
+			if !sleep(ctx, jitter(h.ThrottleDelay())) {
 				return nil
 			}
 			continue
@@ -402,6 +434,7 @@ func (f *follower) catchUp(ctx context.Context) error {
 		f.synced = false
 		return err
 	}
+	f.changed = changed || !f.synced
 	if err := f.serveSnapshots(ctx); err != nil {
 		return err
 	}

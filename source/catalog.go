@@ -97,6 +97,8 @@ type catalogHandle struct {
 	// sem bounds the calls a shared catalog takes at once (nil: a
 	// table's own catalog, which its table calls one at a time).
 	sem chan struct{}
+	// watch is the tables CheckChanges checks (see watch.go).
+	watch watchSet
 }
 
 // Catalog is one catalog shared by the tables of a pipeline: opened on

@@ -21,6 +21,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/uptrace/bun/driver/sqliteshim"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // Options say where a table is.
@@ -148,6 +150,8 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		cat, err = loadHive(ctx, name, props)
 	case "rest":
 		cat, err = openREST(ctx, name, props, o.MaxResponseBytes)
+	case "sql":
+		cat, err = openSQL(name, props)
 	default:
 		cat, err = catalog.Load(ctx, name, props)
 	}
@@ -234,6 +238,7 @@ func New(o Options) (*Table, error) {
 		closeCatalog = h.close
 	}
 	st := newStore(o)
+	var last restAnswer // see etagProbe
 	load := func(ctx context.Context) (*table.Table, error) {
 		// The catalog reads the metadata file itself: with the store's S3
 		// configuration when the warehouse says the tables are on S3.
@@ -247,6 +252,10 @@ func New(o Options) (*Table, error) {
 		lctx, cancel := context.WithTimeout(lctx, loadTableTimeout)
 		defer cancel()
 		lctx, answered := watchAnswers(lctx)
+		probe := last.probe(o.CatalogType)
+		if probe != nil {
+			lctx = context.WithValue(lctx, etagKey{}, probe)
+		}
 		var tbl *table.Table
 		cat, err := h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
 			tbl, err = c.LoadTable(ctx, ident)
@@ -258,19 +267,31 @@ func New(o Options) (*Table, error) {
 			}
 			return answered(err)
 		})
+		if probe != nil && probe.notModified && last.tbl != nil {
+			return last.tbl, nil
+		}
 		switch {
 		case err != nil && cat == nil && h.hive:
 			// A hive catalog connects as it opens: that is the load failing.
 			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
 		case err != nil && cat == nil:
 			return nil, err
+		case err != nil && isThrottle(err):
+			// Not the table's fault: see cdc.ErrThrottled.
+			return nil, cdc.Throttled(fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err)))
 		case err != nil:
 			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
 		}
 		st.loaded(tbl)
-		return confine(o, st, tbl, cat), nil
+		tbl = confine(o, st, tbl, cat)
+		last.keep(probe, tbl)
+		return tbl, nil
 	}
 	t := newTable(o, load, closeCatalog)
+	if o.Catalog != nil {
+		t.watchSet = &h.watch
+		t.watch = h.watch.add(ident)
+	}
 	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -303,6 +324,43 @@ func New(o Options) (*Table, error) {
 // commitTimeout bounds a commit of a retention hold through the catalog,
 // which its caller's end does not cut short.
 const commitTimeout = 30 * time.Second
+
+// restAnswer is a REST table's last full loadTable answer and its ETag.
+type restAnswer struct {
+	tbl  *table.Table
+	etag string
+	at   time.Time
+}
+
+// restETagMaxAge is how long a REST table is loaded with If-None-Match
+// after its last full answer: then a full answer again, so that the
+// storage credentials the catalog vends with it are renewed well before
+// they expire.
+const restETagMaxAge = 5 * time.Minute
+
+// probe returns the etagProbe of the next load of a REST table (nil for
+// other catalogs).
+func (a *restAnswer) probe(typ string) *etagProbe {
+	if typ != "rest" {
+		return nil
+	}
+	p := &etagProbe{}
+	if a.tbl != nil && time.Since(a.at) < restETagMaxAge {
+		p.send = a.etag
+	}
+	return p
+}
+
+// keep records a full answer.
+func (a *restAnswer) keep(p *etagProbe, tbl *table.Table) {
+	if p == nil {
+		return
+	}
+	a.tbl, a.etag, a.at = nil, "", time.Time{}
+	if p.got != "" {
+		a.tbl, a.etag, a.at = tbl, p.got, time.Now()
+	}
+}
 
 // loadTableTimeout bounds one load of a table through a catalog: its
 // request and the read of the metadata file.

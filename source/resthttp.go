@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/redact"
 )
 
@@ -145,17 +146,50 @@ func (t *catalogTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			req.Header.Del(h)
 		}
 	}
+	probe, _ := req.Context().Value(etagKey{}).(*etagProbe)
+	if probe != nil && probe.send != "" && req.Method == http.MethodGet {
+		req = req.Clone(req.Context())
+		req.Header.Set("If-None-Match", probe.send)
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
+	if probe != nil && req.Method == http.MethodGet {
+		switch resp.StatusCode {
+		case http.StatusNotModified:
+			probe.notModified = true
+		case http.StatusOK:
+			probe.got = resp.Header.Get("ETag")
+		}
+	}
 	a, _ := req.Context().Value(answersKey{}).(*answers)
+	if resp.StatusCode == http.StatusTooManyRequests {
+		u := *req.URL
+		u.User, u.RawQuery, u.Fragment = nil, "", ""
+		a.cut(cdc.Throttled(fmt.Errorf("%s %s: %s", req.Method, redact.URL(u.String()), resp.Status)))
+	}
 	body := &boundedBody{rc: resp.Body, left: t.limit, url: req.URL, limit: t.limit, answers: a}
 	if resp.ContentLength > t.limit {
 		body.fail() // said too long: nothing of it is read
 	}
 	resp.Body = body
 	return resp, nil
+}
+
+// etagKey carries the *etagProbe of a table's load in its context.
+type etagKey struct{}
+
+// etagProbe is a REST loadTable's ETag: the one of the table's last full
+// answer, sent as If-None-Match, and what the server answered. A server
+// that sends ETags (Iceberg Java's RESTCatalogServer does, for loadTable,
+// since 1.11: a hash of the metadata location and the query) answers an
+// unchanged table with 304 Not Modified and no body, which iceberg-go
+// reports as an error: the load then keeps the table it has.
+type etagProbe struct {
+	send        string
+	got         string
+	notModified bool
 }
 
 // firstRequest is the request of a client's call that req was redirected

@@ -54,6 +54,10 @@ type Table struct {
 	// invalid is what checking the loaded metadata found wrong: an
 	// unchanged metadata is as wrong at the next Refresh.
 	invalid error
+	// watch is the table's entry in its shared catalog's change checks
+	// (nil: no shared catalog), see watch.go.
+	watch    *watchEntry
+	watchSet *watchSet
 }
 
 var _ cdc.Source = (*Table)(nil)
@@ -81,10 +85,13 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	if err != nil {
 		return false, err
 	}
+	if t.watch != nil {
+		t.watchSet.setLoaded(t.watch, tbl.MetadataLocation())
+	}
 	if v := tbl.Metadata().Version(); v < 3 {
 		return false, fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
-	if t.tbl != nil && t.tbl.MetadataLocation() == tbl.MetadataLocation() && t.tbl.Metadata().Equals(tbl.Metadata()) {
+	if t.tbl == tbl || t.tbl != nil && t.tbl.MetadataLocation() == tbl.MetadataLocation() && t.tbl.Metadata().Equals(tbl.Metadata()) {
 		return false, t.invalid
 	}
 	// One IO per loaded metadata (a REST catalog may vend new credentials
@@ -129,6 +136,10 @@ func (t *Table) warnLocations() {
 func (t *Table) Close() error {
 	err := t.io.close()
 	t.io = nil
+	if t.watch != nil {
+		t.watchSet.remove(t.watch)
+		t.watch = nil
+	}
 	if t.closeCatalog != nil {
 		t.closeCatalog()
 	}

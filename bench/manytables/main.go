@@ -1,17 +1,42 @@
 // Command manytables builds a SQLite catalog of many small v3 tables, one
 // commit each, for measuring what a daemon following a whole namespace
-// costs (open files, memory), and prints an icecdc.yaml that follows
-// them all.
+// costs, and prints an icecdc.yaml that follows them all.
 //
 //	go run ./bench/manytables -dir DIR -tables 1000 > DIR/icecdc.yaml
+//
+// With -icecdc, it also runs that daemon (file sink, poll: 1s) and
+// reports, from the one run: the time until every table's first commit
+// was delivered, the daemon's idle CPU, its peak RSS, its open file
+// descriptors and metric series, the median time from a writer's commit
+// to its event in the sink file, and the writer's commits that failed
+// with SQLITE_BUSY (a writer starved by the daemon's reads).
+//
+//	go build -o /tmp/icecdc ./cmd/icecdc
+//	go run ./bench/manytables -dir /tmp/many -tables 1000 -icecdc /tmp/icecdc
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/icecdc/icecdc/internal/scenario"
 )
@@ -19,14 +44,20 @@ import (
 func main() {
 	dir := flag.String("dir", "", "directory to build the catalog in")
 	n := flag.Int("tables", 1000, "tables to create in namespace many")
+	bin := flag.String("icecdc", "", "an icecdc binary: run it on the catalog and report what it costs")
+	commits := flag.Int("commits", 8, "with -icecdc: commits a writer makes, one every 1-2 s, once every table was delivered")
+	idle := flag.Duration("idle", 20*time.Second, "with -icecdc: how long the daemon's idle CPU is measured")
+	poll := flag.Duration("poll", time.Second, "with -icecdc: the daemon's poll.interval")
+	maxPoll := flag.Duration("max-interval", 0, "with -icecdc: the daemon's poll.max_interval (0: its default)")
+	reuse := flag.Bool("reuse", false, "use the tables an earlier run built in -dir (its state and events are removed)")
 	flag.Parse()
-	if err := build(context.Background(), *dir, *n); err != nil {
+	if err := run(context.Background(), *dir, *n, *bin, *commits, *idle, *poll, *maxPoll, *reuse); err != nil {
 		fmt.Fprintln(os.Stderr, "manytables:", err)
 		os.Exit(1)
 	}
 }
 
-func build(ctx context.Context, dir string, n int) error {
+func run(ctx context.Context, dir string, n int, bin string, commits int, idle, poll, maxPoll time.Duration, reuse bool) error {
 	if dir == "" {
 		return fmt.Errorf("-dir is required")
 	}
@@ -35,14 +66,243 @@ func build(ctx context.Context, dir string, n int) error {
 		return err
 	}
 	defer env.Close()
-	if _, err := env.ManyTables(ctx, "many", n); err != nil {
+	t0 := time.Now()
+	events := filepath.Join(env.Dir, "events.jsonl")
+	var names []string
+	if reuse {
+		for i := range n {
+			names = append(names, fmt.Sprintf("many.t%04d", i))
+		}
+		for _, f := range []string{events, filepath.Join(env.Dir, "state.db")} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	} else if names, err = env.ManyTables(ctx, "many", n); err != nil {
 		return err
 	}
-	fmt.Printf(`name: many
+	listen := ""
+	if bin != "" {
+		if listen, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	cfg := fmt.Sprintf(`name: many
 catalog: {name: %s, type: sql, uri: '%s', warehouse: '%s'}
 tables: [{name: 'many.*', start: earliest}]
 sink: {type: file, file: {path: %s}}
 state: {path: %s}
-`, scenario.CatalogName, env.CatalogURI, env.Warehouse, filepath.Join(env.Dir, "events.jsonl"), filepath.Join(env.Dir, "state.db"))
+poll: {interval: %s}
+`, scenario.CatalogName, env.CatalogURI, env.Warehouse, events, filepath.Join(env.Dir, "state.db"), poll)
+	if maxPoll > 0 {
+		cfg = strings.Replace(cfg, "poll: {interval: "+poll.String()+"}", fmt.Sprintf("poll: {interval: %s, max_interval: %s}", poll, maxPoll), 1)
+	}
+	if listen != "" {
+		cfg += fmt.Sprintf("http: {listen: '%s'}\n", listen)
+	}
+	if bin == "" {
+		fmt.Print(cfg)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "manytables: built %d tables in %s\n", n, time.Since(t0).Round(time.Second))
+	cfgPath := filepath.Join(env.Dir, "icecdc.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	return measure(ctx, env, names, bin, cfgPath, events, listen, commits, idle)
+}
+
+// measure runs the daemon and prints one line of what it cost.
+func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPath, events, listen string, commits int, idle time.Duration) error {
+	logf, err := os.Create(filepath.Join(env.Dir, "icecdc.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "run", "-c", cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	exited := make(chan struct{})
+	go func() { cmd.Process.Wait(); close(exited) }()
+
+	// First delivery: one event per table.
+	tail := &tailer{path: events}
+	var first time.Duration
+	for deadline := time.Now().Add(30 * time.Minute); ; {
+		if tail.lines() >= len(names) {
+			first = time.Since(start)
+			break
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("icecdc exited before delivering every table (see %s)", logf.Name())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not every table delivered within 30 minutes: %d events of %d", tail.lines(), len(names))
+		}
+	}
+
+	// Idle CPU, after the polls settled to their idle schedule.
+	time.Sleep(5 * time.Second)
+	c0, w0 := cpuTicks(pid), time.Now()
+	time.Sleep(idle)
+	c1, w1 := cpuTicks(pid), time.Now()
+	idleCPU := float64(c1-c0) / clockTicks / w1.Sub(w0).Seconds() * 100
+	fds := openFDs(pid)
+	series, err := metricSeries(listen)
+	if err != nil {
+		return err
+	}
+
+	// Commits of a writer that shares the catalog, each to a random
+	// table, and the time until its event is in the sink's file.
+	var lat []time.Duration
+	stalls, failed := 0, 0
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	for k := range commits {
+		time.Sleep(time.Second + rand.N(time.Second))
+		name := names[rand.IntN(len(names))]
+		id := int64(900_000_000 + k)
+		tbl, err := env.LoadTable(wctx, catalog.ToIdentifier(name))
+		if err == nil {
+			_, err = scenario.Append(wctx, tbl, []map[string]any{scenario.Order(id, "bench", "new", 1)})
+		}
+		if err != nil {
+			failed++
+			if s := err.Error(); strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked") {
+				stalls++
+			}
+			fmt.Fprintf(os.Stderr, "manytables: commit %d to %s: %v\n", k, name, err)
+			continue
+		}
+		committed := time.Now()
+		needle := []byte(`"order_id":` + strconv.FormatInt(id, 10) + `,`)
+		for time.Since(committed) < time.Minute {
+			if tail.find(needle) {
+				lat = append(lat, time.Since(committed))
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	rss := peakRSS(pid)
+	median := "n/a"
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		median = lat[len(lat)/2].Round(time.Millisecond).String()
+	}
+	fmt.Printf("tables=%d first_delivery_all=%s idle_cpu=%.1f%% rss_peak=%dMiB open_fds=%d metric_series=%d commit_to_delivery_median=%s (%d of %d commits seen) writer_stalls=%d (of %d failed commits)\n",
+		len(names), first.Round(100*time.Millisecond), idleCPU, rss>>10, fds, series, median, len(lat), commits, stalls, failed)
 	return nil
+}
+
+// tailer reads a growing JSON-lines file.
+type tailer struct {
+	path string
+	off  int64
+	n    int
+	buf  []byte // the lines read since the last find
+}
+
+func (t *tailer) read() {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
+		return
+	}
+	data, _ := io.ReadAll(bufio.NewReader(f))
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+		t.off += int64(len(data))
+		t.n += bytes.Count(data, []byte{'\n'})
+		t.buf = append(t.buf, data...)
+	}
+}
+
+func (t *tailer) lines() int {
+	t.read()
+	t.buf = t.buf[:0]
+	return t.n
+}
+
+func (t *tailer) find(needle []byte) bool {
+	t.read()
+	if bytes.Contains(t.buf, needle) {
+		t.buf = t.buf[:0]
+		return true
+	}
+	return false
+}
+
+// clockTicks is Linux's USER_HZ.
+const clockTicks = 100
+
+// cpuTicks is the user and system time of pid, in clock ticks.
+func cpuTicks(pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// peakRSS is VmHWM of pid, in KiB.
+func peakRSS(pid int) int64 {
+	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+func openFDs(pid int) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(ents)
+}
+
+// metricSeries counts the series /metrics serves.
+func metricSeries(listen string) (int, error) {
+	resp, err := http.Get("http://" + listen + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("scrape /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	n := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" && !strings.HasPrefix(line, "#") {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }

@@ -65,6 +65,9 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	// the member has stopped them all.
 	cat := openCatalog(cfg, log)
 	defer cat.Close()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, health, log)
 	tables := clusterTables(ts, cat)
 	member, err = cluster.New(cluster.Options{
 		Pipeline: cfg.Name, Version: version, Fingerprint: configFingerprint(cfg),
@@ -74,6 +77,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 				Name: cfg.Name, Tables: []cdc.TableSpec{spec}, Sink: sink, Store: store,
 				Encoder:   enc,
 				Poll:      cfg.Poll.Interval,
+				MaxPoll:   cfg.Poll.MaxInterval,
 				ChunkSize: cfg.Chunk, ChunkBytes: int(cfg.ChunkBytes),
 				Log:           log,
 				Metrics:       metrics,

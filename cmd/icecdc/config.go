@@ -29,6 +29,10 @@ const (
 	maxHTTPConnections = 4096
 )
 
+// defaultPollMaxInterval is poll.max_interval when unset: an idle table
+// of a catalog without bulk change checks is loaded twice a minute.
+const defaultPollMaxInterval = 30 * time.Second
+
 // Config is icecdc.yaml (docs/configuration.md).
 type Config struct {
 	Name    string        `yaml:"name"`
@@ -36,6 +40,9 @@ type Config struct {
 	Tables  []TableConfig `yaml:"tables"`
 	Poll    struct {
 		Interval time.Duration `yaml:"interval"`
+		// MaxInterval is the longest wait between two checks of a table
+		// that does not change (default 30s, at least Interval).
+		MaxInterval time.Duration `yaml:"max_interval"`
 	} `yaml:"poll"`
 	// Format is the events' format: debezium-json, or
 	// debezium-connect-json (the default on Kafka).
@@ -205,6 +212,9 @@ func (c *Config) defaults() {
 	if c.Poll.Interval == 0 {
 		c.Poll.Interval = time.Second
 	}
+	if c.Poll.MaxInterval == 0 {
+		c.Poll.MaxInterval = max(defaultPollMaxInterval, c.Poll.Interval)
+	}
 	if c.Format == "" {
 		c.Format = defaultFormat(c.Sink.Type)
 	}
@@ -300,6 +310,9 @@ func (c *Config) validate() error {
 	}
 	if c.Poll.Interval < 10*time.Millisecond {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
+	}
+	if c.Poll.MaxInterval < c.Poll.Interval {
+		bad("poll.max_interval", "%s is less than poll.interval (%s)", c.Poll.MaxInterval, c.Poll.Interval)
 	}
 	switch c.Format {
 	case formatDebeziumJSON, formatDebeziumConnect:

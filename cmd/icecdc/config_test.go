@@ -365,14 +365,14 @@ func TestConfigErrorsSpeakYAML(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{goodConfig + "poll2: {}\n", `config: line 27: unknown key "poll2" (did you mean "poll"? valid keys: name, catalog, tables, poll, format,`},
 		{strings.Replace(goodConfig, "poll: {interval: 2s}", "poll: {intervall: 2s}", 1),
-			`config: line 18: poll: unknown key "intervall" (did you mean "interval"? valid keys: interval)`},
+			`config: line 18: poll: unknown key "intervall" (did you mean "interval"? valid keys: interval, max_interval)`},
 		{strings.Replace(goodConfig, "    branch: main", "    brnch: main", 1),
 			`config: line 11: tables[0]: unknown key "brnch" (did you mean "branch"? valid keys: name, metadata, branch, start, key, max_memory, columns, net, hold)`},
 		{strings.Replace(goodConfig, "timeout: 15s,", "timeout: 15s, batch_size: 3,", 1),
 			`config: line 23: sink.webhook: unknown key "batch_size" (valid keys: url, secret, timeout, cloudevents, cloudevents_mode, batch)`},
 		{goodConfig + "cluster: {kafka: {sasl: {mechanizm: plain}}}\n", `cluster.kafka.sasl: unknown key "mechanizm" (did you mean "mechanism"? valid keys: mechanism, user, password)`},
 		{strings.Replace(goodConfig, "poll: {interval: 2s}", "poll: {interval: 1}", 1), "config: line 18: poll.interval: 1 is not a duration (e.g. 1s)"},
-		{strings.Replace(goodConfig, "poll: {interval: 2s}", "poll: 2s", 1), "config: line 18: poll: want a section with keys (interval), not 2s"},
+		{strings.Replace(goodConfig, "poll: {interval: 2s}", "poll: 2s", 1), "config: line 18: poll: want a section with keys (interval, max_interval), not 2s"},
 		{strings.Replace(goodConfig, "    net: true", "    net: maybe", 1), "config: line 15: tables[0].net: maybe is not true or false"},
 		{strings.Replace(goodConfig, "key: [order_id]", "key: order_id", 1), "config: line 13: tables[0].key: want a list ([a, b] or lines starting with -), not order_id"},
 		{goodConfig + "chunk: many\n", "config: line 27: chunk: many is not a whole number"},
@@ -384,7 +384,7 @@ func TestConfigErrorsSpeakYAML(t *testing.T) {
 		{"name: p\ntables:\n  - name: a.b\n \t start: earliest\n", "config: line 4: a tab indents the line: YAML indents with spaces only"},
 		{"- name: p\n", "config: line 1: want a section with keys (name, catalog,"},
 		{"name: ''\ntables: [{name: a.b}]\nsink: {type: pigeon}\n", `config: name: required (the pipeline name) (and 1 more error)`},
-		{"poll: {intervall: 1s, max: 2}\nchunk: x\n", `config: line 1: poll: unknown key "intervall" (did you mean "interval"? valid keys: interval) (and 2 more errors)`},
+		{"poll: {intervall: 1s, max: 2}\nchunk: x\n", `config: line 1: poll: unknown key "intervall" (did you mean "interval"? valid keys: interval, max_interval) (and 2 more errors)`},
 	} {
 		_, err := parseConfig([]byte(tc.doc), secret)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

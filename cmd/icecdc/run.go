@@ -114,6 +114,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		Name: cfg.Name, Sink: sink, Store: store,
 		Encoder:   enc,
 		Poll:      cfg.Poll.Interval,
+		MaxPoll:   cfg.Poll.MaxInterval,
 		ChunkSize: cfg.Chunk, ChunkBytes: int(cfg.ChunkBytes),
 		Once:     once,
 		Log:      log,
@@ -151,6 +152,11 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err := markUnexpectedStarts(store, cfg.Name, p.Tables, adopt); err != nil {
 		return err
 	}
+	// The catalog's bulk change checks wake the tables that changed; the
+	// others wait up to poll.max_interval (see cdc.Watched).
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
 	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "state", cfg.State.Path, "version", version)
 	started = true
 	runErr := p.Run(ctx)

@@ -1,0 +1,242 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Watched is a Source whose catalog learns in bulk which of its tables
+// changed (see WatchCatalog), so that an idle table need not be loaded
+// every poll.
+type Watched interface {
+	// Changes returns the channel that receives a value when the catalog
+	// names a metadata location other than the one the source loaded,
+	// and whether the catalog's checks cover the table at all (a table
+	// the catalog cannot check in bulk is polled on its own schedule). A
+	// value is a hint: the follower still Refreshes, and a lost one is
+	// made up for by Pipeline.MaxPoll.
+	Changes() (<-chan struct{}, bool)
+}
+
+// ErrThrottled marks a catalog that refused a call because it is called
+// too often (HTTP 429, Glue's ThrottlingException, SQLITE_BUSY): not the
+// table's fault, so it slows the whole schedule down instead of failing
+// the table.
+var ErrThrottled = errors.New("catalog throttled")
+
+// Throttled marks err as a throttled catalog call; its text is err's.
+func Throttled(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &throttledError{err}
+}
+
+type throttledError struct{ err error }
+
+func (e *throttledError) Error() string        { return e.err.Error() }
+func (e *throttledError) Unwrap() error        { return e.err }
+func (e *throttledError) Is(target error) bool { return target == ErrThrottled }
+
+// IsThrottled reports whether err is a throttled catalog call.
+func IsThrottled(err error) bool { return errors.Is(err, ErrThrottled) }
+
+// throttleState is the backoff a throttling catalog imposes on every
+// table of a Health (in cluster mode, on every pipeline of a member).
+type throttleState struct {
+	mu    sync.Mutex
+	delay time.Duration // 0: not throttled
+	last  time.Time     // the last throttled call
+	since time.Time
+	err   string
+	n     int
+}
+
+// Throttle records a throttled catalog call: the schedule's delay doubles
+// from floor up to ceil. The first one of a spell is logged.
+func (h *Health) Throttle(err error, floor, ceil time.Duration) {
+	t := &h.throttle
+	now := h.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n++
+	t.err = err.Error()
+	if t.delay == 0 {
+		t.delay, t.since = floor, now
+		h.log().Warn("catalog throttled; slowing every table's polls down", "delay", t.delay.String(), "err", err)
+	} else if now.Sub(t.last) >= t.delay/2 {
+		// Many tables meet one spell at once: the delay doubles per
+		// spell, not per table.
+		t.delay = min(2*t.delay, max(ceil, floor))
+	}
+	t.last = now
+}
+
+// ThrottleDelay is the least wait before a catalog call while the catalog
+// throttles; 0 when it does not. A spell ends after twice its delay
+// without a throttled call.
+func (h *Health) ThrottleDelay() time.Duration {
+	t := &h.throttle
+	now := h.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.delay > 0 && now.Sub(t.last) > 2*t.delay {
+		h.log().Info(fmt.Sprintf("catalog no longer throttled after %d throttled calls over %s", t.n, t.last.Sub(t.since).Round(time.Millisecond)))
+		t.delay, t.n, t.err = 0, 0, ""
+	}
+	return t.delay
+}
+
+// throttleProblem is the /readyz line of a throttling catalog, "" when it
+// does not.
+func (h *Health) throttleProblem() string {
+	if h.ThrottleDelay() == 0 {
+		return ""
+	}
+	t := &h.throttle
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return fmt.Sprintf("catalog: throttled since %s (%d calls refused), polls slowed to every %s: %s",
+		t.since.UTC().Format(time.RFC3339), t.n, t.delay, t.err)
+}
+
+// Checked records that a table's metadata was checked now: by its own
+// Refresh, or, when watched, by its catalog's bulk check (CatalogChecked).
+func (h *Health) Checked(table string, watched bool) {
+	now := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.table(table)
+	f.checked, f.watched = now, watched
+}
+
+// CatalogChecked records a successful bulk check of the catalog, which
+// checks every watched table at once.
+func (h *Health) CatalogChecked() {
+	now := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.catalogChecked = now
+}
+
+// ChangeChecker checks, in one call or a few, every watched table of a
+// catalog and wakes those whose metadata location changed.
+type ChangeChecker interface {
+	CheckChanges(ctx context.Context) error
+}
+
+// WatchCatalog runs c's checks every interval, slowed down while the
+// catalog throttles, until ctx ends. A failed check is logged (its first
+// failure at WARN, then at DEBUG until one succeeds): the tables it
+// watches are still polled at their max interval.
+func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval time.Duration, h *Health, log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	failing := false
+	for {
+		wait := max(interval, h.ThrottleDelay())
+		if !sleep(ctx, wait) {
+			return
+		}
+		err := c.CheckChanges(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			h.CatalogChecked()
+			if failing {
+				log.Info("catalog change check recovered")
+			}
+			failing = false
+		case IsThrottled(err):
+			h.Throttle(err, interval, maxInterval)
+		case !failing:
+			failing = true
+			log.Warn("catalog change check failing; its tables are polled at poll.max_interval meanwhile", "err", err)
+		default:
+			log.Debug("catalog change check failing", "err", err)
+		}
+	}
+}
+
+// Idler is a Source that can drop what it keeps only to read its next
+// commits faster (caches, file indexes, open IO), rebuilding it when it
+// reads again. Idle is called by the table's follower, between two polls,
+// once the table has not changed for Pipeline.IdleAfter.
+type Idler interface {
+	Idle()
+}
+
+// markIdle calls the source's Idle once the table has not changed for
+// IdleAfter; a change makes it due again.
+func (f *follower) markIdle(changed bool) {
+	now := time.Now()
+	if changed || f.lastChange.IsZero() {
+		f.lastChange, f.idled = now, false
+		return
+	}
+	if f.idled || now.Sub(f.lastChange) < f.p.IdleAfter {
+		return
+	}
+	if i, ok := f.spec.Source.(Idler); ok {
+		i.Idle()
+	}
+	f.idled = true
+}
+
+// nextPoll is how long a table waits before its next check after a
+// successful one: the floor again after a change, else twice the last
+// wait up to the max; a watched table waits for its wake-up, at most the
+// max.
+func (f *follower) nextPoll(changed bool) time.Duration {
+	p := f.p
+	f.markIdle(changed)
+	switch {
+	case changed || f.wait == 0:
+		f.wait = p.Poll
+	default:
+		f.wait = min(2*f.wait, p.MaxPoll)
+	}
+	if f.watched() {
+		return p.MaxPoll
+	}
+	return f.wait
+}
+
+// watched reports whether the table's catalog checks it in bulk.
+func (f *follower) watched() bool {
+	w, ok := f.spec.Source.(Watched)
+	if !ok {
+		return false
+	}
+	_, covered := w.Changes()
+	return covered
+}
+
+// idle waits d (at least the catalog's throttle delay), or until the
+// table's catalog says it changed; false when ctx ended.
+func (f *follower) idle(ctx context.Context, d time.Duration) bool {
+	d = max(d, f.p.Health.ThrottleDelay())
+	var wake <-chan struct{}
+	if w, ok := f.spec.Source.(Watched); ok {
+		wake, _ = w.Changes()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-wake:
+		f.wait = 0 // a change: poll at the floor again
+		if d := f.p.Health.ThrottleDelay(); d > 0 && !sleep(ctx, d) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,93 @@
+package cdc_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cdc/cdctest"
+)
+
+// watchedSource is a scripted source whose catalog watches it (wake is
+// its wake-up channel) and that counts its Idle calls.
+type watchedSource struct {
+	*cdctest.Source
+	wake    chan struct{}
+	covered bool
+	idles   atomic.Int64
+}
+
+func (s *watchedSource) Changes() (<-chan struct{}, bool) { return s.wake, s.covered }
+func (s *watchedSource) Idle()                            { s.idles.Add(1) }
+
+func runScheduled(t *testing.T, f *fast, src cdc.Source, poll, maxPoll, idleAfter time.Duration) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
+		Encoder: newEncoder("p"), Sink: f.sink, Store: f.store, Poll: poll, MaxPoll: maxPoll, IdleAfter: idleAfter,
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}
+}
+
+// waitFor waits until cond holds; the deadline is a hang guard only.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for guard := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(guard) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+	}
+}
+
+// TestWatchedTableWaitsForWakeUp: a table its catalog watches is not
+// polled while idle (its max interval is an hour), and a wake-up gets a
+// new commit delivered.
+func TestWatchedTableWaitsForWakeUp(t *testing.T) {
+	f := newFast(t)
+	src := &watchedSource{Source: f.src, wake: make(chan struct{}, 1), covered: true}
+	src.Append(cdctest.Inserts(1, 1)...)
+	stop := runScheduled(t, f, src, time.Millisecond, time.Hour, time.Hour)
+	defer stop()
+	waitFor(t, "first commit delivered", func() bool { return len(f.sink.IDs()) == 1 })
+	refreshes := src.Calls("Refresh")
+	time.Sleep(50 * time.Millisecond) // fifty poll intervals, none of which may poll
+	if n := src.Calls("Refresh") - refreshes; n != 0 {
+		t.Fatalf("a watched idle table was refreshed %d times without a wake-up", n)
+	}
+	src.Append(cdctest.Inserts(2, 1)...)
+	src.wake <- struct{}{}
+	waitFor(t, "woken commit delivered", func() bool { return len(f.sink.IDs()) == 2 })
+}
+
+// TestIdleTableBacksOff: a table nothing watches, unchanged, is polled
+// less and less often, up to the max interval: over half a second at a
+// 1ms floor and a 64ms max, the waits (1, 2, 4 … 64ms, then 64ms each)
+// leave room for about 15 polls, where polling at the floor would make
+// hundreds. A commit is still delivered, and the source is told to idle
+// once it has not changed for IdleAfter.
+func TestIdleTableBacksOff(t *testing.T) {
+	f := newFast(t)
+	src := &watchedSource{Source: f.src}
+	src.Append(cdctest.Inserts(1, 1)...)
+	stop := runScheduled(t, f, src, time.Millisecond, 64*time.Millisecond, 100*time.Millisecond)
+	defer stop()
+	waitFor(t, "first commit delivered", func() bool { return len(f.sink.IDs()) == 1 })
+	refreshes := src.Calls("Refresh")
+	time.Sleep(500 * time.Millisecond) // the window counted; nothing is asserted about time
+	if n := src.Calls("Refresh") - refreshes; n > 25 {
+		t.Fatalf("an idle table was refreshed %d times in half a second: its polls did not back off", n)
+	}
+	waitFor(t, "idle", func() bool { return src.idles.Load() == 1 })
+	src.Append(cdctest.Inserts(2, 1)...)
+	waitFor(t, "commit after idling delivered", func() bool { return len(f.sink.IDs()) == 2 })
+	waitFor(t, "idle again", func() bool { return src.idles.Load() == 2 })
+}

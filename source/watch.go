@@ -1,0 +1,358 @@
+package source
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/aws/smithy-go"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// A shared Catalog learns in bulk which of its tables changed, so that
+// a poll of an idle catalog costs a request or two, not a load per table
+// (CheckChanges): a table whose metadata location differs from the one it
+// loaded is woken, and its follower loads it as usual. What a catalog
+// type cannot check in bulk (rest, glue, hive) is left uncovered: those
+// tables are polled one by one, on the pipeline's adaptive schedule.
+
+// watchEntry is one table of a shared catalog that its follower may wait
+// on.
+type watchEntry struct {
+	ident []string
+	wake  chan struct{} // capacity 1: a wake-up pending is enough
+
+	// Guarded by watchSet.mu.
+	loaded  string // the metadata location the table loaded last
+	covered bool   // the last bulk check found the table
+	refs    int
+}
+
+// watchSet is the watched tables of a catalog, by NAMESPACE.NAME.
+type watchSet struct {
+	mu     sync.Mutex
+	tables map[string]*watchEntry
+}
+
+func (w *watchSet) add(ident []string) *watchEntry {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := strings.Join(ident, ".")
+	if w.tables == nil {
+		w.tables = map[string]*watchEntry{}
+	}
+	e := w.tables[key]
+	if e == nil {
+		e = &watchEntry{ident: ident, wake: make(chan struct{}, 1)}
+		w.tables[key] = e
+	}
+	e.refs++
+	return e
+}
+
+func (w *watchSet) remove(e *watchEntry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e.refs--; e.refs <= 0 {
+		delete(w.tables, strings.Join(e.ident, "."))
+	}
+}
+
+// setLoaded records the metadata location the table loaded.
+func (w *watchSet) setLoaded(e *watchEntry, loc string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e.loaded = loc
+}
+
+func (w *watchSet) state(e *watchEntry) (<-chan struct{}, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return e.wake, e.covered
+}
+
+// entries returns the watched tables.
+func (w *watchSet) entries() []*watchEntry {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*watchEntry, 0, len(w.tables))
+	for _, e := range w.tables {
+		out = append(out, e)
+	}
+	return out
+}
+
+// apply takes a check's answer: found says, per watched table, whether the
+// check could tell its state, and changed whether it differs from what the
+// table loaded. A table not found is uncovered, so polled on its own (its
+// own load then says what became of it).
+func (w *watchSet) apply(es []*watchEntry, judge func(e *watchEntry, loaded string) (found, changed bool)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range es {
+		found, changed := judge(e, e.loaded)
+		e.covered = found
+		if changed && e.loaded != "" {
+			select {
+			case e.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// CheckChanges checks every watched table of the catalog at once and
+// wakes those whose metadata location is not the one they loaded. For a
+// catalog type that has no bulk check it does nothing (its tables stay
+// uncovered). A catalog that throttles returns an error marked
+// cdc.Throttled.
+func (c *Catalog) CheckChanges(ctx context.Context) error {
+	h := c.h
+	es := h.watch.entries()
+	if len(es) == 0 {
+		return nil
+	}
+	switch typ := h.o.CatalogType; typ {
+	case "", "sql":
+		return h.checkSQL(ctx, es)
+	case "hadoop":
+		return h.checkHadoop(ctx, es)
+	}
+	return nil
+}
+
+var _ cdc.ChangeChecker = (*Catalog)(nil)
+
+// sqlCatalog is iceberg-go's sql catalog with the database handle it was
+// made with: iceberg-go has no call that reads many tables' metadata
+// locations, so the change check queries the catalog's own iceberg_tables
+// table through the same handle (and the same bound on calls).
+type sqlCatalog struct {
+	*sqlcat.Catalog
+	db      *sql.DB
+	dialect string
+	name    string
+}
+
+func (c *sqlCatalog) Close() error {
+	return errors.Join(c.Catalog.Close(), c.db.Close())
+}
+
+// openSQL opens a sql catalog as iceberg-go's registry does, keeping the
+// database handle (see sqlCatalog).
+func openSQL(name string, props iceberg.Properties) (catalog.Catalog, error) {
+	driver, dialect := props[sqlcat.DriverKey], strings.ToLower(props[sqlcat.DialectKey])
+	db, err := sql.Open(driver, strings.TrimPrefix(props["uri"], "sql://"))
+	if err != nil {
+		return nil, err
+	}
+	c, err := sqlcat.NewCatalog(name, db, sqlcat.SupportedDialect(dialect), props)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &sqlCatalog{Catalog: c, db: db, dialect: dialect, name: name}, nil
+}
+
+// checkSQL reads the metadata locations of the watched tables' namespaces
+// in one query, in a read-only transaction that ends as soon as the rows
+// are read: a writer of the catalog waits for it a few milliseconds at
+// most.
+func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
+	locs := map[string]string{}
+	_, err := h.use(ctx, func(ctx context.Context, c catalog.Catalog) error {
+		sc, ok := c.(*sqlCatalog)
+		if !ok {
+			return nil
+		}
+		var nss []string
+		seen := map[string]bool{}
+		for _, e := range es {
+			if ns := strings.Join(e.ident[:len(e.ident)-1], "."); !seen[ns] {
+				seen[ns] = true
+				nss = append(nss, ns)
+			}
+		}
+		q, args := sqlLocationsQuery(sc.dialect, sc.name, nss)
+		tx, err := sc.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ns, name string
+			var loc sql.NullString
+			if err := rows.Scan(&ns, &name, &loc); err != nil {
+				return err
+			}
+			if loc.Valid {
+				locs[ns+"."+name] = loc.String
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		err = fmt.Errorf("check sql catalog %q for changes: %w", cmp.Or(h.o.CatalogName, "local"), err)
+		if isThrottle(err) {
+			return cdc.Throttled(err)
+		}
+		return err
+	}
+	h.watch.apply(es, func(e *watchEntry, loaded string) (bool, bool) {
+		loc, ok := locs[strings.Join(e.ident, ".")]
+		return ok, ok && loc != loaded
+	})
+	return nil
+}
+
+// sqlLocationsQuery is the query of checkSQL, with the dialect's
+// placeholders (PostgreSQL numbers them).
+func sqlLocationsQuery(dialect, catalogName string, nss []string) (string, []any) {
+	ph := func(i int) string {
+		if dialect == string(sqlcat.Postgres) {
+			return "$" + strconv.Itoa(i)
+		}
+		return "?"
+	}
+	args := []any{catalogName}
+	in := make([]string, len(nss))
+	for i, ns := range nss {
+		args = append(args, ns)
+		in[i] = ph(i + 2)
+	}
+	return "SELECT table_namespace, table_name, metadata_location FROM iceberg_tables WHERE catalog_name = " + ph(1) +
+		" AND table_namespace IN (" + strings.Join(in, ", ") + ")", args
+}
+
+// checkHadoop reads each watched table's version-hint.text, a file of a
+// few bytes, instead of listing its metadata directory and reading the
+// newest metadata file as a load does: a hint whose version is not the
+// one of the loaded metadata file wakes the table. A table without a
+// readable hint is left to its own polls. iceberg-go's hadoop catalog
+// reads hints only privately, hence the read here.
+func (h *catalogHandle) checkHadoop(ctx context.Context, es []*watchEntry) error {
+	wh := h.o.Warehouse
+	if wh == "" {
+		wh = h.o.Props["warehouse"]
+	}
+	local := !strings.Contains(wh, "://") || strings.HasPrefix(wh, "file://")
+	var fsys iceio.IO
+	if !local {
+		var err error
+		if fsys, err = iceio.LoadFS(ctx, storeProps(h.o), wh); err != nil {
+			return fmt.Errorf("check hadoop catalog %s for changes: %w", wh, err)
+		}
+	}
+	hints := make(map[*watchEntry]int, len(es))
+	for _, e := range es {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var data []byte
+		var err error
+		if local {
+			p := filepath.Join(append([]string{strings.TrimPrefix(wh, "file://")}, append(e.ident, "metadata", "version-hint.text")...)...)
+			data, err = os.ReadFile(p)
+		} else {
+			data, err = readAll(fsys, strings.TrimRight(wh, "/")+"/"+strings.Join(e.ident, "/")+"/metadata/version-hint.text")
+		}
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && v > 0 {
+			hints[e] = v
+		}
+	}
+	h.watch.apply(es, func(e *watchEntry, loaded string) (bool, bool) {
+		v, ok := hints[e]
+		if !ok {
+			return false, false
+		}
+		lv, lok := metadataVersion(loaded)
+		return lok, lok && v != lv
+	})
+	return nil
+}
+
+func readAll(fsys iceio.IO, name string) ([]byte, error) {
+	if r, ok := fsys.(iceio.ReadFileIO); ok {
+		return r.ReadFile(name)
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 64))
+}
+
+// metadataVersion is N of a hadoop table's metadata file vN.metadata.json
+// (or vN.gz.metadata.json).
+func metadataVersion(loc string) (int, bool) {
+	base := loc[strings.LastIndexByte(loc, '/')+1:]
+	rest, ok := strings.CutPrefix(base, "v")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(num)
+	return v, err == nil && v > 0
+}
+
+// isThrottle reports whether err is a catalog refusing a call for being
+// called too often: SQLite busy past its busy timeout, HTTP 429 (REST:
+// see catalogTransport), AWS's ThrottlingException (Glue).
+func isThrottle(err error) bool {
+	if err == nil {
+		return false
+	}
+	if cdc.IsThrottled(err) {
+		return true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded":
+			return true
+		}
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked") ||
+		strings.Contains(msg, http.StatusText(http.StatusTooManyRequests))
+}
+
+// Changes implements cdc.Watched: a table loaded through a shared Catalog
+// is woken by its CheckChanges.
+func (t *Table) Changes() (<-chan struct{}, bool) {
+	if t.watch == nil {
+		return nil, false
+	}
+	return t.watchSet.state(t.watch)
+}
+
+var _ cdc.Watched = (*Table)(nil)
