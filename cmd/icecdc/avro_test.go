@@ -237,3 +237,78 @@ func TestRunAvro(t *testing.T) {
 		t.Fatalf("%d events after the refusal, want 5", n)
 	}
 }
+
+// TestConfigAvro: debezium-avro wants the kafka sink and a registry; a
+// registry without the format, a bad strategy or adjustment mode, and a
+// URL whose password url.Parse refuses are each one error naming the key,
+// never showing the password.
+func TestConfigAvro(t *testing.T) {
+	const kafkaSink = "sink:\n  type: kafka\n  kafka: {brokers: ['localhost:9092']}\n"
+	base := strings.Replace(goodConfig, "format: debezium-json\n", "", 1)
+	base = base[:strings.Index(base, "sink:")] + kafkaSink + "state: {path: /var/lib/icecdc/state.db}\n"
+	getenv := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	ok := base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', username: u, password: Pw-Qr4, subject_name_strategy: topic_record}\n" +
+		"debezium: {schema.name.adjustment.mode: avro, field.name.adjustment.mode: avro_unicode}\n"
+	if _, err := parseConfig([]byte(ok), getenv); err != nil {
+		t.Fatalf("a good avro configuration: %v", err)
+	}
+	for _, tc := range []struct{ cfg, want string }{
+		{base + "format: debezium-avro\n", "schema_registry.url: required"},
+		{base + "schema_registry: {url: 'http://reg:8081'}\n", "schema_registry: set, but format is debezium-connect-json"},
+		{goodConfig + "schema_registry: {url: 'http://reg:8081'}\n", "schema_registry: set, but format is debezium-json"},
+		{strings.Replace(goodConfig, "format: debezium-json", "format: debezium-avro", 1) + "schema_registry: {url: 'http://reg:8081'}\n", "debezium-avro writes Kafka records"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', subject_name_strategy: name}\n", `schema_registry.subject_name_strategy: "name": want topic, record or topic_record`},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', username: u, bearer_token: Pw-Qr4}\n", "schema_registry.bearer_token: set with username"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://u:Pw-%zz-Qr4@reg:8081'}\n", "schema_registry.url"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'ftp://u:Pw-Qr4@reg:8081'}\n", "schema_registry.url"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', ca_file: /nonexistent/ca.pem}\n", "schema_registry.ca_file"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081'}\ndebezium: {field.name.adjustment.mode: avro2}\n", `debezium.field.name.adjustment.mode "avro2": want none, avro or avro_unicode`},
+	} {
+		_, err := parseConfig([]byte(tc.cfg), getenv)
+		if err == nil {
+			t.Fatalf("accepted:\n%s", tc.cfg)
+		}
+		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "Pw-") {
+			t.Errorf("want %q, without the password: %s", tc.want, msg)
+		}
+	}
+}
+
+// TestChangesAvro: icecdc changes --format debezium-avro registers the
+// schemas and prints each record as the JSON of the Avro value read back
+// from the registry; without --schema-registry-url it says what it needs.
+func TestChangesAvro(t *testing.T) {
+	ctx := context.Background()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10.5)}); err != nil {
+		t.Fatal(err)
+	}
+	reg := srfake.New()
+	defer reg.Close()
+	args := []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
+		"--table", "bookshop.orders", "--format", "debezium-avro", "--with-key"}
+	out, errOut, code := runCmd(args...)
+	if code == 0 || !strings.Contains(errOut, "needs --schema-registry-url") {
+		t.Fatalf("without a registry: exit %d, %s", code, errOut)
+	}
+	out, errOut, code = runCmd(append(args, "--schema-registry-url", reg.URL())...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	key, value, ok := strings.Cut(strings.TrimSpace(out), "\t")
+	if !ok || key != `{"order_id":1}` || !strings.Contains(value, `"after":{"order_id":1,"customer":"ann","status":"new","amount":10.5}`) ||
+		!strings.Contains(value, `"op":"r"`) && !strings.Contains(value, `"op":"c"`) {
+		t.Fatalf("printed %q", out)
+	}
+	if _, ok := reg.GetSchema("icecdc.bookshop.orders-value", 1); !ok {
+		t.Fatal("the value schema is not registered")
+	}
+}

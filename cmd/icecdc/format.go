@@ -119,18 +119,19 @@ func configEncoder(cfg *Config) (cdc.Encoder, error) {
 	}
 	kc := cfg.Sink.Kafka
 	kc.Pipeline = cfg.Name
-	return newAvroEncoder(cfg.SchemaRegistry, cfg.Debezium, cfg.Name, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
+	enc, _, err := newAvroEncoder(cfg.SchemaRegistry, cfg.Debezium, cfg.Name, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
+	return enc, err
 }
 
 // newAvroEncoder builds debezium-avro with the registry rc; topic names a
 // table's topic, which the subjects follow.
-func newAvroEncoder(rc registry.Config, d DebeziumConfig, pipeline string, topic func(*cdc.TableInfo) (string, error)) (*debezium.Avro, error) {
+func newAvroEncoder(rc registry.Config, d DebeziumConfig, pipeline string, topic func(*cdc.TableInfo) (string, error)) (*debezium.Avro, *registry.Client, error) {
 	if err := rc.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reg, err := registry.New(rc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	strategy := rc.Strategy()
 	o := debezium.AvroOptions{
@@ -151,9 +152,9 @@ func newAvroEncoder(rc registry.Config, d DebeziumConfig, pipeline string, topic
 	env := debezium.Envelope{Pipeline: pipeline, Version: version}
 	enc, err := debezium.NewAvro(env, d.connectOptions(), o)
 	if err != nil {
-		return nil, fmt.Errorf("debezium.%w", err)
+		return nil, nil, fmt.Errorf("debezium.%w", err)
 	}
-	return enc, nil
+	return enc, reg, nil
 }
 
 // validateAvro checks what format debezium-avro needs, and that its
