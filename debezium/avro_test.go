@@ -25,7 +25,7 @@ import (
 	"github.com/icecdc/icecdc/registry"
 )
 
-func newAvroFormat(t *testing.T, url string, o ConnectOptions, ao AvroOptions) (*Avro, *registry.Client) {
+func newAvroFormat(t testing.TB, url string, o ConnectOptions, ao AvroOptions) (*Avro, *registry.Client) {
 	t.Helper()
 	cl, err := registry.New(registry.Config{URL: url})
 	if err != nil {
