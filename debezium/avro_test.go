@@ -610,3 +610,57 @@ func TestAvroRegistryFaults(t *testing.T) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
+
+// TestAvroConcurrent: one format serves several tables' goroutines at
+// once (run with -race); each record decodes to its own table's row.
+func TestAvroConcurrent(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	f, cl := newAvroFormat(t, reg.URL(), ConnectOptions{}, AvroOptions{})
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			c := goldenCommit(true)
+			c.Table.Name = fmt.Sprintf("t%d", g%3)
+			c.Table.Schema = iceberg.NewSchemaWithIdentifiers(g%3, []int{1},
+				iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+				iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
+			for i := range 200 {
+				e := &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i), fmt.Sprintf("g%d \"%d\"", g, i)}}
+				rec, err := f.AppendValue(nil, c, e, 1)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i%50 == 0 {
+					id := int(binary.BigEndian.Uint32(rec[1:5]))
+					text, err := cl.Schema(context.Background(), id)
+					if err != nil {
+						errs <- err
+						return
+					}
+					sch, err := avro.Parse(text)
+					if err != nil {
+						errs <- err
+						return
+					}
+					var v map[string]any
+					if _, err := sch.Decode(rec[5:], &v); err != nil {
+						errs <- err
+						return
+					}
+					if got := v["after"].(map[string]any)["name"]; got != fmt.Sprintf("g%d \"%d\"", g, i) || !strings.HasSuffix(sch.Root().Namespace, c.Table.Name) {
+						errs <- fmt.Errorf("goroutine %d event %d: name %v in %s", g, i, got, sch.Root().Namespace)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
