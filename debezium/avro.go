@@ -220,6 +220,11 @@ func (f *Avro) event(dst, msg []byte, c *cdc.Commit, role byte) ([]byte, error) 
 			return dst, err
 		}
 		f.mu.Lock()
+		// A reloaded table is a new compiled table of the same schema
+		// text, so this map is bounded on its own.
+		if len(f.byTable) >= avroCacheMax {
+			clear(f.byTable)
+		}
 		f.byTable[tr] = s
 		f.mu.Unlock()
 	}

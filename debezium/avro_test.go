@@ -664,3 +664,36 @@ func TestAvroConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestAvroCachesBounded: a table whose metadata is reloaded on every poll
+// (a new *iceberg.Schema each time, the same schema) keeps the format's
+// caches bounded and registers nothing again.
+func TestAvroCachesBounded(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	var posts atomic.Int64
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		return false
+	})
+	f, _ := newAvroFormat(t, reg.URL(), ConnectOptions{}, AvroOptions{})
+	for i := range 3 * avroCacheMax {
+		c := goldenCommit(true)
+		c.Table.Schema = iceberg.NewSchemaWithIdentifiers(1, []int{1},
+			iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+		if _, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i)}}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	n, m := len(f.byTable), len(f.schemas)
+	f.mu.Unlock()
+	if n > avroCacheMax || m > avroCacheMax {
+		t.Fatalf("caches hold %d and %d entries, bound %d", n, m, avroCacheMax)
+	}
+	if p := posts.Load(); p != 1 {
+		t.Fatalf("%d registrations of one schema", p)
+	}
+}
