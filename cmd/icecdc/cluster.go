@@ -12,6 +12,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
+	"github.com/icecdc/icecdc/internal/redact"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -156,5 +157,14 @@ func configFingerprint(cfg *Config) string {
 		parts = append(parts, "variant.handling.mode="+m)
 	}
 	parts = append(parts, cfg.Transforms.fingerprint()...)
+	if m := d.SchemaNameAdjustmentMode; m != "" && m != "none" {
+		parts = append(parts, "schema.name.adjustment.mode="+m)
+	}
+	if m := d.FieldNameAdjustmentMode; m != "" && m != "none" {
+		parts = append(parts, "field.name.adjustment.mode="+m)
+	}
+	if r := cfg.SchemaRegistry; r.Enabled() {
+		parts = append(parts, "schema_registry="+redact.URL(r.URL)+" "+r.Strategy())
+	}
 	return cluster.Fingerprint(parts...)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/kafka"
 )
 
@@ -12,6 +13,8 @@ import (
 const (
 	formatDebeziumJSON    = "debezium-json"
 	formatDebeziumConnect = "debezium-connect-json"
+	formatDebeziumAvro    = "debezium-avro"
+	formatNames           = formatDebeziumJSON + ", " + formatDebeziumConnect + " or " + formatDebeziumAvro
 )
 
 // DebeziumConfig holds Debezium's settings of the debezium formats, under
@@ -45,6 +48,22 @@ type DebeziumConfig struct {
 	// HeartbeatTopicsPrefix starts the heartbeat topic,
 	// <prefix>.<topic.prefix>. Default "__debezium-heartbeat".
 	HeartbeatTopicsPrefix string `yaml:"heartbeat.topics.prefix"`
+	// SchemaNameAdjustmentMode and FieldNameAdjustmentMode: none
+	// (default), avro or avro_unicode; what debezium-avro does with a
+	// schema or field name Avro does not allow.
+	SchemaNameAdjustmentMode string `yaml:"schema.name.adjustment.mode"`
+	FieldNameAdjustmentMode  string `yaml:"field.name.adjustment.mode"`
+
+	// avro is what debezium-avro needs beyond these settings, set from
+	// the rest of the configuration (prepareAvro) or by icecdc changes.
+	avro *avroSetup
+}
+
+// avroSetup is the registry of debezium-avro and the topic of a table's
+// events, which its subjects follow.
+type avroSetup struct {
+	registry registry.Config
+	topic    func(*cdc.TableInfo) (string, error)
 }
 
 // kafkaTopics sets the transaction and schema-change records of a Kafka
@@ -103,6 +122,82 @@ func newEncoder(format string, d DebeziumConfig, pipeline string) (cdc.Encoder, 
 		return &debezium.JSON{Envelope: env, VariantHandling: vh}, nil
 	case formatDebeziumConnect:
 		return debezium.NewConnectJSON(env, d.connectOptions())
+	case formatDebeziumAvro:
+		if d.avro == nil {
+			return nil, fmt.Errorf("format %s: needs a schema registry (schema_registry.url, or --schema-registry-url)", format)
+		}
+		enc, _, err := newAvroEncoder(d.avro.registry, d, pipeline, d.avro.topic)
+		return enc, err
 	}
-	return nil, fmt.Errorf("format %q: want %s or %s", format, formatDebeziumJSON, formatDebeziumConnect)
+	return nil, fmt.Errorf("format %q: want %s", format, formatNames)
+}
+
+// newAvroEncoder builds debezium-avro with the registry rc; topic names a
+// table's topic, which the subjects follow.
+func newAvroEncoder(rc registry.Config, d DebeziumConfig, pipeline string, topic func(*cdc.TableInfo) (string, error)) (*debezium.Avro, *registry.Client, error) {
+	if err := rc.Validate(); err != nil {
+		return nil, nil, err
+	}
+	reg, err := registry.New(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	strategy := rc.Strategy()
+	o := debezium.AvroOptions{
+		Registry: reg,
+		Subject: func(topic, record string, isKey bool) string {
+			return registry.Subject(strategy, topic, record, isKey)
+		},
+		Topic:       topic,
+		SchemaNames: debezium.NameAdjustment(d.SchemaNameAdjustmentMode),
+		FieldNames:  debezium.NameAdjustment(d.FieldNameAdjustmentMode),
+	}
+	if d.ProvideTransactionMetadata {
+		o.TransactionTopic = d.prefix() + ".transaction"
+	}
+	if d.IncludeSchemaChanges {
+		o.SchemaChangeTopic = d.prefix() + ".schema-changes"
+	}
+	env := debezium.Envelope{Pipeline: pipeline, Version: version}
+	enc, err := debezium.NewAvro(env, d.connectOptions(), o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("debezium.%w", err)
+	}
+	return enc, reg, nil
+}
+
+// validateAvro checks what format debezium-avro needs, and that its
+// settings are not set in vain; with that format it hands the encoder the
+// registry and the Kafka sink's topics.
+func (c *Config) validateAvro() []error {
+	if c.Format == formatDebeziumAvro {
+		kc := c.Sink.Kafka
+		kc.Pipeline = c.Name
+		c.Debezium.avro = &avroSetup{registry: c.SchemaRegistry, topic: func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) }}
+	}
+	var errs []error
+	for _, m := range []struct{ key, v string }{
+		{"schema.name.adjustment.mode", c.Debezium.SchemaNameAdjustmentMode},
+		{"field.name.adjustment.mode", c.Debezium.FieldNameAdjustmentMode},
+	} {
+		if err := debezium.NameAdjustment(m.v).Validate(m.key); err != nil {
+			errs = append(errs, fmt.Errorf("config: debezium.%w", err))
+		}
+	}
+	if c.Format != formatDebeziumAvro {
+		if c.SchemaRegistry.Enabled() {
+			errs = append(errs, fmt.Errorf("config: schema_registry: set, but format is %s: only %s uses a registry", c.Format, formatDebeziumAvro))
+		}
+		return errs
+	}
+	if c.Sink.Type != "kafka" {
+		errs = append(errs, fmt.Errorf("config: format: %s writes Kafka records (the wire format of a schema registry); sink %s takes %s or %s", formatDebeziumAvro, c.Sink.Type, formatDebeziumJSON, formatDebeziumConnect))
+	}
+	if c.Sink.Type == "kafka" && c.Sink.Kafka.CloudEvents {
+		errs = append(errs, fmt.Errorf("config: sink.kafka.cloudevents: its headers say application/json; not with format %s", formatDebeziumAvro))
+	}
+	if err := c.SchemaRegistry.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
+	return errs
 }
