@@ -5,9 +5,11 @@
 // land while `icecdc run` streams the table. Commands on stdin, one a line:
 //
 //	step    make the next step; answers "step N: WHAT" or "done" when there is none
-//	rows    answers one JSON line: the table's columns and live rows as the
-//	        writer made them (the expected head, in run_scenarios.py's
-//	        --heads form)
+//	rows    answers one JSON line: the table's columns and live rows with
+//	        their _row_id (the expected head, in run_scenarios.py's --heads
+//	        form) as iceberg-go reads the head back, and the renamed columns
+//	        (new name: old name); an error if that read differs from the
+//	        rows the writer made
 //	stop    exits
 //
 // Step 0 (at the start, before the first command) creates the table and
@@ -38,6 +40,8 @@ type writer struct {
 	rows map[int64]map[string]any
 	// cols are the columns and their Iceberg types, in order.
 	cols [][2]string
+	// renamed maps a renamed column's name to the one it had.
+	renamed map[string]string
 }
 
 func (w *writer) append(ctx context.Context, rows ...map[string]any) error {
@@ -103,6 +107,7 @@ func (w *writer) evolve(ctx context.Context, fn func(*table.UpdateSchema)) error
 
 // rename renames a column in the writer's rows and columns too.
 func (w *writer) rename(from, to string) {
+	w.renamed[to] = from
 	for _, r := range w.rows {
 		r[to] = r[from]
 		delete(r, from)
@@ -120,6 +125,38 @@ func (w *writer) retype(name, typ string) {
 			w.cols[i][1] = typ
 		}
 	}
+}
+
+// head reads the table's live rows back, checks them against the writer's
+// and returns them by id with their _row_id.
+func (w *writer) head(ctx context.Context) ([]map[string]any, error) {
+	live, err := scenario.LiveRows(ctx, w.tbl, w.tbl.CurrentSnapshot().SnapshotID)
+	if err != nil {
+		return nil, fmt.Errorf("read interop.evolve back: %w", err)
+	}
+	if len(live) != len(w.rows) {
+		return nil, fmt.Errorf("read interop.evolve back: %d rows, the writer made %d", len(live), len(w.rows))
+	}
+	out := make([]map[string]any, 0, len(live))
+	for rid, r := range live {
+		id, _ := r.Values["id"].(int64)
+		want, ok := w.rows[id]
+		if !ok {
+			return nil, fmt.Errorf("read interop.evolve back: row %d, which the writer did not make", id)
+		}
+		for _, c := range w.cols {
+			if fmt.Sprint(want[c[0]]) != fmt.Sprint(r.Values[c[0]]) {
+				return nil, fmt.Errorf("read interop.evolve back: row %d column %s is %v, the writer made %v", id, c[0], r.Values[c[0]], want[c[0]])
+			}
+		}
+		o := map[string]any{iceberg.RowIDColumnName: rid}
+		for k, v := range r.Values {
+			o[k] = v
+		}
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i]["id"].(int64) < out[j]["id"].(int64) })
+	return out, nil
 }
 
 func row(id int64, name string, qty int32, price float32) map[string]any {
@@ -210,7 +247,7 @@ func run(dir string) error {
 	if err != nil {
 		return fmt.Errorf("create table interop.evolve: %w", err)
 	}
-	w := &writer{tbl: tbl, rows: map[int64]map[string]any{},
+	w := &writer{tbl: tbl, rows: map[int64]map[string]any{}, renamed: map[string]string{},
 		cols: [][2]string{{"id", "long"}, {"name", "string"}, {"qty", "int"}, {"price", "float"}}}
 	if err := w.append(ctx, row(1, "ann", 1, 1.5), row(2, "bob", 2, 2.5), row(3, "cy", 3, 3.5),
 		row(4, "dee", 4, 4.5), row(5, "eve", 5, 5.5), row(6, "flo", 6, 6.5)); err != nil {
@@ -243,16 +280,11 @@ func run(dir string) error {
 			next++
 			say("step %d: %s", next, steps[next-1].what)
 		case "rows":
-			ids := make([]int64, 0, len(w.rows))
-			for id := range w.rows {
-				ids = append(ids, id)
+			rows, err := w.head(ctx)
+			if err != nil {
+				return err
 			}
-			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-			rows := make([]map[string]any, len(ids))
-			for i, id := range ids {
-				rows[i] = w.rows[id]
-			}
-			b, err := json.Marshal(map[string]any{"columns": w.cols, "rows": rows})
+			b, err := json.Marshal(map[string]any{"columns": w.cols, "rows": rows, "renamed": w.renamed})
 			if err != nil {
 				return err
 			}
