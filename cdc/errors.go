@@ -44,6 +44,20 @@ func (e *kindError) Is(target error) bool {
 	return target == e.kind || (e.kind == ErrDisabled && target == ErrPermanent)
 }
 
+// ErrRetry marks an encoder's error that a later attempt may not meet (a
+// schema registry that is down or slow): the pipeline retries the table
+// from its checkpoint with backoff instead of stopping it, as it does for
+// a sink's transient errors.
+var ErrRetry = errors.New("retried")
+
+// Retry marks err with ErrRetry, with err's text unchanged.
+func Retry(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &kindError{err: err, kind: ErrRetry}
+}
+
 // HistoryLost marks err as a table whose history no longer continues from
 // its checkpoint (ErrHistory), with err's text unchanged.
 func HistoryLost(err error) error {

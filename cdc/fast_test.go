@@ -330,3 +330,40 @@ func TestFastEncoderErrorReturns(t *testing.T) {
 		}
 	}
 }
+
+// flakyEncoder fails the first values it encodes with an error marked
+// cdc.Retry (a schema registry away for a moment), then encodes as enc.
+type flakyEncoder struct {
+	cdc.Encoder
+	failures int
+}
+
+func (f *flakyEncoder) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
+	if f.failures > 0 {
+		f.failures--
+		return dst, fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op),
+			cdc.Retry(errors.New("schema registry http://registry:8081: HTTP 503")))
+	}
+	return f.Encoder.AppendValue(dst, c, e, tsMs)
+}
+
+// TestFastEncoderRetry: an encoder's error marked cdc.Retry is retried
+// from the checkpoint, as a sink's transient error is, and every event is
+// delivered once, in order; without the mark the table stops.
+func TestFastEncoderRetry(t *testing.T) {
+	f := newFast(t)
+	f.chunk = 2
+	f.begin()
+	evs := cdctest.Inserts(10, 5)
+	si := f.src.Append(evs...)
+	f.enc = &flakyEncoder{Encoder: newEncoder("p"), failures: 2}
+	if err := f.run("latest"); err != nil {
+		t.Fatalf("run: %v, want the encoder's retried errors to pass", err)
+	}
+	if ids := f.sink.IDs(); !slices.Equal(ids, wantIDs(f.src.Table, []cdc.SnapshotInfo{si}, [][]cdc.Event{evs})) {
+		t.Fatalf("delivered %v, want each event once, in order", ids)
+	}
+	if cp := f.checkpoint(); cp.SnapshotID != si.ID || !cp.Done {
+		t.Fatalf("checkpoint %s, want snapshot %d done", cp, si.ID)
+	}
+}

@@ -784,7 +784,7 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 			e.Snapshot = SnapshotLast // the last row of an initial read says so
 		}
 		if err := bb.add(f.p.Encoder, c, e, now); err != nil {
-			return nil, Permanent(err) // the encoder names the event
+			return nil, encodeError(err) // the encoder names the event
 		}
 	}
 	b := bb.batch(c, cp)
@@ -794,11 +794,22 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 	if change != nil {
 		m, err := encodeSchemaChange(f.p.Encoder, c, change, now)
 		if err != nil {
-			return nil, Permanent(fmt.Errorf("encode the schema change of snapshot %d: %w", c.Snapshot.ID, err))
+			return nil, encodeError(fmt.Errorf("encode the schema change of snapshot %d: %w", c.Snapshot.ID, err))
 		}
 		b.SchemaChange = m
 	}
 	return b, nil
+}
+
+// encodeError classes an encoder's error: permanent (the event cannot be
+// written as it is), unless the encoder marked it ErrRetry; that one is
+// the sink side's (a schema registry serves the Kafka sink) and is
+// retried as a sink's transient error is.
+func encodeError(err error) error {
+	if errors.Is(err, ErrRetry) && !IsPermanent(err) {
+		return &sinkError{err}
+	}
+	return Permanent(err)
 }
 
 // sendBatch writes an encoded batch to the sink and counts it.

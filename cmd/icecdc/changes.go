@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,10 +15,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/avro"
 	"golang.org/x/term"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/registry"
+	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -33,6 +37,8 @@ type changesFlags struct {
 	netMax           int
 	columns          listFlag
 	progress         string
+	registryURL      string
+	topic            string
 }
 
 func changesCommand(e *cli) *cobra.Command {
@@ -70,14 +76,17 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 	fl.IntVar(&f.netMax, "net-max-rows", 100_000, "with --net: the most changed rows a range may hold in memory")
 	fl.Var(&f.columns, "columns", "subscribe to these columns, comma separated: only updates that change one are printed, images projected to them and the key (repeatable)")
 	groupFlags(fl, "Range", "from-seq", "to-seq", "net", "net-max-rows", "columns")
-	fl.StringVar(&f.format, "format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+", or table for a person to read")
+	fl.StringVar(&f.format, "format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+" | "+formatDebeziumAvro+
+		" (printed as the JSON of the Avro records, read back from the registry; needs --schema-registry-url), or table for a person to read")
+	fl.StringVar(&f.registryURL, "schema-registry-url", "", "debezium-avro: the schema registry's URL (Confluent's API); the schemas are registered there as the daemon registers them")
+	fl.StringVar(&f.topic, "topic", kafka.DefaultTopic, "debezium-avro: the topic template the subjects follow (<topic>-key, <topic>-value)")
 	fl.BoolVar(&f.withKey, "with-key", false, "print each event's key, a tab, then its value (kcat -K '\\t' reads that)")
 	fl.StringVar(&f.pipeline, "name", "icecdc", "pipeline name for source.name")
 	fl.StringVar(&f.dbz.TopicPrefix, "topic-prefix", debezium.DefaultConnectPrefix, "debezium-connect-json: start of the schema names (Debezium's topic.prefix)")
 	fl.StringVar(&f.dbz.TimePrecisionMode, "time-precision-mode", string(debezium.TimeAdaptive), "debezium-connect-json: Debezium's time.precision.mode: adaptive | adaptive_time_microseconds | connect | isostring")
 	fl.StringVar(&f.dbz.DecimalHandlingMode, "decimal-handling-mode", string(debezium.DecimalPrecise), "debezium-connect-json: Debezium's decimal.handling.mode: precise | double | string")
 	fl.StringVar(&f.dbz.VariantHandlingMode, "variant-handling-mode", string(debezium.VariantString), "debezium-json: variant.handling.mode: string (a JSON string holding the document) | json (the document inline)")
-	groupFlags(fl, "Output", "format", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode", "variant-handling-mode")
+	groupFlags(fl, "Output", "format", "schema-registry-url", "topic", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode", "variant-handling-mode")
 	fl.Var(&f.maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal) | never")
 	groupFlags(fl, "Resources", "max-memory", "progress")
@@ -87,7 +96,19 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, log *slog.Logger) error {
 	o, props := f.o, f.props
 	var enc cdc.Encoder
-	if f.format != "table" {
+	var avroOut *avroPrinter
+	switch {
+	case f.format == formatDebeziumAvro:
+		if f.registryURL == "" {
+			return fmt.Errorf("changes: --format %s needs --schema-registry-url: the records carry the ids the registry gives their schemas", formatDebeziumAvro)
+		}
+		kc := kafka.Config{Topic: f.topic, Pipeline: f.pipeline}
+		a, reg, err := newAvroEncoder(registry.Config{URL: f.registryURL}, f.dbz, f.pipeline, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
+		if err != nil {
+			return fmt.Errorf("changes: %w", err)
+		}
+		enc, avroOut = a, &avroPrinter{reg: reg, schemas: map[int]*avro.Schema{}}
+	case f.format != "table":
 		var err error
 		if enc, err = newEncoder(f.format, f.dbz, f.pipeline); err != nil {
 			return fmt.Errorf("changes: %w; or table", err)
@@ -196,10 +217,17 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					if buf, err = enc.AppendKey(buf, c, &evs[i]); err != nil {
 						return err
 					}
+					if buf, err = avroOut.render(ctx, buf, 0); err != nil {
+						return err
+					}
 					buf = append(buf, '\t')
 				}
+				n := len(buf)
 				buf, err = enc.AppendValue(buf, c, &evs[i], now)
 				if err != nil {
+					return err
+				}
+				if buf, err = avroOut.render(ctx, buf, n); err != nil {
 					return err
 				}
 				buf = append(buf, '\n')
@@ -243,4 +271,45 @@ func terminal(w io.Writer) io.Writer {
 		return f
 	}
 	return nil
+}
+
+// avroPrinter shows records of debezium-avro to a person: each record is
+// read back with the schema the registry holds under the id it carries,
+// and printed as that Avro value's JSON.
+type avroPrinter struct {
+	reg     *registry.Client
+	schemas map[int]*avro.Schema
+}
+
+// render replaces the record at buf[from:] with its JSON; a nil printer
+// leaves buf as it is.
+func (p *avroPrinter) render(ctx context.Context, buf []byte, from int) ([]byte, error) {
+	if p == nil {
+		return buf, nil
+	}
+	rec := buf[from:]
+	if len(rec) < 5 || rec[0] != 0 {
+		return buf, fmt.Errorf("changes: a record not in the wire format")
+	}
+	id := int(binary.BigEndian.Uint32(rec[1:5]))
+	sch, ok := p.schemas[id]
+	if !ok {
+		text, err := p.reg.Schema(ctx, id)
+		if err != nil {
+			return buf, fmt.Errorf("changes: %w", err)
+		}
+		if sch, err = avro.Parse(text); err != nil {
+			return buf, fmt.Errorf("changes: schema id %d of %s: %w", id, p.reg.URL(), err)
+		}
+		p.schemas[id] = sch
+	}
+	var v any
+	if _, err := sch.Decode(rec[5:], &v); err != nil {
+		return buf, fmt.Errorf("changes: decode a record with schema id %d: %w", id, err)
+	}
+	out, err := sch.EncodeJSON(v)
+	if err != nil {
+		return buf, fmt.Errorf("changes: schema id %d: %w", id, err)
+	}
+	return append(buf[:from], out...), nil
 }

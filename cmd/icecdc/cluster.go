@@ -12,6 +12,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
+	"github.com/icecdc/icecdc/internal/redact"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -21,7 +22,7 @@ import (
 func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) (err error) {
 	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
 	eo := exactlyOnce(cfg)
-	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	enc, err := configEncoder(cfg)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -134,6 +135,15 @@ func configFingerprint(cfg *Config) string {
 	// leaves them out keeps the fingerprint earlier versions compute.
 	if m := d.VariantHandlingMode; m != "" && m != "string" {
 		parts = append(parts, "variant.handling.mode="+m)
+	}
+	if m := d.SchemaNameAdjustmentMode; m != "" && m != "none" {
+		parts = append(parts, "schema.name.adjustment.mode="+m)
+	}
+	if m := d.FieldNameAdjustmentMode; m != "" && m != "none" {
+		parts = append(parts, "field.name.adjustment.mode="+m)
+	}
+	if r := cfg.SchemaRegistry; r.Enabled() {
+		parts = append(parts, "schema_registry="+redact.URL(r.URL)+" "+r.Strategy())
 	}
 	return cluster.Fingerprint(parts...)
 }

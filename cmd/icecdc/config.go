@@ -14,6 +14,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/internal/redact"
+	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
@@ -41,8 +42,10 @@ type Config struct {
 	// debezium-connect-json (the default on Kafka).
 	Format   string         `yaml:"format"`
 	Debezium DebeziumConfig `yaml:"debezium"`
-	Sink     SinkConfig     `yaml:"sink"`
-	State    struct {
+	// SchemaRegistry is the registry of the debezium-avro format's schemas.
+	SchemaRegistry registry.Config `yaml:"schema_registry"`
+	Sink           SinkConfig      `yaml:"sink"`
+	State          struct {
 		Path string `yaml:"path"`
 	} `yaml:"state"`
 	HTTP HTTPConfig `yaml:"http"`
@@ -290,13 +293,14 @@ func (c *Config) validate() error {
 		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
 	}
 	switch c.Format {
-	case formatDebeziumJSON, formatDebeziumConnect:
+	case formatDebeziumJSON, formatDebeziumConnect, formatDebeziumAvro:
 		if err := c.Debezium.connectOptions().Validate(); err != nil {
 			bad("debezium", "%v", err)
 		}
 	default:
-		bad("format", "%q: want %s or %s", c.Format, formatDebeziumJSON, formatDebeziumConnect)
+		bad("format", "%q: want %s", c.Format, formatNames)
 	}
+	errs = append(errs, c.validateAvro()...)
 	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
 		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
 	}

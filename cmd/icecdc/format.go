@@ -5,6 +5,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/kafka"
 )
 
@@ -12,6 +13,8 @@ import (
 const (
 	formatDebeziumJSON    = "debezium-json"
 	formatDebeziumConnect = "debezium-connect-json"
+	formatDebeziumAvro    = "debezium-avro"
+	formatNames           = formatDebeziumJSON + ", " + formatDebeziumConnect + " or " + formatDebeziumAvro
 )
 
 // DebeziumConfig holds Debezium's settings of the debezium formats, under
@@ -39,6 +42,11 @@ type DebeziumConfig struct {
 	// <prefix>.schema-changes topic (Kafka only), as Debezium's
 	// include.schema.changes. Default false.
 	IncludeSchemaChanges bool `yaml:"include.schema.changes"`
+	// SchemaNameAdjustmentMode and FieldNameAdjustmentMode: none
+	// (default), avro or avro_unicode; what debezium-avro does with a
+	// schema or field name Avro does not allow.
+	SchemaNameAdjustmentMode string `yaml:"schema.name.adjustment.mode"`
+	FieldNameAdjustmentMode  string `yaml:"field.name.adjustment.mode"`
 }
 
 // kafkaTopics sets the transaction and schema-change records of a Kafka
@@ -97,6 +105,84 @@ func newEncoder(format string, d DebeziumConfig, pipeline string) (cdc.Encoder, 
 		return &debezium.JSON{Envelope: env, VariantHandling: vh}, nil
 	case formatDebeziumConnect:
 		return debezium.NewConnectJSON(env, d.connectOptions())
+	case formatDebeziumAvro:
+		return nil, fmt.Errorf("format %s: needs a schema registry (schema_registry.url, or --schema-registry-url)", format)
 	}
-	return nil, fmt.Errorf("format %q: want %s or %s", format, formatDebeziumJSON, formatDebeziumConnect)
+	return nil, fmt.Errorf("format %q: want %s", format, formatNames)
+}
+
+// configEncoder builds the encoder of a configuration: newEncoder's, or
+// debezium-avro with the configuration's registry and Kafka topics.
+func configEncoder(cfg *Config) (cdc.Encoder, error) {
+	if cfg.Format != formatDebeziumAvro {
+		return newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	}
+	kc := cfg.Sink.Kafka
+	kc.Pipeline = cfg.Name
+	enc, _, err := newAvroEncoder(cfg.SchemaRegistry, cfg.Debezium, cfg.Name, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
+	return enc, err
+}
+
+// newAvroEncoder builds debezium-avro with the registry rc; topic names a
+// table's topic, which the subjects follow.
+func newAvroEncoder(rc registry.Config, d DebeziumConfig, pipeline string, topic func(*cdc.TableInfo) (string, error)) (*debezium.Avro, *registry.Client, error) {
+	if err := rc.Validate(); err != nil {
+		return nil, nil, err
+	}
+	reg, err := registry.New(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	strategy := rc.Strategy()
+	o := debezium.AvroOptions{
+		Registry: reg,
+		Subject: func(topic, record string, isKey bool) string {
+			return registry.Subject(strategy, topic, record, isKey)
+		},
+		Topic:       topic,
+		SchemaNames: debezium.NameAdjustment(d.SchemaNameAdjustmentMode),
+		FieldNames:  debezium.NameAdjustment(d.FieldNameAdjustmentMode),
+	}
+	if d.ProvideTransactionMetadata {
+		o.TransactionTopic = d.prefix() + ".transaction"
+	}
+	if d.IncludeSchemaChanges {
+		o.SchemaChangeTopic = d.prefix() + ".schema-changes"
+	}
+	env := debezium.Envelope{Pipeline: pipeline, Version: version}
+	enc, err := debezium.NewAvro(env, d.connectOptions(), o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("debezium.%w", err)
+	}
+	return enc, reg, nil
+}
+
+// validateAvro checks what format debezium-avro needs, and that its
+// settings are not set in vain.
+func (c *Config) validateAvro() []error {
+	var errs []error
+	for _, m := range []struct{ key, v string }{
+		{"schema.name.adjustment.mode", c.Debezium.SchemaNameAdjustmentMode},
+		{"field.name.adjustment.mode", c.Debezium.FieldNameAdjustmentMode},
+	} {
+		if err := debezium.NameAdjustment(m.v).Validate(m.key); err != nil {
+			errs = append(errs, fmt.Errorf("config: debezium.%w", err))
+		}
+	}
+	if c.Format != formatDebeziumAvro {
+		if c.SchemaRegistry.Enabled() {
+			errs = append(errs, fmt.Errorf("config: schema_registry: set, but format is %s: only %s uses a registry", c.Format, formatDebeziumAvro))
+		}
+		return errs
+	}
+	if c.Sink.Type != "kafka" {
+		errs = append(errs, fmt.Errorf("config: format: %s writes Kafka records (the wire format of a schema registry); sink %s takes %s or %s", formatDebeziumAvro, c.Sink.Type, formatDebeziumJSON, formatDebeziumConnect))
+	}
+	if c.Sink.Type == "kafka" && c.Sink.Kafka.CloudEvents {
+		errs = append(errs, fmt.Errorf("config: sink.kafka.cloudevents: its headers say application/json; not with format %s", formatDebeziumAvro))
+	}
+	if err := c.SchemaRegistry.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
+	return errs
 }

@@ -131,15 +131,24 @@ func newProducer(cfg Config, extra ...kgo.Opt) (*producer, error) {
 func (p *producer) client() *kgo.Client { return p.cl.Load() }
 
 // topic expands the topic template for a table.
-func (p *producer) topic(t cdc.TableInfo) (string, error) {
+func (p *producer) topic(t cdc.TableInfo) (string, error) { return TopicName(p.cfg, t) }
+
+// TopicName returns the topic of a table's events under cfg's template
+// (the default one when it is empty), as the sink writes them; formats
+// that name things after the topic (schema registry subjects) use it.
+func TopicName(cfg Config, t cdc.TableInfo) (string, error) {
+	tmpl := cfg.Topic
+	if tmpl == "" {
+		tmpl = DefaultTopic
+	}
 	name := strings.NewReplacer(
 		"{namespace}", t.Namespace,
 		"{table}", t.Name,
 		"{catalog}", t.Catalog,
-		"{pipeline}", p.cfg.Pipeline,
-	).Replace(p.cfg.Topic)
+		"{pipeline}", cfg.Pipeline,
+	).Replace(tmpl)
 	if err := validTopicName(name); err != nil {
-		return "", cdc.Permanent(fmt.Errorf("topic of table %s.%s from template %q: %w", t.Namespace, t.Name, p.cfg.Topic, err))
+		return "", cdc.Permanent(fmt.Errorf("topic of table %s.%s from template %q: %w", t.Namespace, t.Name, tmpl, err))
 	}
 	return name, nil
 }

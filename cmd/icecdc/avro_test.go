@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/avro"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/registry"
+)
+
+// avroRecord decodes a record of Confluent's wire format with the schema
+// the registry holds under its id; nil for a tombstone.
+func avroRecord(t *testing.T, cl *registry.Client, b []byte) (map[string]any, int) {
+	t.Helper()
+	if b == nil {
+		return nil, 0
+	}
+	if len(b) < 5 || b[0] != 0 {
+		t.Fatalf("not the wire format: %q", b)
+	}
+	id := int(binary.BigEndian.Uint32(b[1:5]))
+	text, err := cl.Schema(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := avro.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if _, err := sch.Decode(b[5:], &v); err != nil {
+		t.Fatalf("decode with schema %d: %v", id, err)
+	}
+	return v, id
+}
+
+// TestRunAvro: format debezium-avro on the Kafka sink registers each
+// table schema version under <topic>-key and <topic>-value before the
+// first event that uses it, and writes every record (events, tombstones,
+// transaction and schema-change records) in the wire format; a schema
+// change mid-stream is a second registry version that the events after
+// it carry. A registry that answers 503 keeps the table retrying (shown as
+// failing) and loses nothing once it is back; a registry that refuses the
+// next version stops the table with one line naming the subject and the
+// table schema, and nothing after it is sent.
+func TestRunAvro(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	reg := srfake.New()
+	defer reg.Close()
+	var fault atomic.Value
+	fault.Store("")
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		switch f := fault.Load().(string); {
+		case f == "":
+			return false
+		case r.Method == http.MethodPost && f == "503":
+			http.Error(w, `{"error_code":50003,"message":"registry restarting"}`, http.StatusServiceUnavailable)
+		case r.Method == http.MethodPost && f == "409":
+			w.WriteHeader(http.StatusConflict)
+			w.Write([]byte(`{"error_code":409,"message":"Schema being registered is incompatible with an earlier schema"}`))
+		default:
+			return false
+		}
+		return true
+	})
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(what string, fn func(context.Context, *table.Table) (*table.Table, error)) {
+		t.Helper()
+		if tbl, err = fn(ctx, tbl); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	evolve := func(what string, fn func(*table.UpdateSchema)) {
+		step(what, func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+			tx := tb.NewTransaction()
+			us := tx.UpdateSchema(true, false)
+			fn(us)
+			if err := us.Commit(); err != nil {
+				return nil, err
+			}
+			return tx.Commit(ctx)
+		})
+	}
+	regURL := strings.Replace(reg.URL(), "http://", "http://icecdc:s3cret@", 1)
+	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1}}\nformat: debezium-avro\nschema_registry: {url: '%s'}\n"+
+		"debezium: {include.schema.changes: true, provide.transaction.metadata: true}", brokers[0], regURL)
+	cfg := writeConfig(t, "shop-cdc", catalog, sink, filepath.Join(t.TempDir(), "state.db"))
+	const topic = "icecdc.bookshop.orders"
+	read := func(topic string) []*kgo.Record {
+		recs, err := readCommitted(ctx, brokers, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	versions := func(subject string) int {
+		n := 0
+		for v := 1; ; v++ {
+			if _, ok := reg.GetSchema(subject, v); !ok {
+				return n
+			}
+			n++
+		}
+	}
+
+	step("append", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)})
+	})
+	d := startDaemon(t, "-c", cfg)
+	d.waitFor(t, "the first events", func() bool { return len(read(topic)) == 2 })
+
+	// The registry is down when the next schema version comes.
+	fault.Store("503")
+	evolve("add note", func(us *table.UpdateSchema) {
+		us.AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "for the courier", false, nil)
+	})
+	step("append with note", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, []map[string]any{{"order_id": int64(3), "customer": "cy", "status": "new", "amount": 30.0, "note": "gift"}})
+	})
+	d.waitFor(t, "the outage to be seen", func() bool { return len(d.logLines("sink failing; retrying")) > 0 })
+	if n := len(read(topic)); n != 2 {
+		t.Fatalf("%d events during the outage, want the 2 before it", n)
+	}
+	fault.Store("")
+	step("delete", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Delete(ctx, tb, iceberg.EqualTo(iceberg.Reference("order_id"), int64(1)))
+	})
+	d.waitFor(t, "every event", func() bool { return len(read(topic)) == 5 }) // 3 c, d, tombstone
+	if l := d.logLines("sink failing; retrying")[0]["err"].(string); !strings.Contains(l, "schema registry "+reg.URL()+": register subject icecdc.bookshop.orders-value: HTTP 503: registry restarting") ||
+		strings.Contains(l, "s3cret") {
+		t.Fatalf("outage logged as %q", l)
+	}
+
+	cl, err := registry.New(registry.Config{URL: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	ids := map[int]bool{}
+	for _, r := range read(topic) {
+		k, _ := avroRecord(t, cl, r.Key)
+		v, id := avroRecord(t, cl, r.Value)
+		if v == nil {
+			got = append(got, fmt.Sprintf("tombstone %v", k["order_id"]))
+			continue
+		}
+		ids[id] = true
+		img, _ := v["after"].(map[string]any)
+		if v["op"] == "d" {
+			img = v["before"].(map[string]any)
+		}
+		got = append(got, fmt.Sprintf("%s %v %v note=%v", v["op"], k["order_id"], img["customer"], img["note"]))
+	}
+	want := "c 1 ann note=<nil>|c 2 bob note=<nil>|c 3 cy note=gift|d 1 ann note=<nil>|tombstone 1"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("events %s\nwant %s", strings.Join(got, "|"), want)
+	}
+	if len(ids) != 2 || versions(topic+"-value") != 2 || versions(topic+"-key") != 1 {
+		t.Fatalf("value ids %v, versions: value %d, key %d; want 2, 2, 1", ids, versions(topic+"-value"), versions(topic+"-key"))
+	}
+	for _, aux := range []string{"icecdc.transaction", "icecdc.schema-changes"} {
+		recs := read(aux)
+		if len(recs) == 0 {
+			t.Fatalf("no records on %s", aux)
+		}
+		for _, r := range recs {
+			avroRecord(t, cl, r.Key)
+			if v, _ := avroRecord(t, cl, r.Value); v == nil {
+				t.Fatalf("%s: a null value", aux)
+			}
+		}
+		if versions(aux+"-value") != 1 {
+			t.Fatalf("%s-value: %d versions", aux, versions(aux+"-value"))
+		}
+	}
+
+	// A refused version stops the table; nothing after it is sent.
+	fault.Store("409")
+	evolve("add wrap", func(us *table.UpdateSchema) {
+		us.AddColumn([]string{"wrap"}, iceberg.PrimitiveTypes.Bool, "", false, nil)
+	})
+	step("append after the change", func(ctx context.Context, tb *table.Table) (*table.Table, error) {
+		return scenario.Append(ctx, tb, []map[string]any{scenario.Order(4, "dee", "new", 40)})
+	})
+	// The one table stopped, so the daemon ends, with the table's line.
+	var exit error
+	select {
+	case exit = <-d.done:
+		d.done <- nil
+	case <-ctx.Done():
+		t.Fatal("the daemon did not stop the table")
+	}
+	if exit == nil || len(d.logLines("table stopped")) != 1 {
+		t.Fatalf("exit %v, logs:\n%s", exit, d.logs.String())
+	}
+	l := d.logLines("table stopped")[0]["err"].(string)
+	if !strings.HasSuffix(exit.Error(), l) {
+		t.Fatalf("exit line %q, stop line %q", exit, l)
+	}
+	for _, w := range []string{"schema registry " + reg.URL(), "subject icecdc.bookshop.orders-value", "table bookshop.orders schema 2",
+		"refused (HTTP 409): Schema being registered is incompatible"} {
+		if !strings.Contains(l, w) || strings.Contains(l, "s3cret") || strings.Contains(l, "\n") {
+			t.Fatalf("stop line %q lacks %q", l, w)
+		}
+	}
+	if n := len(read(topic)); n != 5 {
+		t.Fatalf("%d events after the refusal, want 5", n)
+	}
+}
+
+// TestConfigAvro: debezium-avro wants the kafka sink and a registry; a
+// registry without the format, a bad strategy or adjustment mode, and a
+// URL whose password url.Parse refuses are each one error naming the key,
+// never showing the password.
+func TestConfigAvro(t *testing.T) {
+	const kafkaSink = "sink:\n  type: kafka\n  kafka: {brokers: ['localhost:9092']}\n"
+	base := strings.Replace(goodConfig, "format: debezium-json\n", "", 1)
+	base = base[:strings.Index(base, "sink:")] + kafkaSink + "state: {path: /var/lib/icecdc/state.db}\n"
+	getenv := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	ok := base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', username: u, password: Pw-Qr4, subject_name_strategy: topic_record}\n" +
+		"debezium: {schema.name.adjustment.mode: avro, field.name.adjustment.mode: avro_unicode}\n"
+	if _, err := parseConfig([]byte(ok), getenv); err != nil {
+		t.Fatalf("a good avro configuration: %v", err)
+	}
+	for _, tc := range []struct{ cfg, want string }{
+		{base + "format: debezium-avro\n", "schema_registry.url: required"},
+		{base + "schema_registry: {url: 'http://reg:8081'}\n", "schema_registry: set, but format is debezium-connect-json"},
+		{goodConfig + "schema_registry: {url: 'http://reg:8081'}\n", "schema_registry: set, but format is debezium-json"},
+		{strings.Replace(goodConfig, "format: debezium-json", "format: debezium-avro", 1) + "schema_registry: {url: 'http://reg:8081'}\n", "debezium-avro writes Kafka records"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', subject_name_strategy: name}\n", `schema_registry.subject_name_strategy: "name": want topic, record or topic_record`},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', username: u, bearer_token: Pw-Qr4}\n", "schema_registry.bearer_token: set with username"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://u:Pw-%zz-Qr4@reg:8081'}\n", "schema_registry.url"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'ftp://u:Pw-Qr4@reg:8081'}\n", "schema_registry.url"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081', ca_file: /nonexistent/ca.pem}\n", "schema_registry.ca_file"},
+		{base + "format: debezium-avro\nschema_registry: {url: 'http://reg:8081'}\ndebezium: {field.name.adjustment.mode: avro2}\n", `debezium.field.name.adjustment.mode "avro2": want none, avro or avro_unicode`},
+	} {
+		_, err := parseConfig([]byte(tc.cfg), getenv)
+		if err == nil {
+			t.Fatalf("accepted:\n%s", tc.cfg)
+		}
+		if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "Pw-") {
+			t.Errorf("want %q, without the password: %s", tc.want, msg)
+		}
+	}
+}
+
+// TestChangesAvro: icecdc changes --format debezium-avro registers the
+// schemas and prints each record as the JSON of the Avro value read back
+// from the registry; without --schema-registry-url it says what it needs.
+func TestChangesAvro(t *testing.T) {
+	ctx := context.Background()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10.5)}); err != nil {
+		t.Fatal(err)
+	}
+	reg := srfake.New()
+	defer reg.Close()
+	args := []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
+		"--table", "bookshop.orders", "--format", "debezium-avro", "--with-key"}
+	out, errOut, code := runCmd(args...)
+	if code == 0 || !strings.Contains(errOut, "needs --schema-registry-url") {
+		t.Fatalf("without a registry: exit %d, %s", code, errOut)
+	}
+	out, errOut, code = runCmd(append(args, "--schema-registry-url", reg.URL())...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	key, value, ok := strings.Cut(strings.TrimSpace(out), "\t")
+	if !ok || key != `{"order_id":1}` || !strings.Contains(value, `"after":{"order_id":1,"customer":"ann","status":"new","amount":10.5}`) ||
+		!strings.Contains(value, `"op":"r"`) && !strings.Contains(value, `"op":"c"`) {
+		t.Fatalf("printed %q", out)
+	}
+	if _, ok := reg.GetSchema("icecdc.bookshop.orders-value", 1); !ok {
+		t.Fatal("the value schema is not registered")
+	}
+}
