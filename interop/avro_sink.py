@@ -579,7 +579,12 @@ def main():
         for d in daemons:
             d.send_signal(signal.SIGTERM)
         for d in daemons:
-            d.wait(timeout=30)
+            try:
+                d.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                print(f"avro: `{' '.join(d.args)}` did not stop within 30s of SIGTERM; killed")
+                d.kill()
+                d.wait()
     for t in tables + [EVOLVE]:
         want["replay", t] = cs.replayed(want["ident", t], a.chunk)
         records["replay", t] = cs.replayed(records["ident", t], a.chunk)
