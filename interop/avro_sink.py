@@ -58,6 +58,10 @@ import connect_sink as cs
 NS = cs.NS
 MODES = ("rowid", "ident", "replay")
 EVOLVE = "evolve"
+# Debezium's topic.prefix of the daemons: the start of the schema names, and
+# the schema-change topic (<prefix>.schema-changes) the rowid ones write.
+PREFIX = "avro"
+SCHEMA_CHANGES = f"{PREFIX}.schema-changes"
 CONVERTER = "io.apicurio.registry.utils.converter.AvroConverter"
 
 
@@ -312,7 +316,7 @@ def connect_json(a, catalog_db, warehouse, table, name, mode="rowid"):
     Kafka sink writes it; in the ident mode keyed by the key columns."""
     p = subprocess.run([a.icecdc, "changes", "--catalog-type", "sql", "--catalog-uri", f"file:{catalog_db}",
                         "--warehouse", f"file://{warehouse}", "--table", f"{NS}.{table}", "--name", name,
-                        "--format", "debezium-connect-json", "--with-key"],
+                        "--topic-prefix", PREFIX, "--format", "debezium-connect-json", "--with-key"],
                        capture_output=True, text=True, check=True)
     out = []
     for ln in p.stdout.splitlines():
@@ -362,6 +366,10 @@ def daemon(a, work, name, catalog_db, warehouse, tables, mode, log):
     for t in tables:
         lines.append(f'  - {{name: "{NS}.{t}", start: earliest'
                      + (f", key: [{', '.join(key_columns(t))}]" if mode == "ident" else "") + "}")
+    if mode == "rowid":
+        lines.append(f"debezium: {{topic.prefix: {PREFIX}, include.schema.changes: true}}")
+    else:
+        lines.append(f"debezium: {{topic.prefix: {PREFIX}}}")
     lines += ["poll: {interval: 100ms}", f"chunk: {a.chunk}", "format: debezium-avro",
               f'schema_registry: {{url: "{a.registry}/apis/ccompat/v7"}}', "sink:", "  type: kafka",
               f'  kafka: {{brokers: ["{a.brokers}"], topic: "avro-{mode}.{{namespace}}.{{table}}", tombstones: true}}',
@@ -616,6 +624,10 @@ def main():
             ok = ok and exact and second_exact
     for mode in ("rowid", "ident"):
         ok = check_versions(a, mode, evolve_ids[mode], len(steps) + 1) and ok
+    if a.producer == "native":
+        n, sc_ok = check_schema_changes(a, dec, {t: sources[t][0] for t in tables + [EVOLVE]})
+        decoded += n
+        ok = ok and sc_ok
     print(f"avro: the second consumer decoded {decoded} records (AvroDeserializer, {a.registry}/apis/ccompat/v7, "
           f"{len(dec.connect)} schemas); compared in {time.monotonic() - t1:.1f}s")
     return 0 if ok else 1
@@ -643,6 +655,41 @@ def follow_renames(conn, brokers, group, topic, table, renamed, by_key):
                for c in cols if c not in renamed.values()]
         cur.execute(f'CREATE OR REPLACE VIEW "{table}_head" AS SELECT {", ".join(sel)} FROM "{table}"')
     return f"{table}_head"
+
+
+def check_schema_changes(a, dec, catalogs):
+    """The rowid daemons' schema-change records on SCHEMA_CHANGES, decoded by
+    the second consumer, against the CREATE and ALTERs the tables' snapshot
+    schemas imply (connect_sink.expected_schema_changes); catalogs maps each
+    table to its catalog. Returns (records decoded, exact)."""
+    from confluent_kafka.serialization import MessageField
+    got = {t: [] for t in catalogs}
+    problems = []
+    recs = cs.consume_topic(a.brokers, SCHEMA_CHANGES)
+    for i, (k, v) in enumerate(recs):
+        try:
+            dec.decode(SCHEMA_CHANGES, MessageField.KEY, k)
+            _, _, rec = dec.decode(SCHEMA_CHANGES, MessageField.VALUE, v)
+        except Exception as err:  # noqa: BLE001 - a record that does not decode is a finding
+            problems.append(f"{SCHEMA_CHANGES} record {i}: {type(err).__name__}: {err}")
+            continue
+        t = rec["source"]["table"]
+        if t in got:
+            tc = rec["tableChanges"][0]
+            got[t].append((rec["source"]["sequence_number"], tc["type"], rec["schema_id"],
+                           [c["name"] for c in tc["table"]["columns"]]))
+    ok = not problems
+    for p in problems[:5]:
+        print(f"avro schema-changes: {p}")
+    for t, catalog_db in catalogs.items():
+        want = cs.expected_schema_changes(catalog_db, t)
+        exact = got[t] == want
+        ok = ok and exact
+        print(f"avro schema-changes {t}: {len(want)} records ({sum(1 for w in want if w[1] == 'ALTER')} ALTER), "
+              f"decoded from Avro: {'exact' if exact else 'NOT exact'}")
+        if not exact:
+            print(f"  want {want}\n  got  {got[t]}")
+    return len(recs), ok
 
 
 def check_versions(a, mode, ids, schemas):
