@@ -89,8 +89,9 @@ def http(method, url, body=None):
 # ---------------------------------------------------------------- Connect
 
 def add_connectors(a):
-    """The Avro JDBC sink connectors, one a mode, through the worker's REST
-    API; waits until each task runs."""
+    """The Avro JDBC sink connectors, one a mode, and a file sink of the
+    schema-change topic, through the worker's REST API; waits until each
+    task runs."""
     deadline = time.monotonic() + 180
     while True:  # the REST API opens, and then serves /connectors once the worker has started
         try:
@@ -106,29 +107,41 @@ def add_connectors(a):
             "apicurio.registry.as-confluent": "true",
             "apicurio.registry.use-id": "contentId",
             "apicurio.registry.headers.enabled": "false"}
+    connectors = {}
     for mode in MODES:
-        cfg = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "tasks.max": "1",
-               "topics.regex": f"avro-{mode}\\..*",
-               "connection.url": f"jdbc:postgresql://127.0.0.1:{a.pg_port}/postgres",
-               "connection.username": "icecdc", "connection.password": "",
-               "insert.mode": "upsert", "delete.enabled": "true", "primary.key.mode": "record_key",
-               "schema.evolution": "basic", "collection.name.format": f"avro_{mode}_${{source.table}}",
-               "key.converter": CONVERTER, "value.converter": CONVERTER}
+        connectors[f"avro-jdbc-{mode}"] = {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "tasks.max": "1",
+            "topics.regex": f"avro-{mode}\\..*",
+            "connection.url": f"jdbc:postgresql://127.0.0.1:{a.pg_port}/postgres",
+            "connection.username": "icecdc", "connection.password": "",
+            "insert.mode": "upsert", "delete.enabled": "true", "primary.key.mode": "record_key",
+            "schema.evolution": "basic", "collection.name.format": f"avro_{mode}_${{source.table}}"}
+    # Connect's converter reads the schema-change records too: the file
+    # sink writes each as the Struct it converted to, or its task fails.
+    connectors["avro-file-schema-changes"] = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
+        "topics": SCHEMA_CHANGES, "file": schema_changes_file(a)}
+    for name, cfg in connectors.items():
+        cfg.update({"key.converter": CONVERTER, "value.converter": CONVERTER})
         for side in ("key", "value"):
             cfg.update({f"{side}.converter.{k}": v for k, v in conv.items()})
-        status, body = http("PUT", f"{a.connect}/connectors/avro-jdbc-{mode}/config", cfg)
+        status, body = http("PUT", f"{a.connect}/connectors/{name}/config", cfg)
         if status not in (200, 201):
-            raise RuntimeError(f"connect {a.connect}: PUT connector avro-jdbc-{mode}: {status} {body}")
+            raise RuntimeError(f"connect {a.connect}: PUT connector {name}: {status} {body}")
     deadline = time.monotonic() + 60
-    for mode in MODES:
+    for name in connectors:
         while True:
-            status, body = http("GET", f"{a.connect}/connectors/avro-jdbc-{mode}/status")
+            status, body = http("GET", f"{a.connect}/connectors/{name}/status")
             tasks = body.get("tasks", []) if isinstance(body, dict) else []
             if tasks and all(t["state"] == "RUNNING" for t in tasks):
                 break
             if any(t["state"] == "FAILED" for t in tasks) or time.monotonic() > deadline:
-                raise RuntimeError(f"connect {a.connect}: connector avro-jdbc-{mode}: {status} {body}")
+                raise RuntimeError(f"connect {a.connect}: connector {name}: {status} {body}")
             time.sleep(0.5)
+
+
+def schema_changes_file(a):
+    return os.path.join(a.work, "schema-changes.txt")
 
 
 # ---------------------------------------------------------------- Avro schemas as Connect reads them
@@ -681,6 +694,19 @@ def check_schema_changes(a, dec, catalogs):
     ok = not problems
     for p in problems[:5]:
         print(f"avro schema-changes: {p}")
+    lines, deadline = [], time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if os.path.exists(schema_changes_file(a)):
+            with open(schema_changes_file(a), encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        if len(lines) >= len(recs):
+            break
+        time.sleep(0.5)
+    structs = sum(1 for ln in lines if ln.startswith("Struct{source=Struct{version="))
+    cexact = structs == len(recs) == len(lines)
+    ok = ok and cexact
+    print(f"avro schema-changes: Apicurio's AvroConverter converted {structs} of {len(recs)} records "
+          f"(FileStreamSink, {len(lines)} lines): {'exact' if cexact else 'NOT exact'}")
     for t, catalog_db in catalogs.items():
         want = cs.expected_schema_changes(catalog_db, t)
         exact = got[t] == want
