@@ -37,8 +37,13 @@ The records come from one of two producers:
               chain while icecdc has no format debezium-avro (avro.sh picks
               native when it has).
 
+The rowid daemons also write the schema-change topic in Avro: the second
+consumer decodes it and compares it with the tables' snapshot schemas, and
+a FileStreamSink connector with Apicurio's converter must convert every
+record.
+
 Prints one line per table and mode, the registry's versions of the evolved
-table, and the records decoded.
+table, the schema-change checks, and the records decoded.
 """
 
 import argparse
@@ -542,7 +547,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--producer", choices=("native", "translated"), required=True)
     ap.add_argument("--chunk", type=int, default=7)
-    ap.add_argument("--timeout", type=float, default=300, help="seconds to wait for the topics to be complete")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds to wait for the topics to be complete")
     a = ap.parse_args()
     a.pg_port = dict(kv.split("=", 1) for kv in a.pg.split())["port"]
     os.makedirs(a.work, exist_ok=True)
