@@ -107,26 +107,43 @@ summarize runfile
 r=$(pairratio runfile appendpair)
 printf '| run --once to the file sink, %s rows append | %s | %s | %s | %.0f events/s; %.2f× / %.2f× of changes (run by run) |\n' "$rows" "$(get runfile 1)" "$(get runfile 2)" "$(get runfile 3)" \
   "$(awk -v r="$rows" -v w="$(get runfile 1)" 'BEGIN { print r/w }')" "${r% *}" "${r#* }"
-# 4. The same append into Kafka: a kfake broker in its own process, a new
-# one per run (not timed), at least once with acks=all, in both formats.
-for fmt in debezium-json debezium-connect-json; do
-  : > "$tmp/kafka-$fmt.all"
-  for _ in $(seq "$runs"); do
-    "$tmp/kfake" > "$tmp/kfake.addr" & kpid=$!
-    for _ in $(seq 50); do [ -s "$tmp/kfake.addr" ] && break; sleep 0.1; done
+# 4. The same append into Kafka: a kfake broker (and an in-memory schema
+# registry for debezium-avro) in its own process, a new one per run (not
+# timed), at least once with acks=all, the formats in turn within each run
+# so that their ratios are taken run by run; bytes/record are the keys and
+# values of the topic, read back when the broker stops.
+kfmts="debezium-json debezium-connect-json debezium-avro"
+for fmt in $kfmts; do : > "$tmp/kafka-$fmt.all"; : > "$tmp/bytes-$fmt.all"; done
+for _ in $(seq "$runs"); do
+  for fmt in $kfmts; do
+    "$tmp/kfake" -registry -stats "$tmp/kstats" > "$tmp/kfake.addr" & kpid=$!
+    for _ in $(seq 50); do [ "$(wc -l < "$tmp/kfake.addr")" -ge 2 ] && break; sleep 0.1; done
     cat > "$tmp/runk.yaml" <<YAML
 name: bench
 tables: [{name: shop.orders, metadata: "$(meta append)", start: sequence:$(( $(head_seq append) - 1 ))}]
 format: $fmt
-sink: {type: kafka, kafka: {brokers: ["$(cat "$tmp/kfake.addr")"], topic: bench}}
+sink: {type: kafka, kafka: {brokers: ["$(sed -n 1p "$tmp/kfake.addr")"], topic: bench}}
+$([ "$fmt" = debezium-avro ] && echo "schema_registry: {url: \"$(sed -n 2p "$tmp/kfake.addr")\"}")
 state: {path: "$tmp/statek.db"}
 http: {listen: ""}
 YAML
-    rm -f "$tmp/statek.db"
+    rm -f "$tmp/statek.db" "$tmp/kstats"
     once "kafka-$fmt" "$tmp/icecdc" run -c "$tmp/runk.yaml" --once
     kill "$kpid"; wait "$kpid" 2>/dev/null || true; rm -f "$tmp/kfake.addr"
+    read -r recs bytes < "$tmp/kstats"
+    [ "$recs" -eq "$rows" ] || { echo "bench: $fmt: $recs records in Kafka, want $rows" >&2; exit 1; }
+    awk -v b="$bytes" -v r="$recs" 'BEGIN { printf "%.1f\n", b/r }' >> "$tmp/bytes-$fmt.all"
   done
+done
+for fmt in $kfmts; do
   summarize "kafka-$fmt"
-  printf '| run --once to Kafka (kfake, own process), %s rows append, %s | %s | %s | %s | %.0f events/s |\n' "$rows" "$fmt" \
-    "$(get "kafka-$fmt" 1)" "$(get "kafka-$fmt" 2)" "$(get "kafka-$fmt" 3)" "$(awk -v r="$rows" -v w="$(get "kafka-$fmt" 1)" 'BEGIN { print r/w }')"
+  bpr=$(median < "$tmp/bytes-$fmt.all")
+  echo "$bpr" > "$tmp/bpr-$fmt"
+  printf '| run --once to Kafka (kfake, own process), %s rows append, %s | %s | %s | %s | %.0f events/s; %s bytes/record |\n' "$rows" "$fmt" \
+    "$(get "kafka-$fmt" 1)" "$(get "kafka-$fmt" 2)" "$(get "kafka-$fmt" 3)" "$(awk -v r="$rows" -v w="$(get "kafka-$fmt" 1)" 'BEGIN { print r/w }')" "$bpr"
+done
+for fmt in debezium-connect-json debezium-json; do
+  r=$(pairratio kafka-debezium-avro "kafka-$fmt")
+  printf '| debezium-avro vs %s into Kafka (run by run) | | | | %.2f× wall / %.2f× CPU; %.2f× bytes/record |\n' "$fmt" "${r% *}" "${r#* }" \
+    "$(awk -v a="$(cat "$tmp/bpr-debezium-avro")" -v b="$(cat "$tmp/bpr-$fmt")" 'BEGIN { print a/b }')"
 done

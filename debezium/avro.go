@@ -1,6 +1,7 @@
 package debezium
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -53,6 +54,9 @@ type Avro struct {
 
 	mu      sync.Mutex
 	schemas map[avroCacheKey]*avroSchema
+	// byTable finds an event's schemas from the Connect format's compiled
+	// table without reading the schema text again.
+	byTable map[tableRole]*avroSchema
 
 	txMu    sync.Mutex
 	txKey   *avroSchema
@@ -61,6 +65,11 @@ type Avro struct {
 
 // avroCacheKey names a derived schema: the record's role and the Connect
 // schema's text, which holds the table's names.
+type tableRole struct {
+	t    *connectTable
+	role byte
+}
+
 type avroCacheKey struct {
 	role   byte // 'k' key, 'v' value, 'K'/'V' schema change, 't'/'T' transaction
 	schema string
@@ -94,7 +103,7 @@ func NewAvro(env Envelope, copts ConnectOptions, o AvroOptions) (*Avro, error) {
 	if o.Registry == nil || o.Subject == nil || o.Topic == nil {
 		return nil, errors.New("debezium-avro: a schema registry and the topics are required")
 	}
-	return &Avro{conn: conn, o: o, schemas: map[avroCacheKey]*avroSchema{}}, nil
+	return &Avro{conn: conn, o: o, schemas: map[avroCacheKey]*avroSchema{}, byTable: map[tableRole]*avroSchema{}}, nil
 }
 
 // Options returns the Connect options, with their defaults applied.
@@ -144,6 +153,7 @@ func (f *Avro) schema(role byte, connect []byte, isKey bool, topic func() (strin
 	f.mu.Lock()
 	if len(f.schemas) >= avroCacheMax {
 		clear(f.schemas)
+		clear(f.byTable)
 	}
 	f.schemas[avroCacheKey{role, string(connect)}] = s
 	f.mu.Unlock()
@@ -160,25 +170,65 @@ func (f *Avro) transcode(dst, msg []byte, role byte, isKey bool, topic func() (s
 	if err != nil {
 		return dst, err
 	}
-	x, err := decodePayload(payload)
-	if err != nil {
-		return dst, fmt.Errorf("%s: %w", what, err)
-	}
-	v, err := s.conv.convert(x)
-	if err != nil {
-		return dst, fmt.Errorf("%s: %w", what, err)
-	}
+	return f.appendWire(dst, s, payload, func() string { return what })
+}
+
+// appendWire appends the header of s and the Avro body of payload; what
+// names the record in an error.
+func (f *Avro) appendWire(dst []byte, s *avroSchema, payload []byte, what func() string) ([]byte, error) {
 	n := len(dst)
 	dst = append(dst, s.header[:]...)
-	out, err := s.sch.AppendEncode(dst, v)
+	sc := jsonScan{b: payload}
+	out, err := s.conv.appendAvro(dst, &sc)
+	if err == nil && sc.i != len(payload) {
+		err = sc.fail("text after the payload")
+	}
 	if err != nil {
-		return dst[:n], fmt.Errorf("%s: encode Avro (subject %s): %w", what, s.subject, err)
+		return dst[:n], fmt.Errorf("%s: encode Avro (subject %s): %w", what(), s.subject, err)
 	}
 	return out, nil
 }
 
 func (f *Avro) tableTopic(t *cdc.TableInfo) func() (string, error) {
 	return func() (string, error) { return f.o.Topic(t) }
+}
+
+// event appends the wire form of an event's key ('k') or value ('v'),
+// msg in the Connect form, finding the schema by the Connect format's
+// compiled table, whose prefix is the message's schema part.
+func (f *Avro) event(dst, msg []byte, c *cdc.Commit, role byte) ([]byte, error) {
+	ct, err := f.conn.table(&c.Table)
+	if err != nil {
+		return dst, err
+	}
+	prefix := ct.valuePrefix
+	// Named only when an error needs it: a name per event is not free.
+	what := func() string { return tableWhat(&c.Table) }
+	if role == 'k' {
+		prefix, what = ct.keyPrefix, func() string { return "key of " + tableWhat(&c.Table) }
+	}
+	if !bytes.HasPrefix(msg, prefix) || len(msg) <= len(prefix) {
+		return dst, fmt.Errorf("%s: not a Connect message", what())
+	}
+	tr := tableRole{ct, role}
+	f.mu.Lock()
+	s, ok := f.byTable[tr]
+	f.mu.Unlock()
+	if !ok {
+		const open, mid = len(`{"schema":`), len(`,"payload":`)
+		if s, err = f.schema(role, prefix[open:len(prefix)-mid], role == 'k', f.tableTopic(&c.Table), what()); err != nil {
+			return dst, err
+		}
+		f.mu.Lock()
+		// A reloaded table is a new compiled table of the same schema
+		// text, so this map is bounded on its own.
+		if len(f.byTable) >= avroCacheMax {
+			clear(f.byTable)
+		}
+		f.byTable[tr] = s
+		f.mu.Unlock()
+	}
+	return f.appendWire(dst, s, msg[len(prefix):len(msg)-1], what)
 }
 
 // tableWhat names the table and its schema version in errors about its
@@ -200,7 +250,7 @@ func (f *Avro) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error
 	if err != nil {
 		return dst, err
 	}
-	out, err := f.transcode(dst, msg, 'k', true, f.tableTopic(&c.Table), "key of "+tableWhat(&c.Table))
+	out, err := f.event(dst, msg, c, 'k')
 	if err != nil {
 		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
 	}
@@ -220,7 +270,7 @@ func (f *Avro) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) 
 	if err != nil {
 		return dst, err
 	}
-	out, err := f.transcode(dst, msg, 'v', false, f.tableTopic(&c.Table), tableWhat(&c.Table))
+	out, err := f.event(dst, msg, c, 'v')
 	if err != nil {
 		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
 	}

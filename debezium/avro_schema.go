@@ -2,10 +2,8 @@ package debezium
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -170,9 +168,12 @@ func (o avroObj) MarshalJSON() ([]byte, error) {
 type avroValue struct {
 	kind     byte // 'b' boolean, 'i' int, 'l' long, 'f' float, 'd' double, 's' string, 'y' bytes, 'r' record, 'a' array, 'm' map, 'e' map as entries
 	optional bool
-	fields   []avroField
-	elem     *avroValue // of an array or map; the value of map entries
-	key      *avroValue // of map entries
+	// nullSecond: the union is [T, "null"] (the schema has a default),
+	// not ["null", T].
+	nullSecond bool
+	fields     []avroField
+	elem       *avroValue // of an array or map; the value of map entries
+	key        *avroValue // of map entries
 }
 
 type avroField struct {
@@ -234,7 +235,7 @@ func (e *avroNameError) Error() string {
 // optional, unless bare) and its converter.
 func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any, *avroValue, error) {
 	base := avroObj{}
-	v := &avroValue{optional: cs.Optional && !bare}
+	v := &avroValue{optional: cs.Optional && !bare, nullSecond: len(cs.Default) > 0}
 	named := false // base is a named type's definition
 	var ref string // the name of a record defined before
 	switch cs.Type {
@@ -328,7 +329,7 @@ func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any
 					return nil, nil, fmt.Errorf("column %q: two different schemas named %s: Avro allows one", path, full)
 				}
 				ref := *prior.v
-				ref.optional = v.optional
+				ref.optional, ref.nullSecond = v.optional, v.nullSecond
 				if !ref.optional {
 					return full, &ref, nil
 				}
@@ -445,135 +446,6 @@ func avroField2(name string, schema any, cs *connectSchemaNode) avroObj {
 	return f
 }
 
-// convert turns a decoded Connect payload value (numbers as json.Number)
-// into the value twmb/avro encodes per v.
-func (v *avroValue) convert(x any) (any, error) {
-	if x == nil {
-		if !v.optional {
-			return nil, fmt.Errorf("null where the schema wants a value")
-		}
-		return nil, nil
-	}
-	switch v.kind {
-	case 'b':
-		if b, ok := x.(bool); ok {
-			return b, nil
-		}
-	case 'i':
-		if n, ok := x.(json.Number); ok {
-			i, err := strconv.ParseInt(string(n), 10, 32)
-			return int32(i), err
-		}
-	case 'l':
-		if n, ok := x.(json.Number); ok {
-			return strconv.ParseInt(string(n), 10, 64)
-		}
-	case 'f', 'd':
-		bits := 64
-		if v.kind == 'f' {
-			bits = 32
-		}
-		var f float64
-		switch n := x.(type) {
-		case json.Number:
-			var err error
-			if f, err = strconv.ParseFloat(string(n), bits); err != nil {
-				return nil, err
-			}
-		case string: // JsonConverter's spelling of the non-finite ones
-			switch n {
-			case "NaN":
-				f = math.NaN()
-			case "Infinity":
-				f = math.Inf(1)
-			case "-Infinity":
-				f = math.Inf(-1)
-			default:
-				return nil, fmt.Errorf("%q is not a number", n)
-			}
-		default:
-			return nil, fmt.Errorf("%T is not a number", x)
-		}
-		if bits == 32 {
-			return float32(f), nil
-		}
-		return f, nil
-	case 's':
-		if s, ok := x.(string); ok {
-			return s, nil
-		}
-	case 'y':
-		if s, ok := x.(string); ok {
-			return base64.StdEncoding.DecodeString(s)
-		}
-	case 'r':
-		m, ok := x.(map[string]any)
-		if !ok {
-			break
-		}
-		out := make(map[string]any, len(v.fields))
-		for _, f := range v.fields {
-			c, err := f.v.convert(m[f.connect])
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f.connect, err)
-			}
-			out[f.avro] = c
-		}
-		return out, nil
-	case 'a':
-		l, ok := x.([]any)
-		if !ok {
-			break
-		}
-		out := make([]any, len(l))
-		for i, e := range l {
-			c, err := v.elem.convert(e)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			out[i] = c
-		}
-		return out, nil
-	case 'm':
-		m, ok := x.(map[string]any)
-		if !ok {
-			break
-		}
-		out := make(map[string]any, len(m))
-		for k, e := range m {
-			c, err := v.elem.convert(e)
-			if err != nil {
-				return nil, fmt.Errorf("[%q]: %w", k, err)
-			}
-			out[k] = c
-		}
-		return out, nil
-	case 'e':
-		l, ok := x.([]any)
-		if !ok {
-			break
-		}
-		out := make([]any, len(l))
-		for i, e := range l {
-			pair, ok := e.([]any)
-			if !ok || len(pair) != 2 {
-				return nil, fmt.Errorf("[%d]: not a [key, value] pair", i)
-			}
-			k, err := v.key.convert(pair[0])
-			if err != nil {
-				return nil, fmt.Errorf("[%d].key: %w", i, err)
-			}
-			val, err := v.elem.convert(pair[1])
-			if err != nil {
-				return nil, fmt.Errorf("[%d].value: %w", i, err)
-			}
-			out[i] = map[string]any{"key": k, "value": val}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%T does not fit the schema", x)
-}
-
 // splitConnect splits a message of the debezium-connect-json format,
 // {"schema":…,"payload":…}, into its schema and payload texts. The first
 // `,"payload":` ends the schema: a schema holds field names only as
@@ -588,15 +460,4 @@ func splitConnect(msg []byte) (schema, payload []byte, ok bool) {
 		return nil, nil, false
 	}
 	return msg[len(open):i], msg[i+len(mid) : len(msg)-1], true
-}
-
-// decodePayload decodes a payload's JSON with numbers kept as written.
-func decodePayload(b []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var x any
-	if err := d.Decode(&x); err != nil {
-		return nil, err
-	}
-	return x, nil
 }

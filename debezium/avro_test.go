@@ -25,7 +25,7 @@ import (
 	"github.com/icecdc/icecdc/registry"
 )
 
-func newAvroFormat(t *testing.T, url string, o ConnectOptions, ao AvroOptions) (*Avro, *registry.Client) {
+func newAvroFormat(t testing.TB, url string, o ConnectOptions, ao AvroOptions) (*Avro, *registry.Client) {
 	t.Helper()
 	cl, err := registry.New(registry.Config{URL: url})
 	if err != nil {
@@ -608,5 +608,92 @@ func TestAvroRegistryFaults(t *testing.T) {
 	_, err := cl.Schema(context.Background(), 987654)
 	if err == nil || !cdc.IsPermanent(err) || !strings.Contains(err.Error(), "schema registry "+reg.URL()+": schema id 987654: HTTP 404") || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("unknown id: %v", err)
+	}
+}
+
+// TestAvroConcurrent: one format serves several tables' goroutines at
+// once (run with -race); each record decodes to its own table's row.
+func TestAvroConcurrent(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	f, cl := newAvroFormat(t, reg.URL(), ConnectOptions{}, AvroOptions{})
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			c := goldenCommit(true)
+			c.Table.Name = fmt.Sprintf("t%d", g%3)
+			c.Table.Schema = iceberg.NewSchemaWithIdentifiers(g%3, []int{1},
+				iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+				iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
+			for i := range 200 {
+				e := &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i), fmt.Sprintf("g%d \"%d\"", g, i)}}
+				rec, err := f.AppendValue(nil, c, e, 1)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i%50 == 0 {
+					id := int(binary.BigEndian.Uint32(rec[1:5]))
+					text, err := cl.Schema(context.Background(), id)
+					if err != nil {
+						errs <- err
+						return
+					}
+					sch, err := avro.Parse(text)
+					if err != nil {
+						errs <- err
+						return
+					}
+					var v map[string]any
+					if _, err := sch.Decode(rec[5:], &v); err != nil {
+						errs <- err
+						return
+					}
+					if got := v["after"].(map[string]any)["name"]; got != fmt.Sprintf("g%d \"%d\"", g, i) || !strings.HasSuffix(sch.Root().Namespace, c.Table.Name) {
+						errs <- fmt.Errorf("goroutine %d event %d: name %v in %s", g, i, got, sch.Root().Namespace)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAvroCachesBounded: a table whose metadata is reloaded on every poll
+// (a new *iceberg.Schema each time, the same schema) keeps the format's
+// caches bounded and registers nothing again.
+func TestAvroCachesBounded(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	var posts atomic.Int64
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		return false
+	})
+	f, _ := newAvroFormat(t, reg.URL(), ConnectOptions{}, AvroOptions{})
+	for i := range 3 * avroCacheMax {
+		c := goldenCommit(true)
+		c.Table.Schema = iceberg.NewSchemaWithIdentifiers(1, []int{1},
+			iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+		if _, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i)}}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	n, m := len(f.byTable), len(f.schemas)
+	f.mu.Unlock()
+	if n > avroCacheMax || m > avroCacheMax {
+		t.Fatalf("caches hold %d and %d entries, bound %d", n, m, avroCacheMax)
+	}
+	if p := posts.Load(); p != 1 {
+		t.Fatalf("%d registrations of one schema", p)
 	}
 }

@@ -3,10 +3,13 @@ package debezium
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
 	"github.com/icecdc/icecdc/cdc"
 )
 
-// BenchmarkEncodeConnect measures debezium-connect-json against
+// BenchmarkEncodeConnect measures debezium-connect-json and debezium-avro
+// (against an in-memory registry, asked once per schema) against
 // debezium-json in the same run: key and value of inserts into the orders
 // table, into reused buffers. The schema part of each record is copied
 // from the per-table cache, so the difference is mostly bytes.
@@ -16,12 +19,16 @@ func BenchmarkEncodeConnect(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	reg := srfake.New()
+	defer reg.Close()
+	avroFmt, _ := newAvroFormat(b, reg.URL(), ConnectOptions{}, AvroOptions{})
 	for _, tc := range []struct {
 		name string
 		enc  cdc.Encoder
 	}{
 		{"format=debezium-json", &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}},
 		{"format=debezium-connect-json", connect},
+		{"format=debezium-avro", avroFmt},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			key, val := make([]byte, 0, 4096), make([]byte, 0, 4096)

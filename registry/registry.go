@@ -266,6 +266,10 @@ func (c *Client) fail(what string, err error) error {
 	if errors.As(err, &tooLong) {
 		return cdc.Permanent(fmt.Errorf("schema registry %s: %s: %w", c.where, what, tooLong))
 	}
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) {
+		return cdc.Permanent(fmt.Errorf("schema registry %s: %s: %v (check schema_registry.ca_file)", c.where, what, certErr.Err))
+	}
 	// A transport failure, a timeout, or a 2xx answer that is not the
 	// registry's JSON (cut off, or another service's page): the next
 	// attempt may find the registry back.

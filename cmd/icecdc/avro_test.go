@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -112,8 +113,18 @@ func TestRunAvro(t *testing.T) {
 	}
 	regURL := strings.Replace(reg.URL(), "http://", "http://icecdc:s3cret@", 1)
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	listen := freeAddr(t)
 	sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1}}\nformat: debezium-avro\nschema_registry: {url: '%s'}\n"+
-		"debezium: {include.schema.changes: true, provide.transaction.metadata: true}", brokers[0], regURL)
+		"debezium: {include.schema.changes: true, provide.transaction.metadata: true}\nhttp: {listen: '%s'}", brokers[0], regURL, listen)
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + listen + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
 	cfg := writeConfig(t, "shop-cdc", catalog, sink, filepath.Join(t.TempDir(), "state.db"))
 	const topic = "icecdc.bookshop.orders"
 	read := func(topic string) []*kgo.Record {
@@ -148,6 +159,13 @@ func TestRunAvro(t *testing.T) {
 		return scenario.Append(ctx, tb, []map[string]any{{"order_id": int64(3), "customer": "cy", "status": "new", "amount": 30.0, "note": "gift"}})
 	})
 	d.waitFor(t, "the outage to be seen", func() bool { return len(d.logLines("sink failing; retrying")) > 0 })
+	for _, path := range []string{"/readyz", "/status"} {
+		code, body := get(path)
+		if !strings.Contains(body, "register subject icecdc.bookshop.orders-value: HTTP 503") || strings.Contains(body, "s3cret") ||
+			path == "/readyz" && (code != http.StatusServiceUnavailable || !strings.Contains(body, "bookshop.orders: sink failing since")) {
+			t.Fatalf("%s during the outage: %d %s", path, code, body)
+		}
+	}
 	if n := len(read(topic)); n != 2 {
 		t.Fatalf("%d events during the outage, want the 2 before it", n)
 	}

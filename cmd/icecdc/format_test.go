@@ -107,7 +107,7 @@ tables: [{name: shop.orders}]
 		{"sink: {type: stdout}\n", formatDebeziumJSON, ""},
 		{"format: debezium-connect-json\nsink: {type: stdout}\n", formatDebeziumConnect, ""},
 		{"format: debezium-json\nsink: {type: kafka, kafka: {brokers: [b:9092]}}\n", formatDebeziumJSON, ""},
-		{"format: avro\nsink: {type: stdout}\n", "", `config: format: "avro": want debezium-json or debezium-connect-json`},
+		{"format: avro\nsink: {type: stdout}\n", "", `config: format: "avro": want debezium-json, debezium-connect-json or debezium-avro`},
 		{"debezium: {time.precision.mode: nanos}\nsink: {type: stdout}\n", "", `config: debezium: time.precision.mode "nanos"`},
 		{"debezium: {decimal.handling.mode: exact}\nsink: {type: stdout}\n", "", `config: debezium: decimal.handling.mode "exact"`},
 		{"debezium: {provide.transaction.metadata: true}\nsink: {type: stdout}\n", "", "debezium.provide.transaction.metadata: only the kafka sink"},
