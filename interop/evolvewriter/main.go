@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 
@@ -222,13 +223,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "evolvewriter: -dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir); err != nil {
+	if err := run(*dir, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "evolvewriter:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string) error {
+func run(dir string, stdin io.Reader, stdout io.Writer) error {
 	ctx := context.Background()
 	env, err := scenario.NewEnv(ctx, dir)
 	if err != nil {
@@ -259,13 +260,13 @@ func run(dir string) error {
 	if err := w.delete(ctx, 6); err != nil {
 		return err
 	}
-	out := bufio.NewWriter(os.Stdout)
+	out := bufio.NewWriter(stdout)
 	say := func(format string, args ...any) {
 		fmt.Fprintf(out, format+"\n", args...)
 		out.Flush()
 	}
 	say("ready: interop.evolve in %s", env.CatalogURI)
-	in := bufio.NewScanner(os.Stdin)
+	in := bufio.NewScanner(stdin)
 	next := 0
 	for in.Scan() {
 		switch in.Text() {
