@@ -22,7 +22,7 @@ import (
 func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) (err error) {
 	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
 	eo := exactlyOnce(cfg)
-	enc, err := configEncoder(cfg)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}

@@ -47,6 +47,17 @@ type DebeziumConfig struct {
 	// schema or field name Avro does not allow.
 	SchemaNameAdjustmentMode string `yaml:"schema.name.adjustment.mode"`
 	FieldNameAdjustmentMode  string `yaml:"field.name.adjustment.mode"`
+
+	// avro is what debezium-avro needs beyond these settings, set from
+	// the rest of the configuration (prepareAvro) or by icecdc changes.
+	avro *avroSetup
+}
+
+// avroSetup is the registry of debezium-avro and the topic of a table's
+// events, which its subjects follow.
+type avroSetup struct {
+	registry registry.Config
+	topic    func(*cdc.TableInfo) (string, error)
 }
 
 // kafkaTopics sets the transaction and schema-change records of a Kafka
@@ -106,21 +117,13 @@ func newEncoder(format string, d DebeziumConfig, pipeline string) (cdc.Encoder, 
 	case formatDebeziumConnect:
 		return debezium.NewConnectJSON(env, d.connectOptions())
 	case formatDebeziumAvro:
-		return nil, fmt.Errorf("format %s: needs a schema registry (schema_registry.url, or --schema-registry-url)", format)
+		if d.avro == nil {
+			return nil, fmt.Errorf("format %s: needs a schema registry (schema_registry.url, or --schema-registry-url)", format)
+		}
+		enc, _, err := newAvroEncoder(d.avro.registry, d, pipeline, d.avro.topic)
+		return enc, err
 	}
 	return nil, fmt.Errorf("format %q: want %s", format, formatNames)
-}
-
-// configEncoder builds the encoder of a configuration: newEncoder's, or
-// debezium-avro with the configuration's registry and Kafka topics.
-func configEncoder(cfg *Config) (cdc.Encoder, error) {
-	if cfg.Format != formatDebeziumAvro {
-		return newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
-	}
-	kc := cfg.Sink.Kafka
-	kc.Pipeline = cfg.Name
-	enc, _, err := newAvroEncoder(cfg.SchemaRegistry, cfg.Debezium, cfg.Name, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
-	return enc, err
 }
 
 // newAvroEncoder builds debezium-avro with the registry rc; topic names a
@@ -158,8 +161,14 @@ func newAvroEncoder(rc registry.Config, d DebeziumConfig, pipeline string, topic
 }
 
 // validateAvro checks what format debezium-avro needs, and that its
-// settings are not set in vain.
+// settings are not set in vain; with that format it hands the encoder the
+// registry and the Kafka sink's topics.
 func (c *Config) validateAvro() []error {
+	if c.Format == formatDebeziumAvro {
+		kc := c.Sink.Kafka
+		kc.Pipeline = c.Name
+		c.Debezium.avro = &avroSetup{registry: c.SchemaRegistry, topic: func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) }}
+	}
 	var errs []error
 	for _, m := range []struct{ key, v string }{
 		{"schema.name.adjustment.mode", c.Debezium.SchemaNameAdjustmentMode},

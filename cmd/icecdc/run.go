@@ -85,7 +85,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetrics(reg)
-	enc, err := configEncoder(cfg)
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
