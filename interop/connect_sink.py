@@ -503,6 +503,58 @@ def diff(want, got, limit=4):
     return lines
 
 
+def compare_head(conn, brokers, h, label, rowid, table, group, topic, n_recs, second):
+    """Compares PostgreSQL table (written by the sink connector whose
+    consumer group is group, from topic) and a second consumer's rows
+    ({key: row}, problems) with a head h of --heads (its columns, and
+    _row_id when rowid); prints one line and what differs. Returns
+    (PostgreSQL exact, second consumer exact)."""
+    types = dict(h["columns"])
+    cols = [n for n, _ in h["columns"]]
+    keyed = ["_row_id"] + cols if rowid else cols
+    ktypes = dict(types, _row_id="long")
+    want = [tuple(norm(from_heads_json(r.get(n)), ktypes[n]) for n in keyed) for r in h["rows"]]
+    sunk, end = wait_sunk(brokers, group, topic)
+    settle = time.monotonic() + 5
+    while True:
+        rows = pg_rows(conn, table, keyed)
+        got = None if rows is None else [tuple(norm(v, ktypes[n]) for n, v in zip(keyed, r)) for r in rows]
+        if got is not None and Counter(got) == Counter(want):
+            break
+        if time.monotonic() > settle:
+            break
+        time.sleep(0.5)
+    by_key, problems = second
+    second_rows = [tuple(norm(r.get(n), ktypes[n]) for n in keyed) for r in by_key.values()]
+    exact = got is not None and Counter(got) == Counter(want)
+    second_exact = Counter(second_rows) == Counter(want) and not problems
+    print(f"{label}: {len(want)} rows, {len(keyed)} columns compared ({n_recs} records): "
+          f"PostgreSQL {'exact' if exact else 'NOT exact'}, second consumer {'exact' if second_exact else 'NOT exact'}",
+          flush=True)
+    if not exact:
+        if sunk < end:
+            print(f"  the sink's consumer group {group} stopped at offset {sunk} of {end}")
+        if got is None:
+            print(f"  PostgreSQL has no table {table} (see the Connect log)")
+        else:
+            print(f"  PostgreSQL {table}: {len(got)} rows, the head: {len(want)}")
+            print("\n".join("  " + ln for ln in diff(want, got)))
+    if not second_exact:
+        print("\n".join("  " + ln for ln in problems[:5] + diff(want, second_rows)))
+    return exact, second_exact
+
+
+def compared_tables(catalog_db, heads):
+    """The local Spark tables the sink gets (those of heads, less LEFT_OUT);
+    prints why each left out one is."""
+    with sqlite3.connect(catalog_db) as c:
+        present = {r[0] for r in c.execute(
+            "SELECT table_name FROM iceberg_tables WHERE catalog_name = 'local' AND table_namespace = ?", (NS,))}
+    for t in sorted(present & set(LEFT_OUT)):
+        print(f"connect {t}: not compared: {LEFT_OUT[t]}")
+    return sorted(t for t in present if t in heads and t not in LEFT_OUT)
+
+
 # ---------------------------------------------------------------- main
 
 def main():
@@ -524,12 +576,7 @@ def main():
 
     with open(a.heads, encoding="utf-8") as fh:
         heads = json.load(fh)
-    with sqlite3.connect(a.catalog_db) as c:
-        present = {r[0] for r in c.execute(
-            "SELECT table_name FROM iceberg_tables WHERE catalog_name = 'local' AND table_namespace = ?", (NS,))}
-    tables = sorted(t for t in present if t in heads and t not in LEFT_OUT)
-    for t in sorted(present & set(LEFT_OUT)):
-        print(f"connect {t}: not compared: {LEFT_OUT[t]}")
+    tables = compared_tables(a.catalog_db, heads)
     if not tables:
         print("connect: skipped: no local Spark table to stream (ICECDC_INTEROP_ONLY leaves them out?)")
         return 3
@@ -586,49 +633,15 @@ def main():
     shown_types = False
     for mode in MODES:
         for t in tables:
-            h = heads[t]
-            types = dict(h["columns"])
-            cols = [n for n, _ in h["columns"]]
-            keyed = ["_row_id"] + cols if mode == "rowid" else cols
-            ktypes = dict(types, _row_id="long")
-            want = [tuple(norm(from_heads_json(r.get(n)), ktypes[n]) for n in keyed) for r in h["rows"]]
-            table = f"{mode}_{t}"
-            n_recs = len(records[mode, t])
-            sunk, end = wait_sunk(a.brokers, f"connect-jdbc-{mode}", f"{mode}.{NS}.{t}")
-            settle = time.monotonic() + 5
-            while True:
-                rows = pg_rows(conn, table, keyed)
-                got = None if rows is None else [tuple(norm(v, ktypes[n]) for n, v in zip(keyed, r)) for r in rows]
-                if got is not None and Counter(got) == Counter(want):
-                    break
-                if time.monotonic() > settle:
-                    break
-                time.sleep(0.5)
-            # the second consumer, on the same records
-            by_key, problems = second_consumer(records[mode, t], f"{mode}.{NS}.{t}")
-            second = [tuple(norm(r.get(n), ktypes[n]) for n in keyed) for r in by_key.values()]
-            exact = got is not None and Counter(got) == Counter(want)
-            second_exact = Counter(second) == Counter(want) and not problems
-            line = (f"connect {mode:6} {t}: {len(want)} rows, {len(cols) + (mode == 'rowid')} columns compared "
-                    f"({n_recs} records): PostgreSQL {'exact' if exact else 'NOT exact'}, "
-                    f"second consumer {'exact' if second_exact else 'NOT exact'}")
-            print(line, flush=True)
-            if not exact:
-                ok = False
-                if sunk < end:
-                    print(f"  the sink's consumer group connect-jdbc-{mode} stopped at offset {sunk} of {end}")
-                if got is None:
-                    print(f"  PostgreSQL has no table {table} (see the Connect log)")
-                else:
-                    print(f"  PostgreSQL {table}: {len(got)} rows, Spark's head: {len(want)}")
-                    print("\n".join("  " + ln for ln in diff(want, got)))
-            if not second_exact:
-                ok = False
-                print("\n".join("  " + ln for ln in problems[:5] + diff(want, second)))
+            topic = f"{mode}.{NS}.{t}"
+            exact, second_exact = compare_head(
+                conn, a.brokers, heads[t], f"connect {mode:6} {t}", mode == "rowid", f"{mode}_{t}",
+                f"connect-jdbc-{mode}", topic, len(records[mode, t]), second_consumer(records[mode, t], topic))
+            ok = ok and exact and second_exact
             if exact and not shown_types and t == "types":
                 shown_types = True
                 print("connect: column types the JDBC sink created for types: "
-                      + ", ".join(f"{n} {ty}" for n, ty in pg_types(conn, table).items()))
+                      + ", ".join(f"{n} {ty}" for n, ty in pg_types(conn, f"{mode}_{t}").items()))
     if a.producer == "native" and not check_schema_changes(a, tables):
         ok = False
     print(f"connect: compared in {time.monotonic() - t1:.1f}s")

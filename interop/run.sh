@@ -68,6 +68,8 @@
 #      the session timeout, SIGINT, join); every event once and in order,
 #      every table caught up within the session timeout + 10s of the last
 #      change, every SIGINT'd member gone within the session timeout.
+#  12. avro (issue 21): format debezium-avro through Apicurio Registry,
+#      Apicurio's Connect converter and the JDBC sink (interop/parts/avro.sh).
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -930,9 +932,11 @@ pg_stop() {
   PG_STOP=()
 }
 
+CONNECT_URL=
 connect_start() {
   local dir=$WORK/connect m
   mkdir -p "$dir"
+  CONNECT_URL=http://127.0.0.1:$(free_port)
   cat >"$dir/worker.properties" <<EOF
 bootstrap.servers=$KAFKA
 key.converter=org.apache.kafka.connect.json.JsonConverter
@@ -941,7 +945,7 @@ key.converter.schemas.enable=true
 value.converter.schemas.enable=true
 offset.storage.file.filename=$dir/offsets
 offset.flush.interval.ms=1000
-listeners=http://127.0.0.1:$(free_port)
+listeners=$CONNECT_URL
 plugin.discovery=only_scan
 ${CONNECT_PLUGIN_PATH:+plugin.path=$CONNECT_PLUGIN_PATH}
 consumer.metadata.max.age.ms=1000
@@ -1067,6 +1071,7 @@ part_wait() {
 }
 
 . "$HERE/parts/unwrap.sh"
+. "$HERE/parts/avro.sh"
 
 # ---------------------------------------------------------------- main
 
@@ -1088,6 +1093,7 @@ part install-kcat install_kcat
 KCAT_OK=$?
 part install-connect install_connect
 CONNECT_OK=$?
+part install-avro avro_install
 part build-icecdc build_icecdc
 GO_OK=$?
 [ $CONNECT_OK -eq 0 ] && part install-unwrap unwrap_install
@@ -1155,6 +1161,7 @@ fi
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part v3-spark v3_spark
 [ $CONNECT_PARTS -eq 1 ] && part v3-pg v3_pg
 [ $CONNECT_PARTS -eq 1 ] && part_bg connect-sink connect_sink
+[ $CONNECT_PARTS -eq 1 ] && part_bg avro avro_run
 [ -n "$COMPOSE_PID" ] && part compose-check compose_check
 [ -n "$FLINK_PID" ] && part flink-upserts flink_await
 [ $JARS_OK -eq 0 ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part v3-flink v3_flink
@@ -1174,6 +1181,7 @@ fi
 [ $CONNECT_PARTS -eq 1 ] && [ $GO_OK -eq 0 ] && part unwrap unwrap_check
 if [ $CONNECT_PARTS -eq 1 ]; then
   part_wait connect-sink
+  part_wait avro
   stop_pid "$CONNECT_PID"
   pg_stop
 fi
