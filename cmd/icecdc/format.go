@@ -5,6 +5,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/sinks/kafka"
 )
 
@@ -39,6 +40,8 @@ type DebeziumConfig struct {
 	// <prefix>.schema-changes topic (Kafka only), as Debezium's
 	// include.schema.changes. Default false.
 	IncludeSchemaChanges bool `yaml:"include.schema.changes"`
+	// Config is the signal and notification settings (package signals).
+	signals.Config `yaml:",inline"`
 }
 
 // kafkaTopics sets the transaction and schema-change records of a Kafka
