@@ -108,6 +108,9 @@ func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, er
 	}
 	for {
 		offs, err := adm.FetchOffsets(ctx, c.Group)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return kgo.NewOffset().AtStart(), nil // a group that never committed
+		}
 		if err == nil {
 			if o, ok := offs.Lookup(c.Topic, 0); ok && o.Err == nil && o.At >= 0 {
 				return kgo.NewOffset().At(o.At), nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -79,8 +80,7 @@ func (n *Notifier) Notice(x cdc.SnapshotNotice) {
 func (n *Notifier) Rejected(sig Signal, kind string, tables []string, reason string) {
 	data := map[string]string{"reason": reason}
 	if len(tables) > 0 {
-		b, _ := json.Marshal(tables)
-		data["data_collections"] = string(b[1 : len(b)-1])
+		data["data_collections"] = strings.Join(tables, ",")
 	}
 	n.send(Notification{ID: sig.ID, AggregateType: aggregate(kind), Type: cdc.NoticeAborted, AdditionalData: data})
 }
