@@ -39,8 +39,11 @@ type Channel struct {
 	// Tables are the tables signals may name.
 	Tables []string
 	Target Target
-	Notify *Notifier // nil: bad signals are logged only
-	Log    *slog.Logger
+	// FromEnd starts a group without a committed offset at the topic's
+	// end instead of its start (a cluster member's group of its own).
+	FromEnd bool
+	Notify  *Notifier // nil: bad signals are logged only
+	Log     *slog.Logger
 
 	mu        sync.Mutex
 	inflight  []*inflight // by offset
@@ -108,14 +111,18 @@ func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, er
 	}
 	for {
 		offs, err := adm.FetchOffsets(ctx, c.Group)
+		none := kgo.NewOffset().AtStart()
+		if c.FromEnd {
+			none = kgo.NewOffset().AtEnd()
+		}
 		if errors.Is(err, kerr.GroupIDNotFound) {
-			return kgo.NewOffset().AtStart(), nil // a group that never committed
+			return none, nil // a group that never committed
 		}
 		if err == nil {
 			if o, ok := offs.Lookup(c.Topic, 0); ok && o.Err == nil && o.At >= 0 {
 				return kgo.NewOffset().At(o.At), nil
 			}
-			return kgo.NewOffset().AtStart(), nil
+			return none, nil
 		}
 		c.Log.Warn("read the signal group's offset", "group", c.Group, "err", err)
 		select {

@@ -70,7 +70,10 @@ func newNotifier(ctx context.Context, cfg *Config, log *slog.Logger) (n *signals
 
 // startSignals reads the signal topic, when enabled, for target once the
 // pipeline is ready; wait returns when ctx ended and the channel stopped.
-func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target signals.Target, tables []string, n *signals.Notifier, ready <-chan struct{}) (wait func(), err error) {
+// A cluster member gives its name: it reads under a group of its own
+// (signal.kafka.groupId.<member>) from the topic's end on, since its
+// name is new with each process.
+func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target signals.Target, tables []string, n *signals.Notifier, ready <-chan struct{}, member string) (wait func(), err error) {
 	sc := cfg.Debezium.Config
 	if !sc.Signals() {
 		return func() {}, nil
@@ -81,6 +84,9 @@ func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target sig
 	}
 	ch := &signals.Channel{Opts: opts, Topic: sc.Topic(cfg.Debezium.prefix()), Group: sc.GroupID(), Key: cfg.Debezium.prefix(),
 		Tables: tables, Target: target, Notify: n, Log: log.With("signal_topic", sc.Topic(cfg.Debezium.prefix()))}
+	if member != "" {
+		ch.Group, ch.FromEnd = ch.Group+"."+member, true
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
