@@ -335,6 +335,9 @@ func (f *follower) notice(typ string, next, total int) {
 // pause is checkpointed and returns errReadHeld, a resume is
 // checkpointed and the read goes on.
 func (f *follower) holdRead(ctx context.Context) error {
+	if f.cp.Kind == "" {
+		return nil // an initial read, a resync or an HTTP request: signals do not stop them
+	}
 	stop, paused := f.p.requests.control(f.spec.Name)
 	save := func(cp Checkpoint) error {
 		if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {

@@ -271,3 +271,31 @@ func TestRowFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalStopSparesInitialRead: a stop or pause signal acts only on
+// the reads signals began; the initial read of start: initial, asked
+// before it starts, delivers every row.
+func TestSignalStopSparesInitialRead(t *testing.T) {
+	f := newFast(t)
+	first := f.src.Append(cdctest.Inserts(1, 100)...)
+	var p *cdc.Pipeline
+	refreshes := 0
+	f.src.OnRefresh = func() error {
+		if refreshes++; refreshes == 2 { // the catch-up's, before the read
+			p.ControlSnapshot("shop.orders", cdc.StopSnapshot)
+			p.ControlSnapshot("shop.orders", cdc.PauseSnapshot)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard only
+	defer cancel()
+	p = &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: f.src, Start: cdc.Start{Kind: cdc.StartInitial}}},
+		Encoder: newEncoder("p"), Sink: f.sink, Store: f.store, Poll: time.Millisecond, ChunkSize: 10,
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Once: true}
+	if err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := rRows(f.sink, first.ID); len(ids) != 100 {
+		t.Fatalf("the initial read delivered %d rows, want 100", len(ids))
+	}
+}
