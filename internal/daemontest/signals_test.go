@@ -2,6 +2,7 @@ package daemontest
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,14 +21,21 @@ import (
 // resumes from its checkpointed index, is not started a second time for
 // the signal, and delivers exactly the live rows the filter holds for,
 // each once but for the one unconfirmed chunk; the notifications (log
-// channel) go from STARTED to COMPLETED; the stream then goes on.
+// channel) go from STARTED to COMPLETED; the stream then goes on. The
+// signal topic is on kfake, or on the real broker of ICECDC_KAFKA_BROKERS
+// (the interop stage sets it), under a topic and group of its own.
 func TestSignalSnapshotResumesAfterKill(t *testing.T) {
 	ctx := t.Context()
-	kf := newKfake(t)
-	brokers := kf.ListenAddrs()
+	var brokers []string
+	if env := os.Getenv("ICECDC_KAFKA_BROKERS"); env != "" && env != "kfake" {
+		brokers = strings.Split(env, ",")
+	} else {
+		brokers = newKfake(t).ListenAddrs()
+	}
+	topic := fmt.Sprintf("icecdc-signal-%d", time.Now().UnixNano())
 	r, events := fileRig(t)
-	r.conf.Extra = fmt.Sprintf("debezium:\n  signal.enabled.channels: kafka\n  signal.kafka.bootstrap.servers: %q\n  notification.enabled.channels: log\n",
-		strings.Join(brokers, ","))
+	r.conf.Extra = fmt.Sprintf("debezium:\n  signal.enabled.channels: kafka\n  signal.kafka.bootstrap.servers: %q\n  signal.kafka.topic: %s\n  signal.kafka.groupId: %s\n  notification.enabled.channels: log\n",
+		strings.Join(brokers, ","), topic, topic)
 	r.rewrite()
 	w, err := newWriter(ctx, r.env, r.table, 1)
 	if err != nil {
@@ -54,7 +62,7 @@ func TestSignalSnapshotResumesAfterKill(t *testing.T) {
 	signal := fmt.Sprintf(`{"id": "d-1", "type": "execute-snapshot", "data": {"data-collections": [%q], "type": "incremental",
 		"additional-conditions": [{"data-collection": %q, "filter": %q}]}}`, r.table, r.table, filter)
 	size0 := fileSize(t, events)
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "icecdc-signal", Key: []byte("icecdc"), Value: []byte(signal)}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("icecdc"), Value: []byte(signal)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(60 * time.Second); linesAfter(t, events, size0) < 5*crashChunk; time.Sleep(time.Millisecond) {
