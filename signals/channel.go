@@ -1,6 +1,7 @@
 package signals
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,6 +143,11 @@ func (c *Channel) handle(ctx context.Context, r *kgo.Record, wg *sync.WaitGroup)
 	c.mu.Unlock()
 	if string(r.Key) != c.Key {
 		c.Log.Info("signal for another connector passed over", "offset", r.Offset, "key", string(r.Key), "want", c.Key)
+		c.done(ctx, f)
+		return
+	}
+	if len(bytes.TrimSpace(r.Value)) == 0 || bytes.Equal(bytes.TrimSpace(r.Value), []byte("null")) {
+		// A tombstone (a compacted signal topic) asks for nothing.
 		c.done(ctx, f)
 		return
 	}
