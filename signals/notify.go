@@ -104,8 +104,11 @@ func (n *Notifier) send(x Notification) {
 	x.Timestamp = now().UnixMilli()
 	if n.Log != nil {
 		level := slog.LevelInfo
-		if x.Type == cdc.NoticeAborted {
+		switch x.Type {
+		case cdc.NoticeAborted:
 			level = slog.LevelWarn
+		case cdc.NoticeInProgress:
+			level = slog.LevelDebug // one per chunk: the other steps say where a read is
 		}
 		n.Log.Log(context.Background(), level, "notification", "id", x.ID, "aggregate_type", x.AggregateType, "type", x.Type, "additional_data", x.AdditionalData)
 	}
