@@ -120,6 +120,9 @@ func (p *Pipeline) ControlSnapshot(table string, c SnapshotControl) error {
 	if !ok {
 		return fmt.Errorf("snapshot of table %s: %w", table, ErrUnknownTable)
 	}
+	if t.stopped != nil {
+		return fmt.Errorf("snapshot of table %s: %w: %v", table, ErrNotServing, t.stopped)
+	}
 	switch c {
 	case PauseSnapshot:
 		t.paused = true

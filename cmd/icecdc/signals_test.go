@@ -1,8 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/state"
 )
 
 // TestConfigSignals accepts Debezium's signal and notification settings
@@ -37,5 +47,48 @@ func TestConfigSignals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v; want one line saying %s", tc.debezium, err, tc.want)
 		}
+	}
+}
+
+// TestMemberTargets: a cluster member's signals reach the pipelines of
+// the tables it owns; a table it never owned, or whose pipeline stopped
+// (the table moved to another member), is another member's.
+func TestMemberTargets(t *testing.T) {
+	m := &memberTargets{byTable: map[string]*cdc.Pipeline{}}
+	if _, err := m.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: "1"}); !errors.Is(err, signals.ErrNotOwned) {
+		t.Fatalf("a table the member never owned: %v", err)
+	}
+	store, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	src := cdctest.New(cdctest.Info("shop", "orders"))
+	first := src.Append(cdctest.Inserts(1, 10)...)
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
+		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: &cdctest.Sink{}, Store: store, Poll: time.Millisecond,
+		Ready: make(chan struct{})}
+	m.set("shop.orders", p)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	<-p.Ready
+	hang, stop := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard only
+	defer stop()
+	if si, err := m.Snapshot(hang, "shop.orders", cdc.SnapshotRequest{ID: "2", Kind: "incremental"}); err != nil || si.ID != first.ID {
+		t.Fatalf("the owned table's snapshot: %+v, %v", si, err)
+	}
+	if err := m.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+		t.Fatalf("pause the owned table's read: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: "3"}); !errors.Is(err, signals.ErrNotOwned) {
+		t.Fatalf("a table whose pipeline stopped: %v", err)
+	}
+	if err := m.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); !errors.Is(err, signals.ErrNotOwned) {
+		t.Fatalf("a control for a table whose pipeline stopped: %v", err)
 	}
 }
