@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
@@ -90,5 +96,63 @@ func TestMemberTargets(t *testing.T) {
 	}
 	if err := m.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); !errors.Is(err, signals.ErrNotOwned) {
 		t.Fatalf("a control for a table whose pipeline stopped: %v", err)
+	}
+}
+
+// TestNotifierSinkChannel: with notification.enabled.channels: sink the
+// daemon creates the notification topic on the Kafka sink's brokers and
+// writes Debezium's notification records there, with Connect's schemas
+// under debezium-connect-json.
+func TestNotifierSinkChannel(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	raw := fmt.Sprintf("name: p\ntables: [{name: a.b}]\nsink: {type: kafka, kafka: {brokers: [%q]}}\nformat: debezium-connect-json\n"+
+		"debezium:\n  topic.prefix: shop\n  notification.enabled.channels: sink\n  notification.sink.topic.name: shop.notes\n", kf.ListenAddrs()[0])
+	cfg, err := parseConfig([]byte(raw), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, closeN, err := newNotifier(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil || n == nil {
+		t.Fatalf("newNotifier: %v, %v", n, err)
+	}
+	n.Notice(cdc.SnapshotNotice{Table: "a.b", ID: "s-1", Kind: "blocking", Type: cdc.NoticeTableScanCompleted, Total: 7})
+	closeN()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...), kgo.ConsumeTopics("shop.notes"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	hang, stop := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard only
+	defer stop()
+	fs := cl.PollFetches(hang)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fs.Records()
+	if len(recs) != 1 {
+		t.Fatalf("%d records on shop.notes, want 1", len(recs))
+	}
+	var key struct {
+		Schema  struct{ Name string }
+		Payload struct{ ID string }
+	}
+	var value struct {
+		Schema  struct{ Name string }
+		Payload signals.Notification
+	}
+	if err := json.Unmarshal(recs[0].Key, &key); err != nil || key.Schema.Name != "io.debezium.connector.common.NotificationKey" || key.Payload.ID != "s-1" {
+		t.Errorf("key %s (%v)", recs[0].Key, err)
+	}
+	if err := json.Unmarshal(recs[0].Value, &value); err != nil || value.Schema.Name != "io.debezium.connector.common.Notification" {
+		t.Fatalf("value %s (%v)", recs[0].Value, err)
+	}
+	p := value.Payload
+	if p.ID != "s-1" || p.AggregateType != "Initial Snapshot" || p.Type != "TABLE_SCAN_COMPLETED" || p.Timestamp == 0 ||
+		p.AdditionalData["scanned_collection"] != "a.b" || p.AdditionalData["total_rows_scanned"] != "7" || p.AdditionalData["connector_name"] != "shop" {
+		t.Errorf("notification %+v", p)
 	}
 }
