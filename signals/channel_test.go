@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,12 @@ func (o owned) ControlSnapshot(table string, c cdc.SnapshotControl) error {
 // startMember follows tables (each a one-column table of rows 1..100,
 // already delivered) and reads signals naming all of names.
 func startMember(t *testing.T, brokers []string, group string, names []string, tables ...string) *member {
+	return startMemberWith(t, brokers, group, names, nil, tables...)
+}
+
+// startMemberWith is startMember with prep called on each source before
+// the pipeline starts.
+func startMemberWith(t *testing.T, brokers []string, group string, names []string, prep func(*cdctest.Source), tables ...string) *member {
 	t.Helper()
 	store, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
 	if err != nil {
@@ -101,6 +108,9 @@ func startMember(t *testing.T, brokers []string, group string, names []string, t
 		}
 		src := cdctest.New(info)
 		src.Append(cdctest.Inserts(1, 100)...)
+		if prep != nil {
+			prep(src)
+		}
 		m.srcs[name], m.sinks[name] = src, sink
 		specs = append(specs, cdc.TableSpec{Name: name, Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}})
 	}
@@ -369,5 +379,58 @@ func TestSignalsCluster(t *testing.T) {
 	}
 	if n := rCount(b.sinks["shop.items"], b.srcs["shop.items"].Table.UUID); n != 100 {
 		t.Errorf("member b read %d rows of shop.items, want 100", n)
+	}
+}
+
+// TestSignalOffsetWaitsForDurable: the signal's offset is not committed
+// while its table cannot start the read (its catalog fails), so that a
+// restart would read it again; once the read's start is checkpointed, it
+// is.
+func TestSignalOffsetWaitsForDurable(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	brokers := kf.ListenAddrs()
+	var failing atomic.Bool
+	var failures atomic.Int64
+	m := startMemberWith(t, brokers, "kafka-signal", []string{"shop.orders"}, func(s *cdctest.Source) {
+		s.OnRefresh = func() error {
+			if failing.Load() {
+				failures.Add(1)
+				return errors.New("catalog down")
+			}
+			return nil
+		}
+	}, "shop.orders")
+	uuid := m.srcs["shop.orders"].Table.UUID
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if strings.Contains(m.log.String(), "reading signals") && strings.Contains(m.log.String(), "commit delivered") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member never caught up")
+		}
+	}
+	failing.Store(true)
+	produce(t, brokers, "icecdc", `{"id": "s", "type": "execute-snapshot", "data": {"data-collections": ["shop.orders"]}}`)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(m.log.String(), `"msg":"signal","id":"s"`) || failures.Load() < 20; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the signal was never read, or the table never retried")
+		}
+	}
+	if got := committed(t, brokers, "kafka-signal"); got > 0 {
+		t.Fatalf("the offset %d was committed while the read could not start", got)
+	}
+	if n := rCount(m.sinks["shop.orders"], uuid); n != 0 {
+		t.Fatalf("%d rows read while failing", n)
+	}
+	failing.Store(false)
+	waitNote(t, brokers, "s", cdc.NoticeCompleted)
+	for deadline := time.Now().Add(30 * time.Second); committed(t, brokers, "kafka-signal") != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the offset is %d after the read started, want 1", committed(t, brokers, "kafka-signal"))
+		}
 	}
 }
