@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/apache/iceberg-go"
 )
 
 // TableSpec is one followed table of a pipeline.
@@ -119,6 +121,10 @@ type Pipeline struct {
 	// encoded by Encoder, which must be a SchemaChangeEncoder. A snapshot
 	// delivered again after a restart mid-way does not repeat it.
 	SchemaChanges bool
+	// Notify, when set, is told the steps of the on-demand snapshots that
+	// have a kind (see SnapshotNotice), on the table's goroutines; it must
+	// not block.
+	Notify func(SnapshotNotice)
 
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
@@ -244,6 +250,14 @@ type follower struct {
 	changed    bool
 	lastChange time.Time // see markIdle
 	idled      bool
+	// readFilter is the row filter of the read being delivered, and
+	// filter its last binding (see adhoc.go).
+	readFilter string
+	filter     struct {
+		schema *iceberg.Schema
+		text   string
+		bound  *BoundFilter
+	}
 }
 
 // run is the table's loop. It logs an error that stops the table ("table
@@ -267,6 +281,9 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		if err == nil {
 			readyOnce()
 			err = f.catchUp(ctx)
+			if errors.Is(err, errReadHeld) {
+				err = nil // a paused read: poll again
+			}
 			if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
 				err = f.resync(ctx, err)
 				if err == nil {
@@ -364,6 +381,9 @@ func (f *follower) load(ctx context.Context) error {
 		}
 		if found {
 			f.cp, f.cpFrom = cp, "the sink's checkpoint record"
+			if cp.Initial && cp.Paused {
+				f.p.requests.restorePause(f.spec.Name)
+			}
 			f.logResume()
 			return nil
 		}
@@ -395,6 +415,9 @@ func (f *follower) load(ctx context.Context) error {
 		}
 	}
 	f.cp, f.cpFrom = cp, "the state store"
+	if cp.Initial && cp.Paused {
+		f.p.requests.restorePause(f.spec.Name)
+	}
 	if p, ok := f.p.Store.(interface{ Path() string }); ok {
 		f.cpFrom = "state file " + p.Path()
 	}
@@ -569,7 +592,24 @@ func (f *follower) lag(pending []SnapshotInfo) {
 }
 
 // initialRead delivers the head's rows as 'r' events, resumable by index.
+// An on-demand snapshot's read stops between two chunks for a pause or a
+// stop (holdRead).
 func (f *follower) initialRead(ctx context.Context) error {
+	for {
+		if err := f.holdRead(ctx); err != nil {
+			return err
+		}
+		if !f.cp.Initial || f.cp.Done {
+			return nil // stopped
+		}
+		err := f.readOnce(ctx)
+		if !errors.Is(err, errReadInterrupted) {
+			return err
+		}
+	}
+}
+
+func (f *follower) readOnce(ctx context.Context) error {
 	src := f.spec.Source
 	snaps, _, err := src.Retained(ctx)
 	if err != nil {
@@ -593,7 +633,10 @@ func (f *follower) initialRead(ctx context.Context) error {
 	f.p.Progress.Add(0, 0, int64(f.cp.Next))
 	defer f.p.Progress.Done()
 	from := f.cp.Next
-	if err := f.deliver(ctx, c, from, SnapshotRead); err != nil {
+	f.readFilter = f.cp.Filter
+	err = f.deliver(ctx, c, from, SnapshotRead)
+	f.readFilter = ""
+	if err != nil {
 		return err
 	}
 	f.log.Info("initial read delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "rows", c.Len()-from)
@@ -617,6 +660,10 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker Snap
 	d := &delivery{f: f, c: c, n: n, next: from, marker: marker, initial: marker == SnapshotRead,
 		epoch: f.cp.Epoch, limit: f.chunkLimit()}
 	d.resync = d.initial && f.cp.Resync
+	d.signal = f.cp.Signal
+	if d.initial {
+		d.kind, d.filter = f.cp.Kind, f.cp.Filter
+	}
 	if f.p.SchemaChanges && from == 0 {
 		d.change = c.SchemaChange // delivered with the first batch of the snapshot
 	}
@@ -651,6 +698,9 @@ type delivery struct {
 	initial bool
 	resync  bool
 	epoch   int64
+	signal  string // Checkpoint.Signal
+	kind    string // Checkpoint.Kind and Filter of a read
+	filter  string
 	turn    int // which of f.builders encodes the next chunk
 	s       *sender
 }
@@ -664,6 +714,9 @@ func (d *delivery) add(evs []Event) error {
 		if len(d.chunk) >= d.limit {
 			if err := d.flush(); err != nil {
 				return err
+			}
+			if d.kind != "" && d.next < d.n && d.f.p.requests.interrupts(d.f.spec.Name) {
+				return errReadInterrupted
 			}
 		}
 	}
@@ -679,13 +732,14 @@ func (d *delivery) flush() error {
 	c, lo := d.c, d.next
 	hi := lo + len(d.chunk)
 	cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
-		Next: hi, Done: hi >= d.n, TimestampMs: c.Snapshot.TimestampMs, Initial: d.initial, Resync: d.resync, Epoch: d.epoch}
+		Next: hi, Done: hi >= d.n, TimestampMs: c.Snapshot.TimestampMs, Initial: d.initial, Resync: d.resync, Epoch: d.epoch,
+		Signal: d.signal, Kind: d.kind, Filter: d.filter}
 	if d.initial && cp.Done {
 		// The stream resumes after the read snapshot. Resync stays: the
 		// write below marks this last chunk's events with it.
-		cp.Initial, cp.Next = false, 0
+		cp.Initial, cp.Next, cp.Kind, cp.Filter = false, 0, "", ""
 	}
-	o := &outgoing{c: c, cp: cp, events: len(d.chunk), initial: d.initial}
+	o := &outgoing{c: c, cp: cp, events: len(d.chunk), initial: d.initial, kind: d.kind, total: d.n}
 	if len(d.chunk) > 0 || d.change != nil {
 		bb := &d.f.builders[d.turn]
 		d.turn ^= 1
@@ -764,6 +818,8 @@ type outgoing struct {
 	cp      Checkpoint
 	events  int
 	initial bool
+	kind    string // an on-demand snapshot's, for its notices
+	total   int
 }
 
 // send writes o's batch, then stores its checkpoint, even when a shutdown
@@ -782,6 +838,19 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 	}
 	f.cp = o.cp
 	f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(o.cp.Seq))
+	if o.kind != "" && f.p.Notify != nil {
+		n := SnapshotNotice{Table: f.spec.Name, ID: o.cp.Signal, Kind: o.kind, SnapshotID: o.cp.SnapshotID, Next: o.cp.Next, Total: o.total}
+		if !o.cp.Initial {
+			n.Next = o.total
+			for _, typ := range []string{NoticeTableScanCompleted, NoticeCompleted} {
+				n.Type = typ
+				f.p.Notify(n)
+			}
+		} else {
+			n.Type = NoticeInProgress
+			f.p.Notify(n)
+		}
+	}
 	return nil
 }
 
@@ -810,6 +879,16 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 // to write.
 func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) (*Batch, error) {
 	resync := marker != SnapshotNone && cp.Resync
+	filtered := marker != SnapshotNone && f.readFilter != ""
+	if filtered {
+		var err error
+		if evs, err = f.filterRows(c, evs, f.readFilter); err != nil {
+			return nil, Permanent(err)
+		}
+		if len(evs) == 0 && change == nil {
+			return nil, nil // no row of this chunk passed: only its checkpoint moves
+		}
+	}
 	if f.sub != nil {
 		var err error
 		if c, evs, err = f.sub.Apply(c, evs); err != nil {
@@ -823,8 +902,8 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 	bb.start(c, len(evs))
 	for k := range evs {
 		e, i := &evs[k], lo+k
-		if f.sub != nil {
-			i = e.Index // the subscription skipped events; indexes stay those of the commit
+		if f.sub != nil || filtered {
+			i = e.Index // the subscription or the filter skipped events; indexes stay those of the commit
 		}
 		e.Snapshot, e.Resync = marker, resync
 		if marker != SnapshotNone && i == total-1 {

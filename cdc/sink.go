@@ -35,6 +35,15 @@ type Checkpoint struct {
 	// on-demand snapshot each begin a new epoch. Positions compare by
 	// epoch first.
 	Epoch int64 `json:"epoch,omitempty"`
+	// Signal is the id of the request that began the epoch's on-demand
+	// snapshot (SnapshotRequest.ID), kept for the rest of the epoch so
+	// that the request read again is not read twice.
+	Signal string `json:"signal,omitempty"`
+	// Kind, Filter and Paused describe the on-demand snapshot being read
+	// (Initial): its kind for notices, its row filter, and a pause.
+	Kind   string `json:"snapshot_kind,omitempty"`
+	Filter string `json:"filter,omitempty"`
+	Paused bool   `json:"paused,omitempty"`
 }
 
 // Before reports whether c is an earlier position than o.

@@ -428,6 +428,7 @@ hive_metastore() {
 # Sourced (interop/generate_testdata.sh): the helpers and install functions
 # above are all it takes; nothing below runs.
 . "$HERE/parts/v3.sh"
+. "$HERE/parts/signals.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
@@ -1176,6 +1177,7 @@ part hive hive_metastore
 if [ $KAFKA_PARTS -eq 1 ]; then
   part kafka-smoke kafka_smoke
   part kafka-e2e kafka_e2e
+  part signals signals_e2e
   [ $GO_OK -eq 0 ] && part cluster-churn cluster_churn
 fi
 [ $CONNECT_PARTS -eq 1 ] && [ $GO_OK -eq 0 ] && part unwrap unwrap_check

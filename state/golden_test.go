@@ -117,3 +117,30 @@ func compareGolden(t *testing.T, name string, got []byte) {
 		t.Errorf("stored %s changed:\n got %s\nwant %s", name, got, want)
 	}
 }
+
+// A checkpoint inside a filtered or paused on-demand snapshot is stored
+// as format 3, which a build that ignored the filter or the pause refuses
+// instead of misreading; this build reads it back whole, and refuses a
+// format 3 record without either.
+func TestReadCheckpointVersion(t *testing.T) {
+	now := time.UnixMilli(1_767_225_601_456)
+	for _, cp := range []cdc.Checkpoint{
+		{TableUUID: "u", SnapshotID: 7, Seq: 3, Next: 40, Initial: true, Epoch: 2, Signal: "s-1", Kind: "incremental", Filter: "id > 3"},
+		{TableUUID: "u", SnapshotID: 7, Seq: 3, Next: 40, Initial: true, Epoch: 2, Signal: "s-2", Kind: "blocking", Paused: true},
+	} {
+		raw := encodeCheckpoint(cp, now)
+		if !bytes.HasPrefix(raw, []byte(`{"v":3,`)) {
+			t.Fatalf("stored %s, want format 3", raw)
+		}
+		rec, err := decodeCheckpoint(raw)
+		if err != nil || rec.Checkpoint != cp {
+			t.Fatalf("decode %s = %+v, %v", raw, rec.Checkpoint, err)
+		}
+	}
+	if raw := encodeCheckpoint(cdc.Checkpoint{TableUUID: "u", Done: true, Signal: "s-1"}, now); !bytes.HasPrefix(raw, []byte(`{"v":1,`)) {
+		t.Fatalf("a checkpoint that only names its signal is stored as %s, want format 1", raw)
+	}
+	if _, err := decodeCheckpoint([]byte(`{"v":3,"table_uuid":"u","done":true}`)); err == nil {
+		t.Fatal("a format 3 record without a filter or a pause was read")
+	}
+}

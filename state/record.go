@@ -100,10 +100,18 @@ func decodePipeline(raw []byte) (pipelineRecord, error) {
 // event. Every other checkpoint keeps formatVersion.
 const netCheckpointVersion = 2
 
+// readCheckpointVersion is the "v" of a checkpoint inside an on-demand
+// snapshot with a row filter or a pause: an icecdc that ignored them
+// would read rows the filter leaves out, or go on with a paused read.
+const readCheckpointVersion = 3
+
 func encodeCheckpoint(cp cdc.Checkpoint, now time.Time) []byte {
 	v := formatVersion
-	if cp.Net {
+	switch {
+	case cp.Net:
 		v = netCheckpointVersion
+	case cp.Filter != "" || cp.Paused:
+		v = readCheckpointVersion
 	}
 	b, err := json.Marshal(checkpointRecord{V: v, Checkpoint: cp, SavedAtMs: now.UnixMilli()})
 	if err != nil {
@@ -117,7 +125,7 @@ func decodeCheckpoint(raw []byte) (checkpointRecord, error) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return rec, err
 	}
-	if rec.V == netCheckpointVersion && rec.Net {
+	if rec.V == netCheckpointVersion && rec.Net || rec.V == readCheckpointVersion && (rec.Filter != "" || rec.Paused) {
 		return rec, nil
 	}
 	if rec.V != formatVersion {

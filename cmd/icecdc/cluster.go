@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/internal/redact"
+	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -66,6 +69,12 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	// the member has stopped them all.
 	cat := openCatalog(cfg, log)
 	defer cat.Close()
+	notifier, closeNotifier, err := newNotifier(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeNotifier()
+	targets := &memberTargets{byTable: map[string]*cdc.Pipeline{}}
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, health, log)
@@ -87,6 +96,10 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 				SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 			}
 			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
+			if notifier != nil {
+				p.Notify = notifier.Notice
+			}
+			targets.set(spec.Name, p)
 			return p
 		},
 		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
@@ -97,6 +110,19 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	}
 	log.Info("icecdc started in cluster mode", "pipeline", cfg.Name, "group", cfg.Cluster.Group, "member", member.Name(),
 		"tables", len(tables), "sink", cfg.Sink.Type, "version", version)
+	// Every member reads every signal, under a group of its own (its
+	// name), and acts on the tables it owns.
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.spec.Name
+	}
+	sctx, stopSignals := context.WithCancel(ctx)
+	waitSignals, err := startSignals(sctx, cfg, log, targets, names, notifier, ready, member.Name())
+	if err != nil {
+		stopSignals()
+		return err
+	}
+	defer func() { stopSignals(); waitSignals() }()
 	err = member.Run(ctx)
 	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return err
@@ -167,4 +193,48 @@ func configFingerprint(cfg *Config) string {
 		parts = append(parts, "schema_registry="+redact.URL(r.URL)+" "+r.Strategy())
 	}
 	return cluster.Fingerprint(parts...)
+}
+
+// memberTargets are the pipelines of the tables a cluster member owns,
+// for signals: a table it does not own (or no longer: its pipeline
+// stopped) is signals.ErrNotOwned.
+type memberTargets struct {
+	mu      sync.Mutex
+	byTable map[string]*cdc.Pipeline
+}
+
+func (m *memberTargets) set(table string, p *cdc.Pipeline) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.byTable[table] = p
+}
+
+func (m *memberTargets) get(table string) *cdc.Pipeline {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byTable[table]
+}
+
+func (m *memberTargets) Snapshot(ctx context.Context, table string, req cdc.SnapshotRequest) (cdc.SnapshotInfo, error) {
+	p := m.get(table)
+	if p == nil {
+		return cdc.SnapshotInfo{}, signals.ErrNotOwned
+	}
+	si, err := p.Snapshot(ctx, table, req)
+	if errors.Is(err, cdc.ErrNotServing) {
+		return si, fmt.Errorf("%w: %v", signals.ErrNotOwned, err)
+	}
+	return si, err
+}
+
+func (m *memberTargets) ControlSnapshot(table string, c cdc.SnapshotControl) error {
+	p := m.get(table)
+	if p == nil {
+		return signals.ErrNotOwned
+	}
+	err := p.ControlSnapshot(table, c)
+	if errors.Is(err, cdc.ErrNotServing) {
+		return fmt.Errorf("%w: %v", signals.ErrNotOwned, err)
+	}
+	return err
 }

@@ -414,6 +414,9 @@ func (c *Config) validate() error {
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Debezium.Config.Validate(c.Sink.Type == "kafka"); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/registry"
+	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/sinks/kafka"
 )
 
@@ -53,6 +54,9 @@ type DebeziumConfig struct {
 	// schema or field name Avro does not allow.
 	SchemaNameAdjustmentMode string `yaml:"schema.name.adjustment.mode"`
 	FieldNameAdjustmentMode  string `yaml:"field.name.adjustment.mode"`
+
+	// Config is the signal and notification settings (package signals).
+	signals.Config `yaml:",inline"`
 
 	// avro is what debezium-avro needs beyond these settings, set from
 	// the rest of the configuration (prepareAvro) or by icecdc changes.

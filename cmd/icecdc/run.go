@@ -159,6 +159,21 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
 	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "state", cfg.State.Path, "version", version)
 	started = true
+	notifier, closeNotifier, err := newNotifier(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeNotifier()
+	if notifier != nil {
+		p.Notify = notifier.Notice
+	}
+	sctx, stopSignals := context.WithCancel(ctx) // ends with the run, whichever way
+	waitSignals, err := startSignals(sctx, cfg, log, p, tableNames(p.Tables), notifier, p.Ready, "")
+	if err != nil {
+		stopSignals()
+		return err
+	}
+	defer func() { stopSignals(); waitSignals() }()
 	runErr := p.Run(ctx)
 	if once && runErr == nil && ctx.Err() != nil {
 		runErr = errOnceInterrupted

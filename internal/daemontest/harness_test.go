@@ -103,6 +103,8 @@ type daemonConf struct {
 	HoldInterval time.Duration
 	// Sink is the sink: section, indented by two spaces per level.
 	Sink string
+	// Extra is more of the file, as written.
+	Extra string
 }
 
 func fileSink(path string) string {
@@ -141,6 +143,7 @@ func (c daemonConf) write(t testing.TB, path string) {
 	if c.Listen != "" {
 		fmt.Fprintf(&b, "http: {listen: %q, token: %q}\n", c.Listen, c.Token)
 	}
+	b.WriteString(c.Extra)
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,291 @@
+package cdc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/state"
+)
+
+// notices records a pipeline's snapshot notices.
+type notices struct {
+	mu  sync.Mutex
+	got []cdc.SnapshotNotice
+}
+
+func (n *notices) add(x cdc.SnapshotNotice) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.got = append(n.got, x)
+}
+
+// types returns the notice types of request id, in order.
+func (n *notices) types(id string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, x := range n.got {
+		if x.ID == id && x.Type != cdc.NoticeInProgress {
+			out = append(out, x.Type)
+		}
+	}
+	return out
+}
+
+// rRows returns the row values of the r events of snapshot snap the sink
+// got, with their event indexes.
+func rRows(s *cdctest.Sink, snap int64) (ids []int64, indexes []int) {
+	for _, w := range s.Batches() {
+		if w.Checkpoint.SnapshotID != snap {
+			continue
+		}
+		for i, eid := range w.IDs {
+			if !strings.HasSuffix(eid, ":r") {
+				continue
+			}
+			var id int64
+			var idx int
+			v := w.Values[i]
+			fmt.Sscanf(v[strings.Index(v, `"id":`)+5:], "%d", &id)
+			fmt.Sscanf(v[strings.Index(v, `"event_index":`)+14:], "%d", &idx)
+			ids = append(ids, id)
+			indexes = append(indexes, idx)
+		}
+	}
+	return ids, indexes
+}
+
+// TestSignalSnapshot drives an on-demand snapshot as signals do: a read
+// with a row filter keeps only the rows it holds for, at their own event
+// indexes; a filter on an unknown column is refused and changes nothing;
+// a pause holds the read and the table's stream, across a restart, until
+// a resume; a stop ends the read and the stream goes on; a request read
+// again under the same id is not read twice. Each step is notified.
+func TestSignalSnapshot(t *testing.T) {
+	store, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	src := cdctest.New(cdctest.Info("shop", "orders"))
+	sink := &cdctest.Sink{}
+	first := src.Append(cdctest.Inserts(1, 100)...)
+	var ns notices
+	var p *cdc.Pipeline
+	start := func() (stop func()) {
+		p = &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
+			Encoder: newEncoder("p"), Sink: sink, Store: store, Poll: time.Millisecond, ChunkSize: 10,
+			RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Notify: ns.add, Ready: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		<-p.Ready
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("pipeline: %v", err)
+			}
+		}
+	}
+	checkpoint := func() cdc.Checkpoint {
+		cp, _, err := store.Load(context.Background(), "p", "shop.orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp
+	}
+	caughtUp := func(snap int64) func() bool {
+		return func() bool { cp := checkpoint(); return cp.Done && cp.SnapshotID == snap }
+	}
+	stop := start()
+	waitFor(t, "the first commit delivered", caughtUp(first.ID))
+	ctx := t.Context()
+
+	// A filtered read.
+	si, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s1", Kind: "incremental", Filter: "id > 50 AND NOT (id > 80) OR id IN (3, 7)"})
+	if err != nil || si.ID != first.ID {
+		t.Fatalf("Snapshot s1 = %+v, %v; want a read of snapshot %d", si, err, first.ID)
+	}
+	waitFor(t, "s1 completed", func() bool { return strings.HasSuffix(strings.Join(ns.types("s1"), ","), cdc.NoticeCompleted) })
+	if got := strings.Join(ns.types("s1"), ","); got != "STARTED,TABLE_SCAN_COMPLETED,COMPLETED" {
+		t.Errorf("s1 notices %s", got)
+	}
+	ids, idx := rRows(sink, first.ID)
+	if len(ids) != 32 || ids[0] != 3 || ids[1] != 7 || ids[2] != 51 || ids[31] != 80 {
+		t.Fatalf("the filtered read emitted rows %v, want 3, 7 and 51..80", ids)
+	}
+	for i := range ids {
+		if idx[i] != int(ids[i]-1) {
+			t.Fatalf("row %d has event_index %d, want its place in the read, %d", ids[i], idx[i], ids[i]-1)
+		}
+	}
+
+	// A filter on an unknown column: refused, nothing changes.
+	before := checkpoint()
+	_, err = p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "bad", Kind: "incremental", Filter: "price > 3"})
+	if !errors.Is(err, cdc.ErrBadSnapshotRequest) || !strings.Contains(err.Error(), `unknown column "price"`) || !strings.Contains(err.Error(), "shop.orders") {
+		t.Fatalf("Snapshot with a filter on an unknown column: %v", err)
+	}
+	if after := checkpoint(); after != before {
+		t.Fatalf("a refused request moved the checkpoint from %s to %s", before, after)
+	}
+
+	// A paused read holds the stream, across a restart.
+	if err := p.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s2", Kind: "blocking"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "s2 paused", func() bool { return strings.Join(ns.types("s2"), ",") == "STARTED,PAUSED" })
+	second := src.Append(cdctest.Inserts(101, 5)...)
+	stop()
+	stop = start()
+	calls := src.Calls("Refresh")
+	waitFor(t, "polls after the restart", func() bool { return src.Calls("Refresh") > calls+20 })
+	if cp := checkpoint(); !cp.Initial || !cp.Paused || cp.Next != 0 || cp.Signal != "s2" {
+		t.Fatalf("a paused read restarted to %s (paused %v)", cp, cp.Paused)
+	}
+	if ids, _ := rRows(sink, first.ID); len(ids) != 32 {
+		t.Fatalf("the paused read emitted %d rows", len(ids)-32)
+	}
+	if err := p.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the commit after s2", caughtUp(second.ID))
+	if got := strings.Join(ns.types("s2"), ","); got != "STARTED,PAUSED,RESUMED,TABLE_SCAN_COMPLETED,COMPLETED" {
+		t.Errorf("s2 notices %s", got)
+	}
+	if ids, _ := rRows(sink, first.ID); len(ids) != 132 {
+		t.Fatalf("the reads emitted %d rows, want 32 and 100", len(ids))
+	}
+
+	// A stopped read: the stream goes on after it.
+	if err := p.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s3", Kind: "incremental"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "s3 paused", func() bool { return strings.Join(ns.types("s3"), ",") == "STARTED,PAUSED" })
+	if err := p.ControlSnapshot("shop.orders", cdc.StopSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	third := src.Append(cdctest.Inserts(106, 1)...)
+	waitFor(t, "the commit after s3", caughtUp(third.ID))
+	if got := strings.Join(ns.types("s3"), ","); got != "STARTED,PAUSED,ABORTED" {
+		t.Errorf("s3 notices %s", got)
+	}
+	if ids, _ := rRows(sink, second.ID); len(ids) != 0 {
+		t.Fatalf("the stopped read emitted %d rows", len(ids))
+	}
+
+	// s3 again (a signal read twice): the checkpoint names it, no read.
+	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s3", Kind: "incremental"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ns.types("s3"), ","); got != "STARTED,PAUSED,ABORTED" {
+		t.Errorf("s3 read again: notices %s", got)
+	}
+	if cp := checkpoint(); !cp.Done || cp.SnapshotID != third.ID {
+		t.Fatalf("s3 read again moved the checkpoint to %s", cp)
+	}
+	stop()
+}
+
+// TestRowFilter checks the filter language on values of every type it
+// compares, and that what it does not take is refused with one line.
+func TestRowFilter(t *testing.T) {
+	sc := cdctest.Info("s", "t").Schema
+	for _, tc := range []struct {
+		filter string
+		keep   []int64
+	}{
+		{"id = 3", []int64{3}},
+		{"ID <> 3 AND id < 5", []int64{1, 2, 4}},
+		{"id != 3 and id <= 2", []int64{1, 2}},
+		{"id BETWEEN 2 AND 4", []int64{2, 3, 4}},
+		{"id NOT BETWEEN 2 AND 4", []int64{1, 5}},
+		{"id NOT IN (1,2,3)", []int64{4, 5}},
+		{"NOT id >= 4 AND (id > 1 OR id = 1)", []int64{1, 2, 3}},
+		{"id IS NULL", nil},
+		{"id IS NOT NULL AND `id` > 4", []int64{5}},
+	} {
+		rf, err := cdc.ParseRowFilter(tc.filter)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		b, err := rf.Bind(sc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		var kept []int64
+		for v := int64(1); v <= 5; v++ {
+			if b.Keep(cdc.Row{v}) {
+				kept = append(kept, v)
+			}
+		}
+		if fmt.Sprint(kept) != fmt.Sprint(tc.keep) {
+			t.Errorf("%s kept %v, want %v", tc.filter, kept, tc.keep)
+		}
+		if b.Keep(cdc.Row{nil}) != strings.Contains(tc.filter, "IS NULL") {
+			t.Errorf("%s on a null: SQL keeps a null only for IS NULL", tc.filter)
+		}
+	}
+	for _, tc := range []struct{ filter, want string }{
+		{"id LIKE 'a%'", "LIKE"},
+		{"upper(id) = 'A'", "functions are not accepted"},
+		{"id = other", "only literals"},
+		{"id = NULL", "IS NULL"},
+		{"id + 1 = 2", `"+"`},
+		{"id = 'three'", "want an integer"},
+		{"nope = 1", `unknown column "nope"`},
+		{`"ID" = 1`, `unknown column "ID"`},
+		{"id = 1 ; DROP TABLE x", `";"`},
+		{"(id = 1", "missing ')'"},
+	} {
+		rf, err := cdc.ParseRowFilter(tc.filter)
+		if err == nil {
+			_, err = rf.Bind(sc)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line saying %s", tc.filter, err, tc.want)
+		}
+	}
+}
+
+// TestSignalStopSparesInitialRead: a stop or pause signal acts only on
+// the reads signals began; the initial read of start: initial, asked
+// before it starts, delivers every row.
+func TestSignalStopSparesInitialRead(t *testing.T) {
+	f := newFast(t)
+	first := f.src.Append(cdctest.Inserts(1, 100)...)
+	var p *cdc.Pipeline
+	refreshes := 0
+	f.src.OnRefresh = func() error {
+		if refreshes++; refreshes == 2 { // the catch-up's, before the read
+			p.ControlSnapshot("shop.orders", cdc.StopSnapshot)
+			p.ControlSnapshot("shop.orders", cdc.PauseSnapshot)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard only
+	defer cancel()
+	p = &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: f.src, Start: cdc.Start{Kind: cdc.StartInitial}}},
+		Encoder: newEncoder("p"), Sink: f.sink, Store: f.store, Poll: time.Millisecond, ChunkSize: 10,
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Once: true}
+	if err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := rRows(f.sink, first.ID); len(ids) != 100 {
+		t.Fatalf("the initial read delivered %d rows, want 100", len(ids))
+	}
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/state"
+)
+
+// TestConfigSignals accepts Debezium's signal and notification settings
+// where they apply, with Debezium's defaults, and refuses each setting
+// that cannot apply with one line naming it.
+func TestConfigSignals(t *testing.T) {
+	const kafkaSink = "name: p\ntables: [{name: a.b}]\nsink: {type: kafka, kafka: {brokers: [k:9092]}}\n"
+	const fileSink = "name: p\ntables: [{name: a.b}]\nsink: {type: file, file: {path: /tmp/x}}\n"
+	c, err := parseConfig([]byte(kafkaSink+"debezium:\n  topic.prefix: shop\n  signal.enabled.channels: kafka\n  notification.enabled.channels: sink,log\n  notification.sink.topic.name: shop.notes\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.Debezium.Config
+	if !sc.Signals() || !sc.NotifySink() || !sc.NotifyLog() || sc.Topic(c.Debezium.prefix()) != "shop-signal" || sc.GroupID() != "kafka-signal" ||
+		strings.Join(sc.Brokers(c.Sink.Kafka.Brokers), ",") != "k:9092" {
+		t.Errorf("defaults: %+v", sc)
+	}
+	if _, err := parseConfig([]byte(fileSink+"debezium:\n  signal.enabled.channels: kafka\n  signal.kafka.bootstrap.servers: a:1,b:2\n  notification.enabled.channels: log\n"), env(nil)); err != nil {
+		t.Errorf("signals with a file sink and its own brokers: %v", err)
+	}
+	for _, tc := range []struct{ sink, debezium, want string }{
+		{kafkaSink, "signal.enabled.channels: source", `debezium.signal.enabled.channels: "source": icecdc reads signals from a Kafka topic only`},
+		{kafkaSink, "signal.data.collection: db.signals", "debezium.signal.data.collection: icecdc has no signal table"},
+		{kafkaSink, "signal.kafka.topic: s", "debezium.signal.kafka.topic: set, but signal.enabled.channels does not list kafka"},
+		{fileSink, "signal.enabled.channels: kafka", "debezium.signal.kafka.bootstrap.servers: required: the sink is not Kafka"},
+		{fileSink, "notification.enabled.channels: sink\n  notification.sink.topic.name: n", "debezium.notification.enabled.channels: sink writes notifications to a Kafka topic, and the sink is not Kafka"},
+		{kafkaSink, "notification.enabled.channels: sink", "debezium.notification.sink.topic.name: required with notification.enabled.channels: sink"},
+		{kafkaSink, "notification.enabled.channels: jmx", `debezium.notification.enabled.channels: "jmx": want sink or log`},
+		{kafkaSink, "notification.sink.topic.name: n", "debezium.notification.sink.topic.name: set, but notification.enabled.channels does not list sink"},
+	} {
+		_, err := parseConfig([]byte(tc.sink+"debezium:\n  "+tc.debezium+"\n"), env(nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line saying %s", tc.debezium, err, tc.want)
+		}
+	}
+}
+
+// TestMemberTargets: a cluster member's signals reach the pipelines of
+// the tables it owns; a table it never owned, or whose pipeline stopped
+// (the table moved to another member), is another member's.
+func TestMemberTargets(t *testing.T) {
+	m := &memberTargets{byTable: map[string]*cdc.Pipeline{}}
+	if _, err := m.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: "1"}); !errors.Is(err, signals.ErrNotOwned) {
+		t.Fatalf("a table the member never owned: %v", err)
+	}
+	store, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	src := cdctest.New(cdctest.Info("shop", "orders"))
+	first := src.Append(cdctest.Inserts(1, 10)...)
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
+		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: &cdctest.Sink{}, Store: store, Poll: time.Millisecond,
+		Ready: make(chan struct{})}
+	m.set("shop.orders", p)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	<-p.Ready
+	hang, stop := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard only
+	defer stop()
+	if si, err := m.Snapshot(hang, "shop.orders", cdc.SnapshotRequest{ID: "2", Kind: "incremental"}); err != nil || si.ID != first.ID {
+		t.Fatalf("the owned table's snapshot: %+v, %v", si, err)
+	}
+	if err := m.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+		t.Fatalf("pause the owned table's read: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: "3"}); !errors.Is(err, signals.ErrNotOwned) {
+		t.Fatalf("a table whose pipeline stopped: %v", err)
+	}
+	if err := m.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); !errors.Is(err, signals.ErrNotOwned) {
+		t.Fatalf("a control for a table whose pipeline stopped: %v", err)
+	}
+}
+
+// TestNotifierSinkChannel: with notification.enabled.channels: sink the
+// daemon creates the notification topic on the Kafka sink's brokers and
+// writes Debezium's notification records there, with Connect's schemas
+// under debezium-connect-json.
+func TestNotifierSinkChannel(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	raw := fmt.Sprintf("name: p\ntables: [{name: a.b}]\nsink: {type: kafka, kafka: {brokers: [%q]}}\nformat: debezium-connect-json\n"+
+		"debezium:\n  topic.prefix: shop\n  notification.enabled.channels: sink\n  notification.sink.topic.name: shop.notes\n", kf.ListenAddrs()[0])
+	cfg, err := parseConfig([]byte(raw), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, closeN, err := newNotifier(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil || n == nil {
+		t.Fatalf("newNotifier: %v, %v", n, err)
+	}
+	n.Notice(cdc.SnapshotNotice{Table: "a.b", ID: "s-1", Kind: "blocking", Type: cdc.NoticeTableScanCompleted, Total: 7})
+	closeN()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...), kgo.ConsumeTopics("shop.notes"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	hang, stop := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard only
+	defer stop()
+	fs := cl.PollFetches(hang)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fs.Records()
+	if len(recs) != 1 {
+		t.Fatalf("%d records on shop.notes, want 1", len(recs))
+	}
+	var key struct {
+		Schema  struct{ Name string }
+		Payload struct{ ID string }
+	}
+	var value struct {
+		Schema  struct{ Name string }
+		Payload signals.Notification
+	}
+	if err := json.Unmarshal(recs[0].Key, &key); err != nil || key.Schema.Name != "io.debezium.connector.common.NotificationKey" || key.Payload.ID != "s-1" {
+		t.Errorf("key %s (%v)", recs[0].Key, err)
+	}
+	if err := json.Unmarshal(recs[0].Value, &value); err != nil || value.Schema.Name != "io.debezium.connector.common.Notification" {
+		t.Fatalf("value %s (%v)", recs[0].Value, err)
+	}
+	p := value.Payload
+	if p.ID != "s-1" || p.AggregateType != "Initial Snapshot" || p.Type != "TABLE_SCAN_COMPLETED" || p.Timestamp == 0 ||
+		p.AdditionalData["scanned_collection"] != "a.b" || p.AdditionalData["total_rows_scanned"] != "7" || p.AdditionalData["connector_name"] != "shop" {
+		t.Errorf("notification %+v", p)
+	}
+}

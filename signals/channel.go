@@ -1,0 +1,242 @@
+package signals
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// Target is what signals act on: a pipeline's on-demand snapshots
+// (*cdc.Pipeline), or a cluster member's.
+type Target interface {
+	Snapshot(ctx context.Context, table string, req cdc.SnapshotRequest) (cdc.SnapshotInfo, error)
+	ControlSnapshot(table string, c cdc.SnapshotControl) error
+}
+
+// ErrNotOwned is a table another member of the cluster follows: its
+// owner acts on the signal.
+var ErrNotOwned = errors.New("the table is followed by another member")
+
+// Channel reads the signal topic and routes each signal to Target.
+type Channel struct {
+	// Opts are the Kafka client's options (brokers, TLS, SASL).
+	Opts []kgo.Opt
+	// Topic and Group are the signal topic (partition 0 is read, as
+	// Debezium does) and the consumer group its offset is committed in.
+	Topic, Group string
+	// Key is the key a signal must have: the topic prefix. Records with
+	// another key are for another connector and are passed over.
+	Key string
+	// Tables are the tables signals may name.
+	Tables []string
+	Target Target
+	// FromEnd starts a group without a committed offset at the topic's
+	// end instead of its start (a cluster member's group of its own).
+	FromEnd bool
+	Notify  *Notifier // nil: bad signals are logged only
+	Log     *slog.Logger
+
+	mu        sync.Mutex
+	inflight  []*inflight // by offset
+	commitMu  sync.Mutex
+	committed int64
+	adm       *kadm.Client
+}
+
+// inflight is a signal read whose effect is not durable yet.
+type inflight struct {
+	offset int64
+	done   bool
+}
+
+// Run reads signals until ctx ends. It creates the topic when missing
+// and starts at the group's committed offset (the topic's start without
+// one, as Debezium's auto.offset.reset=earliest).
+func (c *Channel) Run(ctx context.Context) error {
+	cl, err := kgo.NewClient(c.Opts...)
+	if err != nil {
+		return fmt.Errorf("signal topic %s: %w", c.Topic, err)
+	}
+	start, err := c.prepare(ctx, kadm.NewClient(cl))
+	cl.Close()
+	if err != nil {
+		return err
+	}
+	cl, err = kgo.NewClient(append(c.Opts[:len(c.Opts):len(c.Opts)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: {0: start}}))...)
+	if err != nil {
+		return fmt.Errorf("signal topic %s: %w", c.Topic, err)
+	}
+	defer cl.Close()
+	c.adm = kadm.NewClient(cl)
+	c.Log.Info("reading signals", "topic", c.Topic, "group", c.Group)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			c.Log.Warn("read the signal topic", "topic", topic, "partition", p, "err", err)
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			c.handle(ctx, r, &wg)
+		})
+	}
+}
+
+// prepare creates the topic if needed and returns where to read from.
+func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, error) {
+	for {
+		_, err := adm.CreateTopic(ctx, 1, -1, nil, c.Topic)
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			break
+		}
+		c.Log.Warn("create the signal topic", "topic", c.Topic, "err", err)
+		select {
+		case <-ctx.Done():
+			return kgo.Offset{}, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	for {
+		offs, err := adm.FetchOffsets(ctx, c.Group)
+		none := kgo.NewOffset().AtStart()
+		if c.FromEnd {
+			none = kgo.NewOffset().AtEnd()
+		}
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return none, nil // a group that never committed
+		}
+		if err == nil {
+			if o, ok := offs.Lookup(c.Topic, 0); ok && o.Err == nil && o.At >= 0 {
+				return kgo.NewOffset().At(o.At), nil
+			}
+			return none, nil
+		}
+		c.Log.Warn("read the signal group's offset", "group", c.Group, "err", err)
+		select {
+		case <-ctx.Done():
+			return kgo.Offset{}, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// handle acts on one record; its offset is committed once it and every
+// record before it are done.
+func (c *Channel) handle(ctx context.Context, r *kgo.Record, wg *sync.WaitGroup) {
+	f := &inflight{offset: r.Offset}
+	c.mu.Lock()
+	c.inflight = append(c.inflight, f)
+	c.mu.Unlock()
+	if string(r.Key) != c.Key {
+		c.Log.Info("signal for another connector passed over", "offset", r.Offset, "key", string(r.Key), "want", c.Key)
+		c.done(ctx, f)
+		return
+	}
+	if len(bytes.TrimSpace(r.Value)) == 0 || bytes.Equal(bytes.TrimSpace(r.Value), []byte("null")) {
+		// A tombstone (a compacted signal topic) asks for nothing.
+		c.done(ctx, f)
+		return
+	}
+	a, err := Parse(r.Value, c.Tables)
+	if a.Signal.ID == "" {
+		// Notifications need an id: a signal without one is named by
+		// where it is.
+		a.Signal.ID = fmt.Sprintf("%s@%d", c.Topic, r.Offset)
+	}
+	if err != nil {
+		c.reject(a, fmt.Sprintf("%v (offset %d)", err, r.Offset))
+		c.done(ctx, f)
+		return
+	}
+	if a.Signal.Type != TypeExecuteSnapshot {
+		for _, t := range a.Tables {
+			if err := c.Target.ControlSnapshot(t, a.Control); err != nil && !errors.Is(err, ErrNotOwned) {
+				c.reject(a, fmt.Sprintf("signal %q (%s): %v", a.Signal.ID, a.Signal.Type, err))
+			}
+		}
+		c.Log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "tables", a.Tables)
+		c.done(ctx, f)
+		return
+	}
+	c.Log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "snapshot", a.Kind, "tables", a.Tables, "filters", a.Filters)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var twg sync.WaitGroup
+		var shutdown bool
+		var smu sync.Mutex
+		for _, t := range a.Tables {
+			twg.Add(1)
+			go func() {
+				defer twg.Done()
+				req := cdc.SnapshotRequest{ID: a.Signal.ID, Kind: a.Kind, Filter: a.Filters[t]}
+				si, err := c.Target.Snapshot(ctx, t, req)
+				switch {
+				case err == nil:
+					c.Log.Info("signal: snapshot started", "id", a.Signal.ID, "table", t, "snapshot", si.ID)
+				case ctx.Err() != nil:
+					smu.Lock()
+					shutdown = true // not durable: read again after the restart
+					smu.Unlock()
+				case errors.Is(err, ErrNotOwned):
+				case errors.Is(err, cdc.ErrSnapshotStopped):
+					c.Log.Info("signal: snapshot stopped before it started", "id", a.Signal.ID, "table", t)
+				default:
+					c.reject(Action{Signal: a.Signal, Kind: a.Kind, Tables: []string{t}}, fmt.Sprintf("signal %q (%s): %v", a.Signal.ID, a.Signal.Type, err))
+				}
+			}()
+		}
+		twg.Wait()
+		if !shutdown {
+			c.done(ctx, f)
+		}
+	}()
+}
+
+// reject logs and notifies a refused signal.
+func (c *Channel) reject(a Action, reason string) {
+	c.Log.Warn("signal refused", "reason", reason)
+	c.Notify.Rejected(a.Signal, a.Kind, a.Tables, reason)
+}
+
+// done marks f done and commits the offset past the done prefix.
+func (c *Channel) done(ctx context.Context, f *inflight) {
+	c.mu.Lock()
+	f.done = true
+	next := int64(-1)
+	for len(c.inflight) > 0 && c.inflight[0].done {
+		next = c.inflight[0].offset + 1
+		c.inflight = c.inflight[1:]
+	}
+	c.mu.Unlock()
+	if next < 0 {
+		return
+	}
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	if next <= c.committed {
+		return // a later offset was committed meanwhile
+	}
+	c.committed = next
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: c.Topic, Partition: 0, At: next, LeaderEpoch: -1})
+	if err := c.adm.CommitAllOffsets(context.WithoutCancel(ctx), c.Group, offs); err != nil {
+		// The signal is done; read again after a restart, it is
+		// recognised by its id (a snapshot) or repeated (a control).
+		c.Log.Warn("commit the signal offset", "group", c.Group, "offset", next, "err", err)
+	}
+}

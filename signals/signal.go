@@ -1,0 +1,203 @@
+package signals
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// The signal types icecdc acts on, as Debezium names them.
+const (
+	TypeExecuteSnapshot = "execute-snapshot"
+	TypeStopSnapshot    = "stop-snapshot"
+	TypePauseSnapshot   = "pause-snapshot"
+	TypeResumeSnapshot  = "resume-snapshot"
+)
+
+// The snapshot types of execute-snapshot.
+const (
+	KindIncremental = "incremental"
+	KindBlocking    = "blocking"
+)
+
+// Signal is one signal record's value.
+type Signal struct {
+	ID   string          `json:"id"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Action is what a signal asks of the pipeline: a snapshot of each of
+// Tables (with its filter), or a control of their reads.
+type Action struct {
+	Signal  Signal
+	Kind    string            // execute-snapshot: incremental or blocking
+	Tables  []string          // as the pipeline follows them
+	Filters map[string]string // table -> additional-conditions filter
+	Control cdc.SnapshotControl
+}
+
+// snapshotData is the data of the snapshot signals.
+type snapshotData struct {
+	DataCollections      []string `json:"data-collections"`
+	Type                 string   `json:"type"`
+	AdditionalConditions []struct {
+		DataCollection string `json:"data-collection"`
+		Filter         string `json:"filter"`
+	} `json:"additional-conditions"`
+	AdditionalCondition string `json:"additional-condition"`
+	SurrogateKey        string `json:"surrogate-key"`
+}
+
+// Parse reads a signal record's value and resolves it against the
+// tables the pipeline follows. Its error is one line saying why the
+// signal is refused (and the signal's id when it has one).
+func Parse(value []byte, tables []string) (Action, error) {
+	var sig Signal
+	d := json.NewDecoder(bytes.NewReader(value))
+	if err := d.Decode(&sig); err != nil {
+		return Action{}, fmt.Errorf("signal: not a JSON object {\"id\", \"type\", \"data\"}: %v", err)
+	}
+	if d.More() {
+		return Action{}, errors.New("signal: more than one JSON value in the record")
+	}
+	a := Action{Signal: sig}
+	fail := func(format string, args ...any) (Action, error) {
+		return a, fmt.Errorf("signal %q (%s): %s", sig.ID, sig.Type, fmt.Sprintf(format, args...))
+	}
+	if sig.ID == "" {
+		return fail("no id: a signal needs one, so that its notifications can name it")
+	}
+	var data snapshotData
+	if len(sig.Data) > 0 && !bytes.Equal(bytes.TrimSpace(sig.Data), []byte("null")) {
+		raw := sig.Data
+		// Debezium's signal table holds data as a JSON string; the Kafka
+		// channel takes an object. Both are read.
+		var text string
+		if json.Unmarshal(raw, &text) == nil {
+			raw = []byte(text)
+		}
+		if err := json.Unmarshal(raw, &data); err != nil {
+			return fail("data: %v", err)
+		}
+	}
+	switch sig.Type {
+	case TypeExecuteSnapshot:
+		a.Kind = strings.ToLower(data.Type)
+		if a.Kind == "" {
+			a.Kind = KindIncremental
+		}
+		if a.Kind != KindIncremental && a.Kind != KindBlocking {
+			return fail("data.type %q: want incremental or blocking", data.Type)
+		}
+		if data.SurrogateKey != "" {
+			return fail("data.surrogate-key: not accepted; icecdc reads a table's rows by file and position, not by key")
+		}
+		if len(data.DataCollections) == 0 {
+			return fail("data.data-collections: missing or empty; list the tables to read (names or regular expressions)")
+		}
+		var err error
+		if a.Tables, err = match(data.DataCollections, tables); err != nil {
+			return fail("%v", err)
+		}
+		a.Filters = map[string]string{}
+		for _, t := range a.Tables {
+			if data.AdditionalCondition != "" {
+				a.Filters[t] = data.AdditionalCondition
+			}
+		}
+		for i, c := range data.AdditionalConditions {
+			re, err := collectionPattern(c.DataCollection)
+			if err != nil {
+				return fail("data.additional-conditions[%d].data-collection: %v", i, err)
+			}
+			if strings.TrimSpace(c.Filter) == "" {
+				return fail("data.additional-conditions[%d].filter: empty", i)
+			}
+			if _, err := cdc.ParseRowFilter(c.Filter); err != nil {
+				return fail("data.additional-conditions[%d].filter %q: %v", i, c.Filter, err)
+			}
+			hit := false
+			for _, t := range a.Tables {
+				if re.MatchString(t) {
+					hit = true
+					if _, set := a.Filters[t]; !set {
+						a.Filters[t] = c.Filter // the first condition for a table holds
+					}
+				}
+			}
+			if !hit {
+				return fail("data.additional-conditions[%d].data-collection %q matches none of the tables to read (%s)", i, c.DataCollection, strings.Join(a.Tables, ", "))
+			}
+		}
+		if data.AdditionalCondition != "" {
+			if _, err := cdc.ParseRowFilter(data.AdditionalCondition); err != nil {
+				return fail("data.additional-condition %q: %v", data.AdditionalCondition, err)
+			}
+		}
+	case TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot:
+		if t := strings.ToLower(data.Type); t != "" && t != KindIncremental && t != KindBlocking {
+			return fail("data.type %q: want incremental or blocking", data.Type)
+		}
+		a.Control = map[string]cdc.SnapshotControl{TypeStopSnapshot: cdc.StopSnapshot, TypePauseSnapshot: cdc.PauseSnapshot, TypeResumeSnapshot: cdc.ResumeSnapshot}[sig.Type]
+		a.Tables = tables
+		if len(data.DataCollections) > 0 {
+			var err error
+			if a.Tables, err = match(data.DataCollections, tables); err != nil {
+				return fail("%v", err)
+			}
+		}
+	case "":
+		return fail("no type")
+	default:
+		return fail("unknown type; icecdc takes %s, %s, %s and %s", TypeExecuteSnapshot, TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot)
+	}
+	return a, nil
+}
+
+// collectionPattern compiles a data collection as Debezium matches it: a
+// regular expression over the whole name, case-insensitive.
+func collectionPattern(s string) (*regexp.Regexp, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("empty")
+	}
+	re, err := regexp.Compile(`(?i)^(?:` + s + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a regular expression: %v", s, err)
+	}
+	return re, nil
+}
+
+// match returns the tables the data collections name, in the order the
+// pipeline lists them; a collection that matches none is an error.
+func match(collections, tables []string) ([]string, error) {
+	hit := map[string]bool{}
+	for i, c := range collections {
+		re, err := collectionPattern(c)
+		if err != nil {
+			return nil, fmt.Errorf("data.data-collections[%d]: %v", i, err)
+		}
+		found := false
+		for _, t := range tables {
+			if re.MatchString(t) {
+				hit[t], found = true, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("data.data-collections[%d] %q matches no table the pipeline follows (%s)", i, c, strings.Join(tables, ", "))
+		}
+	}
+	var out []string
+	for _, t := range tables {
+		if hit[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
