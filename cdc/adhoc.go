@@ -135,6 +135,7 @@ func (p *Pipeline) ControlSnapshot(table string, c SnapshotControl) error {
 		}
 		t.pending = nil
 	}
+	t.poke()
 	return nil
 }
 
@@ -150,6 +151,9 @@ type snapshotRequests struct {
 }
 
 type tableRequests struct {
+	// wake tells the table's follower, idle until its next poll (which
+	// may be poll.max_interval away), that a request or control came.
+	wake     chan struct{}
 	pending  []pendingSnapshot
 	stopped  error // set once the table's follower returned
 	paused   bool  // asked: hold the read
@@ -167,7 +171,7 @@ func (r *snapshotRequests) open(specs []TableSpec) {
 	defer r.mu.Unlock()
 	r.tables = make(map[string]*tableRequests, len(specs))
 	for _, s := range specs {
-		r.tables[s.Name] = &tableRequests{}
+		r.tables[s.Name] = &tableRequests{wake: make(chan struct{}, 1)}
 	}
 }
 
@@ -186,7 +190,26 @@ func (r *snapshotRequests) add(table string, req SnapshotRequest) (<-chan snapsh
 	}
 	c := make(chan snapshotReply, 1)
 	t.pending = append(t.pending, pendingSnapshot{req, c})
+	t.poke()
 	return c, nil
+}
+
+func (t *tableRequests) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// woken is the channel that tells table's follower a request or a
+// control came (nil, which never fires, before Run).
+func (r *snapshotRequests) woken(table string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.tables[table]; t != nil {
+		return t.wake
+	}
+	return nil
 }
 
 // take removes and returns the table's first pending request and those

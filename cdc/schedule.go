@@ -219,7 +219,8 @@ func (f *follower) watched() bool {
 }
 
 // idle waits d (at least the catalog's throttle delay), or until the
-// table's catalog says it changed; false when ctx ended.
+// table's catalog says it changed or an on-demand snapshot is asked for;
+// false when ctx ended.
 func (f *follower) idle(ctx context.Context, d time.Duration) bool {
 	d = max(d, f.p.Health.ThrottleDelay())
 	var wake <-chan struct{}
@@ -232,6 +233,7 @@ func (f *follower) idle(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
+	case <-f.p.requests.woken(f.spec.Name):
 	case <-wake:
 		f.wait = 0 // a change: poll at the floor again
 		if d := f.p.Health.ThrottleDelay(); d > 0 && !sleep(ctx, d) {

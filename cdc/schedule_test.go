@@ -24,13 +24,20 @@ func (s *watchedSource) Idle()                            { s.idles.Add(1) }
 
 func runScheduled(t *testing.T, f *fast, src cdc.Source, poll, maxPoll, idleAfter time.Duration) (stop func()) {
 	t.Helper()
+	_, stop = runScheduledPipeline(t, f, src, poll, maxPoll, idleAfter)
+	return stop
+}
+
+// runScheduledPipeline is runScheduled, also returning the pipeline.
+func runScheduledPipeline(t *testing.T, f *fast, src cdc.Source, poll, maxPoll, idleAfter time.Duration) (*cdc.Pipeline, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Encoder: newEncoder("p"), Sink: f.sink, Store: f.store, Poll: poll, MaxPoll: maxPoll, IdleAfter: idleAfter,
 		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	return func() {
+	return p, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
@@ -66,6 +73,25 @@ func TestWatchedTableWaitsForWakeUp(t *testing.T) {
 	src.Append(cdctest.Inserts(2, 1)...)
 	src.wake <- struct{}{}
 	waitFor(t, "woken commit delivered", func() bool { return len(f.sink.IDs()) == 2 })
+}
+
+// TestSnapshotRequestWakesIdleTable: an on-demand snapshot of a watched
+// table that idles (its max interval an hour) starts at once, not at the
+// table's next poll an hour away.
+func TestSnapshotRequestWakesIdleTable(t *testing.T) {
+	f := newFast(t)
+	src := &watchedSource{Source: f.src, wake: make(chan struct{}, 1), covered: true}
+	src.Append(cdctest.Inserts(1, 3)...)
+	p, stop := runScheduledPipeline(t, f, src, time.Millisecond, time.Hour, time.Hour)
+	defer stop()
+	waitFor(t, "first commit delivered", func() bool { return len(f.sink.IDs()) == 3 })
+	time.Sleep(20 * time.Millisecond) // the follower is idle now
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
+	defer cancel()
+	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s1"}); err != nil {
+		t.Fatalf("snapshot of an idle table: %v", err)
+	}
+	waitFor(t, "the snapshot's rows delivered", func() bool { return len(f.sink.IDs()) == 6 })
 }
 
 // TestIdleTableBacksOff: a table nothing watches, unchanged, is polled
