@@ -85,32 +85,8 @@ func TestRunAvro(t *testing.T) {
 		}
 		return true
 	})
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	step := func(what string, fn func(context.Context, *table.Table) (*table.Table, error)) {
-		t.Helper()
-		if tbl, err = fn(ctx, tbl); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	evolve := func(what string, fn func(*table.UpdateSchema)) {
-		step(what, func(ctx context.Context, tb *table.Table) (*table.Table, error) {
-			tx := tb.NewTransaction()
-			us := tx.UpdateSchema(true, false)
-			fn(us)
-			if err := us.Commit(); err != nil {
-				return nil, err
-			}
-			return tx.Commit(ctx)
-		})
-	}
+	env, tbl := newOrders(ctx, t)
+	step, evolve := tableSteps(ctx, t, &tbl)
 	regURL := strings.Replace(reg.URL(), "http://", "http://icecdc:s3cret@", 1)
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
 	listen := freeAddr(t)
@@ -297,15 +273,7 @@ func TestConfigAvro(t *testing.T) {
 // from the registry; without --schema-registry-url it says what it needs.
 func TestChangesAvro(t *testing.T) {
 	ctx := context.Background()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, tbl := newOrders(ctx, t)
 	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10.5)}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/internal/scenario"
@@ -37,21 +35,9 @@ func TestRunHeartbeatsKafka(t *testing.T) {
 func runHeartbeatsKafka(t *testing.T, delivery string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers := newKafka(t)
+	env, tbl := newOrders(ctx, t)
+	var err error
 	if tbl, err = scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,16 +126,8 @@ func TestRunHeartbeatsWebhook(t *testing.T) {
 		defer mu.Unlock()
 		return append([]string(nil), bodies...)
 	}
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err = scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10)}); err != nil {
+	env, tbl := newOrders(ctx, t)
+	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10)}); err != nil {
 		t.Fatal(err)
 	}
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)

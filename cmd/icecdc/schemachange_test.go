@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/icecdc/icecdc/internal/scenario"
 )
@@ -31,38 +30,10 @@ func TestRunSchemaChanges(t *testing.T) {
 func runSchemaChanges(t *testing.T, delivery string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	step := func(what string, fn func(context.Context, *table.Table) (*table.Table, error)) {
-		t.Helper()
-		if tbl, err = fn(ctx, tbl); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	evolve := func(what string, fn func(*table.UpdateSchema)) {
-		step(what, func(ctx context.Context, tb *table.Table) (*table.Table, error) {
-			tx := tb.NewTransaction()
-			us := tx.UpdateSchema(true, false)
-			fn(us)
-			if err := us.Commit(); err != nil {
-				return nil, err
-			}
-			return tx.Commit(ctx)
-		})
-	}
+	brokers := newKafka(t)
+	env, tbl := newOrders(ctx, t)
+	var err error
+	step, evolve := tableSteps(ctx, t, &tbl)
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
 	sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1, delivery: %s}}\ndebezium: {include.schema.changes: true, topic.prefix: shop}", brokers[0], delivery)
 	cfg := writeConfig(t, "shop-cdc", catalog, sink, filepath.Join(t.TempDir(), "state.db"))
