@@ -95,6 +95,9 @@ type Pipeline struct {
 	// encoded by Encoder, which must be a SchemaChangeEncoder. A snapshot
 	// delivered again after a restart mid-way does not repeat it.
 	SchemaChanges bool
+	// Shaping, when set, shapes every table's columns and drops skipped
+	// operations (see Shaping) before the encoder sees an event.
+	Shaping *Shaping
 
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
@@ -201,6 +204,7 @@ type follower struct {
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
 	sub    *Subscription // nil: every column
+	shaper *Shaper       // nil: as the table has them
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
@@ -311,6 +315,12 @@ func (f *follower) load(ctx context.Context) error {
 		}
 		f.sub = sub
 	}
+	info := src.Info()
+	shaper, err := f.p.Shaping.ForTable(f.spec.Name, info.Schema, info.KeyFields)
+	if err != nil {
+		return Permanent(err)
+	}
+	f.shaper = shaper
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
 		if err != nil {
@@ -772,12 +782,24 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 			return nil, nil // nothing subscribed in this chunk: only its checkpoint moves
 		}
 	}
+	if f.shaper != nil {
+		var err error
+		if c, evs, err = f.shaper.Apply(c, evs); err != nil {
+			return nil, err
+		}
+		if change, err = f.shaper.SchemaChange(change); err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 && change == nil {
+			return nil, nil // every event skipped: only the checkpoint moves
+		}
+	}
 	now := time.Now().UnixMilli()
 	bb.start(c, len(evs))
 	for k := range evs {
 		e, i := &evs[k], lo+k
-		if f.sub != nil {
-			i = e.Index // the subscription skipped events; indexes stay those of the commit
+		if f.sub != nil || f.shaper != nil {
+			i = e.Index // the subscription or skipped operations left events out; indexes stay those of the commit
 		}
 		e.Snapshot, e.Resync = marker, resync
 		if marker != SnapshotNone && i == total-1 {

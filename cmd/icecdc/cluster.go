@@ -84,6 +84,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 				SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 			}
 			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
+			p.Shaping, _ = cfg.Debezium.shaping()
 			return p
 		},
 		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
@@ -135,5 +136,6 @@ func configFingerprint(cfg *Config) string {
 	if m := d.VariantHandlingMode; m != "" && m != "string" {
 		parts = append(parts, "variant.handling.mode="+m)
 	}
+	parts = append(parts, d.shapingParts()...)
 	return cluster.Fingerprint(parts...)
 }

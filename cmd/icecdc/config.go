@@ -310,6 +310,15 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	if sh, err := c.Debezium.shaping(); err != nil {
+		errs = append(errs, err)
+	} else if len(sh.SkippedOps()) > 0 && c.Debezium.ProvideTransactionMetadata {
+		// BEGIN/END count a commit's events, which skipping changes.
+		bad("debezium.skipped.operations", "not with debezium.provide.transaction.metadata, whose records count every event of a commit")
+	}
+	if _, err := c.Debezium.keyColumns(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Debezium.IncludeSchemaChanges && c.Sink.Type != "kafka" {
 		bad("debezium.include.schema.changes", "only the kafka sink writes schema-change records")
 	}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
@@ -39,6 +42,134 @@ type DebeziumConfig struct {
 	// <prefix>.schema-changes topic (Kafka only), as Debezium's
 	// include.schema.changes. Default false.
 	IncludeSchemaChanges bool `yaml:"include.schema.changes"`
+	// ColumnIncludeList and ColumnExcludeList keep or leave out columns,
+	// named by fully-qualified regular expressions
+	// (<namespace>.<table>.<column>); set one of them at most.
+	ColumnIncludeList string `yaml:"column.include.list"`
+	ColumnExcludeList string `yaml:"column.exclude.list"`
+	// MessageKeyColumns chooses the key of tables:
+	// "<table regex>:<column>,<column>;<table regex>:…" (default: the
+	// table's key, tables[].key).
+	MessageKeyColumns string `yaml:"message.key.columns"`
+	// SkippedOperations are the operations not delivered: c, u, d, r, t,
+	// comma-separated, or none (the default).
+	SkippedOperations string `yaml:"skipped.operations"`
+	// Masks are the column.truncate.to.N.chars, column.mask.with.N.chars
+	// and column.mask.hash[.v2].<algorithm>.with.salt.<salt> options,
+	// whose keys carry their parameters.
+	Masks ColumnMasks `yaml:",inline"`
+}
+
+// ColumnMasks holds Debezium's column mask options by their keys.
+type ColumnMasks map[string]string
+
+// AcceptsKey reports whether key is one of the masks' (the config checker
+// takes such keys into the inline map).
+func (ColumnMasks) AcceptsKey(key string) bool {
+	return strings.HasPrefix(key, "column.mask.") || strings.HasPrefix(key, "column.truncate.")
+}
+
+// DocumentedKeys are the masks' keys as the configuration reference names
+// them.
+func (ColumnMasks) DocumentedKeys() []string {
+	return []string{"column.truncate.to.N.chars", "column.mask.with.N.chars",
+		"column.mask.hash.ALGORITHM.with.salt.SALT", "column.mask.hash.v2.ALGORITHM.with.salt.SALT"}
+}
+
+// shaping returns the column and row shaping d asks for; nil for none.
+// Its errors name the option under debezium.
+func (d DebeziumConfig) shaping() (*cdc.Shaping, error) {
+	opts := map[string]string{}
+	for k, v := range d.Masks {
+		opts[k] = v
+	}
+	for k, v := range map[string]string{"column.include.list": d.ColumnIncludeList, "column.exclude.list": d.ColumnExcludeList,
+		"skipped.operations": d.SkippedOperations} {
+		if v != "" {
+			opts[k] = v
+		}
+	}
+	if len(opts) == 0 {
+		return nil, nil
+	}
+	s, err := cdc.ParseShaping(opts)
+	if err != nil {
+		return nil, fmt.Errorf("config: debezium.%w", err)
+	}
+	if s.Empty() {
+		return nil, nil
+	}
+	return s, nil
+}
+
+// shapingParts are the shaping options as key=value, sorted, for the
+// cluster's configuration fingerprint: members that mask differently must
+// not share a pipeline.
+func (d DebeziumConfig) shapingParts() []string {
+	var out []string
+	for k, v := range d.Masks {
+		out = append(out, k+"="+v)
+	}
+	for k, v := range map[string]string{"column.include.list": d.ColumnIncludeList, "column.exclude.list": d.ColumnExcludeList,
+		"skipped.operations": d.SkippedOperations, "message.key.columns": d.MessageKeyColumns} {
+		if v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keyColumns parses message.key.columns into its table patterns and their
+// columns, in order.
+func (d DebeziumConfig) keyColumns() ([]tableKey, error) {
+	var out []tableKey
+	if strings.TrimSpace(d.MessageKeyColumns) == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(d.MessageKeyColumns, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		tbl, cols, ok := strings.Cut(part, ":")
+		if !ok || strings.TrimSpace(tbl) == "" {
+			return nil, fmt.Errorf("config: debezium.message.key.columns: %q: want <table>:<column>[,<column>…]", part)
+		}
+		re, err := regexp.Compile("^(?i:" + strings.TrimSpace(tbl) + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("config: debezium.message.key.columns: table pattern %q: %v", tbl, err)
+		}
+		k := tableKey{pattern: re, text: strings.TrimSpace(tbl)}
+		for _, c := range strings.Split(cols, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				k.columns = append(k.columns, c)
+			}
+		}
+		if len(k.columns) == 0 {
+			return nil, fmt.Errorf("config: debezium.message.key.columns: table %s: no columns", k.text)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// tableKey is one table pattern of message.key.columns.
+type tableKey struct {
+	pattern *regexp.Regexp
+	text    string
+	columns []string
+}
+
+// keyFor returns the key columns message.key.columns gives table; nil
+// when no pattern matches it (the first that does applies).
+func keyFor(keys []tableKey, table string) []string {
+	for _, k := range keys {
+		if k.pattern.MatchString(table) {
+			return k.columns
+		}
+	}
+	return nil
 }
 
 // kafkaTopics sets the transaction and schema-change records of a Kafka

@@ -118,6 +118,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 	}
 	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
+	p.Shaping, _ = cfg.Debezium.shaping()
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
@@ -320,6 +321,7 @@ type tableSource struct {
 // lifecycle messages.
 func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tableSource, error) {
 	base := sourceOptions(cfg, log)
+	keys, _ := cfg.Debezium.keyColumns() // checked by validate
 	var out []tableSource
 	for _, t := range cfg.Tables {
 		start, err := cdc.ParseStart(t.Start)
@@ -335,6 +337,12 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 		for _, name := range names {
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
+			if k := keyFor(keys, name); k != nil {
+				if len(t.Key) > 0 {
+					return nil, fmt.Errorf("config: debezium.message.key.columns: table %s: its key is set by tables[].key too; set one of them", name)
+				}
+				o.KeyFields = k
+			}
 			o.MaxMemory = int64(t.MaxMemory)
 			out = append(out, tableSource{spec: cdc.TableSpec{Name: name, Start: start, Hold: t.Hold, Columns: t.Columns, Net: t.Net,
 				NetMaxRows: cfg.NetMaxRows}, opts: o})
