@@ -319,7 +319,7 @@ type shapeView struct {
 
 // ForTable resolves s for table (namespace.table) against its current
 // schema sc and key columns keys (empty: the row id). Its errors name the
-// option and the table.
+// option; the pipeline names the table.
 func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string) (*Shaper, error) {
 	if s.Empty() {
 		return nil, nil
@@ -341,7 +341,7 @@ func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string) (*Sh
 			continue
 		}
 		if miss := l.missing(table, cols); len(miss) > 0 {
-			return nil, fmt.Errorf("%s: table %s has no column %q (its columns: %s)", l.Option, table, miss[0], strings.Join(cols, ", "))
+			return nil, fmt.Errorf("%s: no column %q (the table's columns: %s)", l.Option, miss[0], strings.Join(cols, ", "))
 		}
 	}
 	v, err := sh.view(sc)
@@ -356,7 +356,7 @@ func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string) (*Sh
 			if s.Include != nil {
 				opt = "column.include.list"
 			}
-			return nil, fmt.Errorf("%s: table %s: %q is the table's key and cannot be left out (choose the key with message.key.columns or tables[].key)", opt, table, k)
+			return nil, fmt.Errorf("%s: %q is the table's key and cannot be left out (choose the key with message.key.columns or tables[].key)", opt, k)
 		}
 	}
 	for i, f := range sc.Fields() {
@@ -403,7 +403,7 @@ func (sh *Shaper) view(sc *iceberg.Schema) (*shapeView, error) {
 			// column.
 			r = sh.ruleByOption(opt)
 		}
-		fn, err := r.valueFunc(sh.table, f)
+		fn, err := r.valueFunc(f)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +416,7 @@ func (sh *Shaper) view(sc *iceberg.Schema) (*shapeView, error) {
 	}
 	for id, opt := range sh.held {
 		if !present[id] {
-			return nil, Permanent(fmt.Errorf("%s: table %s: the masked column (field id %d) is not in schema %d: it was dropped; change the option and restart", opt, sh.table, id, sc.ID))
+			return nil, Permanent(fmt.Errorf("%s: the masked column (field id %d) is not in schema %d: it was dropped; change the option and restart", opt, id, sc.ID))
 		}
 	}
 	var ids []int
@@ -453,15 +453,15 @@ func markGone(gone map[int]bool, f iceberg.NestedField) {
 // ones, as Debezium's apply to character columns only; a rule matching
 // another column is refused, since Debezium would deliver its value
 // unmasked.
-func (r *ColumnRule) valueFunc(table string, f iceberg.NestedField) (func(any) any, error) {
+func (r *ColumnRule) valueFunc(f iceberg.NestedField) (func(any) any, error) {
 	if r == nil {
 		return nil, nil
 	}
 	_, isString := f.Type.(iceberg.StringType)
 	_, isBinary := f.Type.(iceberg.BinaryType)
 	refuse := func(what string) error {
-		return fmt.Errorf("%s: table %s: column %s is %s, and this option applies to %s only (leave it out with column.exclude.list)",
-			r.Columns.Option, table, f.Name, f.Type, what)
+		return fmt.Errorf("%s: column %s is %s, and this option applies to %s only (leave it out with column.exclude.list)",
+			r.Columns.Option, f.Name, f.Type, what)
 	}
 	switch r.Kind {
 	case RuleTruncate:
