@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	enc = routeEncoder(cfg, enc)
 	var shared cdc.Sink
 	if !eo {
 		if shared, err = buildSink(cfg, out, log, metrics, enc); err != nil {
@@ -137,5 +140,10 @@ func configFingerprint(cfg *Config) string {
 		parts = append(parts, "variant.handling.mode="+m)
 	}
 	parts = append(parts, d.shapingParts()...)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Transforms)) {
+		for _, k := range slices.Sorted(maps.Keys(cfg.Transforms[name])) {
+			parts = append(parts, "transforms."+name+"."+k+"="+cfg.Transforms[name][k])
+		}
+	}
 	return cluster.Fingerprint(parts...)
 }

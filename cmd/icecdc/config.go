@@ -79,6 +79,9 @@ type Config struct {
 	// Cluster spreads the tables over several processes (cluster mode);
 	// default type none: this process follows every table.
 	Cluster cluster.Config `yaml:"cluster"`
+	// Transforms are Debezium's single message transforms by name, as
+	// Debezium Server spells them (transforms.<name>.type and options).
+	Transforms map[string]TransformConfig `yaml:"transforms"`
 }
 
 // HTTPConfig is the daemon's HTTP listener.
@@ -385,6 +388,9 @@ func (c *Config) validate() error {
 		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	}
+	if _, err := c.router(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)

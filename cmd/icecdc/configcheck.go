@@ -338,6 +338,13 @@ func yamlFields(t reflect.Type) (map[string]reflect.Type, []string) {
 				add(f.Type)
 				continue
 			}
+			if strings.Contains(","+opts+",", ",inline,") && f.Type.Kind() == reflect.Map {
+				// Its keys are taken by inlineMapFor; errors list their forms.
+				if d, ok := reflect.Zero(f.Type).Interface().(interface{ DocumentedKeys() []string }); ok {
+					names = append(names, d.DocumentedKeys()...)
+				}
+				continue
+			}
 			if name == "" {
 				name = strings.ToLower(f.Name)
 			}

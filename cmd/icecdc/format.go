@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -175,6 +176,9 @@ func keyFor(keys []tableKey, table string) []string {
 // kafkaTopics sets the transaction and schema-change records of a Kafka
 // sink's config as d asks, encoded by enc.
 func (d DebeziumConfig) kafkaTopics(kc *kafka.Config, enc cdc.Encoder, format string) error {
+	if r, ok := enc.(*debezium.Routed); ok {
+		enc = r.Inner // transaction records are not routed
+	}
 	if d.ProvideTransactionMetadata {
 		te, ok := enc.(cdc.TransactionEncoder)
 		if !ok {
@@ -214,6 +218,74 @@ func defaultFormat(sinkType string) string {
 		return formatDebeziumConnect
 	}
 	return formatDebeziumJSON
+}
+
+// TransformConfig is one of Debezium's single message transforms: its
+// type and options, by Debezium's names.
+type TransformConfig map[string]string
+
+const byLogicalTableRouter = "io.debezium.transforms.ByLogicalTableRouter"
+
+// routerOptions are the options a ByLogicalTableRouter takes.
+var routerOptions = []string{"type", "topic.regex", "topic.replacement", "key.enforce.uniqueness", "key.field.name", "key.field.regex", "key.field.replacement"}
+
+// router returns the topic router c's transforms configure; nil for none.
+// Its errors name the transform.
+func (c *Config) router() (*debezium.Router, error) {
+	var names []string
+	for name := range c.Transforms {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var r *debezium.Router
+	for _, name := range names {
+		t := c.Transforms[name]
+		key := "transforms." + name
+		if typ := t["type"]; typ != byLogicalTableRouter {
+			return nil, fmt.Errorf("config: %s.type: %q: want %s", key, typ, byLogicalTableRouter)
+		}
+		for k := range t {
+			if !slices.Contains(routerOptions, k) {
+				return nil, fmt.Errorf("config: %s: unknown option %q (want %s)", key, k, strings.Join(routerOptions, ", "))
+			}
+		}
+		if c.Sink.Type != "kafka" {
+			return nil, fmt.Errorf("config: %s: ByLogicalTableRouter routes Kafka topics, and sink type %s has none", key, c.Sink.Type)
+		}
+		if r != nil {
+			return nil, fmt.Errorf("config: %s: a second ByLogicalTableRouter; one routes every table", key)
+		}
+		field := cmp.Or(t["key.field.name"], debezium.DefaultRouterKeyField)
+		switch t["key.enforce.uniqueness"] {
+		case "", "true":
+		case "false":
+			field = ""
+		default:
+			return nil, fmt.Errorf("config: %s.key.enforce.uniqueness: %q: want true or false", key, t["key.enforce.uniqueness"])
+		}
+		var err error
+		if r, err = debezium.NewRouter(t["topic.regex"], t["topic.replacement"], field, t["key.field.regex"], t["key.field.replacement"]); err != nil {
+			return nil, fmt.Errorf("config: %s.%w", key, err)
+		}
+	}
+	return r, nil
+}
+
+// routeEncoder wraps enc in the topic router cfg configures, if any
+// (checked by validate).
+func routeEncoder(cfg *Config, enc cdc.Encoder) cdc.Encoder {
+	r, _ := cfg.router()
+	if r == nil {
+		return enc
+	}
+	kc := cfg.Sink.Kafka
+	kc.Pipeline = cfg.Name
+	re := &debezium.Routed{Inner: enc, Router: r, TopicOf: kc.TopicOf}
+	if cfg.Format == formatDebeziumConnect {
+		prefix := cfg.Debezium.prefix()
+		re.SchemaBase = func(t *cdc.TableInfo) string { return prefix + "." + t.Namespace + "." + t.Name }
+	}
+	return re
 }
 
 // newEncoder builds the encoder of a format.

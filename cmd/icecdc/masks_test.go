@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,146 @@ debezium:
 			i := strings.Index(out, secret)
 			t.Errorf("%q reached the output: …%s…", secret, out[max(0, i-200):min(len(out), i+100)])
 		}
+	}
+}
+
+// TestRunRoutesTablesToOneTopic: a ByLogicalTableRouter transform sends
+// two tables' events to one topic, in both formats; each key carries the
+// table's own topic in __dbz__physicalTableIdentifier and, in Connect
+// JSON, the schemas take the shared topic's names, as Debezium's SMT
+// writes them.
+func TestRunRoutesTablesToOneTopic(t *testing.T) {
+	for _, format := range []string{formatDebeziumConnect, formatDebeziumJSON} {
+		t.Run(format, func(t *testing.T) { runRoutes(t, format) })
+	}
+}
+
+func runRoutes(t *testing.T, format string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	for i, name := range []string{"orders_eu", "orders_us"} {
+		tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", name}, scenario.OrdersSchema(), nil, 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Equal keys in both tables: only the key field keeps them apart.
+		if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", float64(10*(i+1)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := fmt.Sprintf(`name: shop-cdc
+catalog: {name: %s, type: sql, uri: '%s', warehouse: '%s'}
+tables: [{name: bookshop.orders_eu, start: earliest}, {name: bookshop.orders_us, start: earliest}]
+poll: {interval: 50ms}
+format: %s
+sink: {type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1}}
+state: {path: '%s'}
+transforms:
+  Reroute:
+    type: io.debezium.transforms.ByLogicalTableRouter
+    topic.regex: 'icecdc\.bookshop\.orders_(eu|us)'
+    topic.replacement: 'icecdc.bookshop.orders'
+`, scenario.CatalogName, env.CatalogURI, env.Warehouse, format, brokers[0], filepath.Join(t.TempDir(), "state.db"))
+	cfg := filepath.Join(t.TempDir(), "icecdc.yaml")
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const shared = "icecdc.bookshop.orders"
+	d := startDaemon(t, "-c", cfg)
+	d.waitFor(t, "both tables' events", func() bool {
+		recs, err := readCommitted(ctx, brokers, shared)
+		return err == nil && len(recs) == 2
+	})
+	d.stop(t)
+	recs, err := readCommitted(ctx, brokers, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range recs {
+		key, value := string(r.Key), string(r.Value)
+		if format == formatDebeziumConnect {
+			k, v := splitConnect(t, key), splitConnect(t, value)
+			key = string(k.Payload)
+			var ks struct {
+				Name   string
+				Fields []struct {
+					Field, Type string
+					Optional    bool
+				}
+			}
+			if err := json.Unmarshal(k.Schema, &ks); err != nil {
+				t.Fatal(err)
+			}
+			last := ks.Fields[len(ks.Fields)-1]
+			if ks.Name != shared+".Key" || last.Field != "__dbz__physicalTableIdentifier" || last.Type != "string" || last.Optional {
+				t.Errorf("key schema: %s", k.Schema)
+			}
+			var vs struct {
+				Name   string
+				Fields []struct{ Field, Name string }
+			}
+			if err := json.Unmarshal(v.Schema, &vs); err != nil {
+				t.Fatal(err)
+			}
+			if vs.Name != shared+".Envelope" || vs.Fields[0].Name != shared+".Value" || vs.Fields[1].Name != shared+".Value" {
+				t.Errorf("value schema names: %s %+v", vs.Name, vs.Fields[:2])
+			}
+		}
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	want := `{"order_id":1,"__dbz__physicalTableIdentifier":"icecdc.bookshop.orders_eu"} {"order_id":1,"__dbz__physicalTableIdentifier":"icecdc.bookshop.orders_us"}`
+	if strings.Join(keys, " ") != want {
+		t.Errorf("keys %s, want %s", strings.Join(keys, " "), want)
+	}
+}
+
+// TestShapingConfigRefusals: options that cannot apply are refused when
+// the configuration loads, with one line naming the option.
+func TestShapingConfigRefusals(t *testing.T) {
+	base := "name: p\ntables: [{name: shop.orders}]\nsink: %s\n%s\n"
+	kafkaSink := "{type: kafka, kafka: {brokers: ['localhost:9092']}}"
+	for _, tc := range []struct{ sink, extra, want string }{
+		{kafkaSink, "debezium: {column.mask.hash.SHA-256.with.salt.: 'shop\\.orders\\.email'}", "config: debezium.column.mask.hash.SHA-256.with.salt.…: empty salt"},
+		{kafkaSink, "debezium: {column.mask.hash.WHIRLPOOL.with.salt.s3cr3t: 'shop\\.orders\\.email'}", `config: debezium.column.mask.hash.WHIRLPOOL.with.salt.…: unknown hash algorithm "WHIRLPOOL"`},
+		{kafkaSink, "debezium: {column.frobnicate: x}", `config: line 4: debezium: unknown key "column.frobnicate"`},
+		{kafkaSink, "debezium: {column.include.list: a.b.c, column.exclude.list: a.b.d}", "config: debezium.column.include.list and column.exclude.list: set one of them, not both"},
+		{kafkaSink, "debezium: {skipped.operations: 'd,x'}", `config: debezium.skipped.operations: "x": want`},
+		{kafkaSink, "debezium: {skipped.operations: d, provide.transaction.metadata: true}", "config: debezium.skipped.operations: not with debezium.provide.transaction.metadata"},
+		{kafkaSink, "debezium: {message.key.columns: 'shop.orders'}", `config: debezium.message.key.columns: "shop.orders": want <table>:<column>`},
+		{"{type: stdout}", "transforms: {Reroute: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: x, topic.replacement: y}}", "config: transforms.Reroute: ByLogicalTableRouter routes Kafka topics, and sink type stdout has none"},
+		{kafkaSink, "transforms: {Reroute: {type: io.debezium.transforms.Filter}}", `config: transforms.Reroute.type: "io.debezium.transforms.Filter": want io.debezium.transforms.ByLogicalTableRouter`},
+		{kafkaSink, "transforms: {Reroute: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: '(x', topic.replacement: y}}", `config: transforms.Reroute.topic.regex "(x": missing closing )`},
+		{kafkaSink, "transforms: {Reroute: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: 'x', topic.replacement: '$2'}}", `config: transforms.Reroute.topic.replacement "$2": no group 2`},
+		{kafkaSink, "transforms: {Reroute: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: 'x', topic.replacment: 'y'}}", `config: transforms.Reroute: unknown option "topic.replacment"`},
+	} {
+		_, err := parseConfig([]byte(fmt.Sprintf(base, tc.sink, tc.extra)), env(nil))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line starting %q", tc.extra, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("the error repeats the salt: %v", err)
+		}
+	}
+	// message.key.columns and tables[].key for one table.
+	c, err := parseConfig([]byte(fmt.Sprintf(base, kafkaSink, "debezium: {message.key.columns: 'shop\\.orders:customer'}")), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Tables[0].Key = []string{"order_id"}
+	if _, err := listTableSources(context.Background(), c, nil); err == nil || err.Error() != "config: debezium.message.key.columns: table shop.orders: its key is set by tables[].key too; set one of them" {
+		t.Errorf("message.key.columns with tables[].key: %v", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/stdout"
@@ -89,6 +90,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	enc = routeEncoder(cfg, enc)
 	sink, err := buildSink(cfg, out, log, metrics, enc)
 	if err != nil {
 		return err
@@ -305,6 +307,9 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 	kc := cfg.Sink.Kafka
 	if err := cfg.Debezium.kafkaTopics(&kc, enc, cfg.Format); err != nil {
 		return kafka.Config{}, err
+	}
+	if r, ok := enc.(*debezium.Routed); ok {
+		kc.Route = func(topic string) string { t, _ := r.Router.Route(topic); return t }
 	}
 	return kc, nil
 }

@@ -130,14 +130,22 @@ func newProducer(cfg Config, extra ...kgo.Opt) (*producer, error) {
 
 func (p *producer) client() *kgo.Client { return p.cl.Load() }
 
-// topic expands the topic template for a table.
-func (p *producer) topic(t cdc.TableInfo) (string, error) {
-	name := strings.NewReplacer(
+// TopicOf expands the topic template of c for a table, before Route.
+func (c Config) TopicOf(t *cdc.TableInfo) string {
+	return strings.NewReplacer(
 		"{namespace}", t.Namespace,
 		"{table}", t.Name,
 		"{catalog}", t.Catalog,
-		"{pipeline}", p.cfg.Pipeline,
-	).Replace(p.cfg.Topic)
+		"{pipeline}", c.Pipeline,
+	).Replace(c.WithDefaults().Topic)
+}
+
+// topic expands the topic template for a table and routes it.
+func (p *producer) topic(t cdc.TableInfo) (string, error) {
+	name := p.cfg.TopicOf(&t)
+	if p.cfg.Route != nil {
+		name = p.cfg.Route(name)
+	}
 	if err := validTopicName(name); err != nil {
 		return "", cdc.Permanent(fmt.Errorf("topic of table %s.%s from template %q: %w", t.Namespace, t.Name, p.cfg.Topic, err))
 	}
