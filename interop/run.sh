@@ -423,6 +423,7 @@ hive_metastore() {
   return $rc
 }
 
+. "$HERE/parts/masks.sh"
 # Sourced (interop/generate_testdata.sh): the helpers and install functions
 # above are all it takes; nothing below runs.
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
@@ -1084,6 +1085,7 @@ part install-kcat install_kcat
 KCAT_OK=$?
 part install-connect install_connect
 CONNECT_OK=$?
+[ $CONNECT_OK -eq 0 ] && part masks masks_vectors
 part build-icecdc build_icecdc
 GO_OK=$?
 
