@@ -3,7 +3,10 @@
 # from the connect part's jars — compute the masking vectors again
 # (interop/maven/masks/MaskVectors.java); they must equal
 # cdc/testdata/debezium-masks.jsonl, which cdc's tests hold icecdc's masks
-# to. Functions only; interop/run.sh sources this file. Alone:
+# to. Then Debezium's ByLogicalTableRouter routes the records of
+# debezium/testdata/routed.jsonl as icecdc wrote them unrouted, and must
+# give the records icecdc routes itself (interop/maven/masks/RouteCheck.java).
+# Functions only; interop/run.sh sources this file. Alone:
 #   CI=true bash -c '. interop/run.sh && install_connect && part masks masks_vectors'
 
 masks_vectors() {
@@ -39,4 +42,13 @@ masks_vectors() {
     return 1
   fi
   echo "masks: $(wc -l <"$out/vectors.jsonl") values masked, hashed and truncated by Debezium $version equal cdc/testdata/debezium-masks.jsonl (icecdc's TestMasksEqualDebeziums holds its output to them)"
+  local all
+  all=$(ls "$dir"/*.jar | tr '\n' ':')
+  must masks javac -d "$out/classes" -cp "$all" "$HERE/maven/masks/RouteCheck.java" || return 1
+  # The topics and pattern TestRoutedRecords routes with.
+  java -cp "$all$out/classes" RouteCheck "$ROOT/debezium/testdata/routed.jsonl" 'icecdc\.bookshop\.orders_(eu|us)' 'icecdc.bookshop.orders' \
+    >"$out/routes.txt" 2>>"$LOGS/masks.log"
+  local rc=$?
+  sed 's/^/masks: /' "$out/routes.txt"
+  [ $rc -eq 0 ] || { echo "masks: FAILED: Debezium's ByLogicalTableRouter routes differently (or did not run; $LOGS/masks.log)"; return 1; }
 }
