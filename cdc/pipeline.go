@@ -321,6 +321,11 @@ func (f *follower) load(ctx context.Context) error {
 		return Permanent(err)
 	}
 	f.shaper = shaper
+	for _, col := range f.spec.Columns {
+		if shaper.Excludes(col) {
+			return Permanent(fmt.Errorf("tables[].columns: %q is a column debezium.column.include.list or column.exclude.list leaves out", col))
+		}
+	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
 		if err != nil {
@@ -773,15 +778,8 @@ func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total 
 // to write.
 func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) (*Batch, error) {
 	resync := marker != SnapshotNone && cp.Resync
-	if f.sub != nil {
-		var err error
-		if c, evs, err = f.sub.Apply(c, evs); err != nil {
-			return nil, err
-		}
-		if len(evs) == 0 && change == nil {
-			return nil, nil // nothing subscribed in this chunk: only its checkpoint moves
-		}
-	}
+	// Shaped first: a subscription projects the shaped images, and a
+	// column it leaves out is not mistaken for one a schema dropped.
 	if f.shaper != nil {
 		var err error
 		if c, evs, err = f.shaper.Apply(c, evs); err != nil {
@@ -792,6 +790,15 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 		}
 		if len(evs) == 0 && change == nil {
 			return nil, nil // every event skipped: only the checkpoint moves
+		}
+	}
+	if f.sub != nil {
+		var err error
+		if c, evs, err = f.sub.Apply(c, evs); err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 && change == nil {
+			return nil, nil // nothing subscribed in this chunk: only its checkpoint moves
 		}
 	}
 	now := time.Now().UnixMilli()

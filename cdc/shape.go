@@ -378,6 +378,16 @@ func (sh *Shaper) ruleFor(table, col string) *ColumnRule {
 	return nil
 }
 
+// Excludes reports whether the top-level column holding col (a name or a
+// path through structs) is left out; false for a nil shaper.
+func (sh *Shaper) Excludes(col string) bool {
+	if sh == nil {
+		return false
+	}
+	top, _, _ := strings.Cut(col, ".")
+	return sh.excluded(top)
+}
+
 func (sh *Shaper) excluded(col string) bool {
 	fqn := sh.table + "." + col
 	if sh.sh.Include != nil {
