@@ -366,3 +366,29 @@ func TestShapingConfigRefusals(t *testing.T) {
 		t.Errorf("message.key.columns with tables[].key: %v", err)
 	}
 }
+
+// TestRunRefusesMasksThatCannotApply: a mask naming a column the table
+// does not have, a hash of a non-string column and an excluded key column
+// each stop the table before any event is written, with one line naming
+// the option and the table.
+func TestRunRefusesMasksThatCannotApply(t *testing.T) {
+	catalog := bookshopCatalog(t)
+	for _, tc := range []struct{ debezium, want string }{
+		{`{column.mask.with.8.chars: 'bookshop\.orders\.custmer'}`, `table bookshop.orders: column.mask.with.8.chars: no column "custmer" (the table's columns: order_id, customer, status, amount)`},
+		{`{column.mask.hash.v2.SHA-256.with.salt.pepper: 'bookshop\.orders\.amount'}`, "table bookshop.orders: column.mask.hash.v2.SHA-256.with.salt.…: column amount is double, and this option applies to string columns only"},
+		{`{column.exclude.list: 'bookshop\.orders\.order_id'}`, `table bookshop.orders: column.exclude.list: "order_id" is the table's key and cannot be left out`},
+	} {
+		out := filepath.Join(t.TempDir(), "events.jsonl")
+		cfg := writeConfig(t, "shop-cdc", catalog, fmt.Sprintf("{type: file, file: {path: '%s'}}\ndebezium: %s", out, tc.debezium), filepath.Join(t.TempDir(), "state.db"))
+		lines, _, err := runOnce(t, context.Background(), "-c", cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "pepper") {
+			t.Errorf("%s: got %v, want one line starting %q", tc.debezium, err, tc.want)
+		}
+		if len(withMsg(lines, "table stopped")) != 1 {
+			t.Errorf("%s: no table stopped line: %v", tc.debezium, lines)
+		}
+		if b, _ := os.ReadFile(out); len(b) > 0 {
+			t.Errorf("%s: events were written: %.300s", tc.debezium, b)
+		}
+	}
+}
