@@ -164,16 +164,6 @@ var (
 	hashKey     = regexp.MustCompile(`^column\.mask\.hash\.(v2\.)?([^.]+)\.with\.salt\.(.*)$`)
 )
 
-// IsShapingOption reports whether key is one of Shaping's options.
-func IsShapingOption(key string) bool {
-	switch key {
-	case "column.include.list", "column.exclude.list", "skipped.operations":
-		return true
-	}
-	return truncateKey.MatchString(key) || maskKey.MatchString(key) || hashKey.MatchString(key) ||
-		strings.HasPrefix(key, "column.mask.") || strings.HasPrefix(key, "column.truncate.")
-}
-
 // ParseShaping builds the shaping of a pipeline from Debezium's options
 // (key: value). Its errors name the option.
 func ParseShaping(opts map[string]string) (*Shaping, error) {
@@ -236,6 +226,9 @@ func ParseShaping(opts map[string]string) (*Shaping, error) {
 			}
 			r.Kind, r.Hasher = RuleHash, h
 		default:
+			if i := strings.Index(k, ".with.salt."); i >= 0 {
+				k = k[:i] + ".with.salt.…" // the salt stays out of errors
+			}
 			return nil, fmt.Errorf("%s: unknown option (want column.truncate.to.N.chars, column.mask.with.N.chars, column.mask.hash.<algorithm>.with.salt.<salt> or column.mask.hash.v2.<algorithm>.with.salt.<salt>)", k)
 		}
 		l, err := ParseColumnList(ruleName(k, r), v)

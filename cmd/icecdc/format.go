@@ -241,7 +241,9 @@ func (c *Config) router() (*debezium.Router, error) {
 	for _, name := range names {
 		t := c.Transforms[name]
 		key := "transforms." + name
-		if typ := t["type"]; typ != byLogicalTableRouter {
+		switch typ := t["type"]; typ {
+		case byLogicalTableRouter:
+		default:
 			return nil, fmt.Errorf("config: %s.type: %q: want %s", key, typ, byLogicalTableRouter)
 		}
 		for k := range t {
