@@ -352,8 +352,8 @@ func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string) (*Sh
 			return nil, fmt.Errorf("%s: %q is the table's key and cannot be left out (choose the key with message.key.columns or tables[].key)", opt, k)
 		}
 	}
-	for i, f := range sc.Fields() {
-		if r := sh.ruleFor(table, f.Name); r != nil && !v.gone[sc.Fields()[i].ID] {
+	for _, f := range sc.Fields() {
+		if r := sh.ruleFor(table, f.Name); r != nil && !v.gone[f.ID] {
 			sh.held[f.ID] = r.Columns.Option
 		}
 	}
@@ -583,8 +583,11 @@ func (sh *Shaper) SchemaChange(ch *SchemaChange) (*SchemaChange, error) {
 		out.Previous = pv.to
 		gone = pv.gone
 	}
-	if sh.last != nil {
-		for id := range sh.last.gone {
+	sh.mu.Lock()
+	last := sh.last
+	sh.mu.Unlock()
+	if last != nil {
+		for id := range last.gone {
 			gone[id] = true
 		}
 	}
