@@ -3,7 +3,9 @@ package cdc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 )
@@ -120,6 +122,27 @@ type TableInfo struct {
 	UUID      string
 	Schema    *iceberg.Schema // schema of the events (the snapshot's schema)
 	KeyFields []string        // identifier fields, or empty for {_row_id}
+	// MaskedFields are the top-level field ids whose values a column mask
+	// or hash replaced (Shaper): changed_fields never names them.
+	MaskedFields []int
+}
+
+// ChangedFields returns the changed fields of an update (see the function
+// ChangedFields) in t's schema, leaving out the masked ones.
+func (t *TableInfo) ChangedFields(before, after Row) []string {
+	ch := ChangedFields(t.Schema, before, after)
+	if len(t.MaskedFields) == 0 {
+		return ch
+	}
+	out := ch[:0]
+	for _, p := range ch {
+		top, _, _ := strings.Cut(p, ".")
+		if f, ok := t.Schema.FindFieldByName(top); ok && slices.Contains(t.MaskedFields, f.ID) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // SnapshotInfo describes one snapshot on the followed branch.

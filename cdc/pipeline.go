@@ -125,6 +125,9 @@ type Pipeline struct {
 	// have a kind (see SnapshotNotice), on the table's goroutines; it must
 	// not block.
 	Notify func(SnapshotNotice)
+	// Shaping, when set, shapes every table's columns and drops skipped
+	// operations (see Shaping) before the encoder sees an event.
+	Shaping *Shaping
 
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
 }
@@ -237,6 +240,7 @@ type follower struct {
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
 	sub    *Subscription // nil: every column
+	shaper *Shaper       // nil: as the table has them
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
@@ -373,6 +377,17 @@ func (f *follower) load(ctx context.Context) error {
 			return Permanent(err)
 		}
 		f.sub = sub
+	}
+	info := src.Info()
+	shaper, err := f.p.Shaping.ForTable(f.spec.Name, info.Schema, info.KeyFields)
+	if err != nil {
+		return Permanent(err)
+	}
+	f.shaper = shaper
+	for _, col := range f.spec.Columns {
+		if shaper.Excludes(col) {
+			return Permanent(fmt.Errorf("tables[].columns: %q is a column debezium.column.include.list or column.exclude.list leaves out", col))
+		}
 	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
@@ -889,6 +904,22 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 			return nil, nil // no row of this chunk passed: only its checkpoint moves
 		}
 	}
+	// The row filter (a signal's additional-conditions) reads the table's
+	// own values, as Debezium's runs on the source table; then shaping.
+	// Shaped first: a subscription projects the shaped images, and a
+	// column it leaves out is not mistaken for one a schema dropped.
+	if f.shaper != nil {
+		var err error
+		if c, evs, err = f.shaper.Apply(c, evs); err != nil {
+			return nil, err
+		}
+		if change, err = f.shaper.SchemaChange(change); err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 && change == nil {
+			return nil, nil // every event skipped: only the checkpoint moves
+		}
+	}
 	if f.sub != nil {
 		var err error
 		if c, evs, err = f.sub.Apply(c, evs); err != nil {
@@ -902,8 +933,8 @@ func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total in
 	bb.start(c, len(evs))
 	for k := range evs {
 		e, i := &evs[k], lo+k
-		if f.sub != nil || filtered {
-			i = e.Index // the subscription or the filter skipped events; indexes stay those of the commit
+		if f.sub != nil || filtered || f.shaper != nil {
+			i = e.Index // the subscription, the filter or skipped operations left events out; indexes stay those of the commit
 		}
 		e.Snapshot, e.Resync = marker, resync
 		if marker != SnapshotNone && i == total-1 {

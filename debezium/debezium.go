@@ -71,7 +71,7 @@ func (f *JSON) appendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) 
 		// Which fields the update changed, so that a consumer interested
 		// in a few columns need not compare the images itself.
 		dst = append(dst, `,"changed_fields":[`...)
-		for i, p := range cdc.ChangedFields(c.Table.Schema, before.row, after.row) {
+		for i, p := range c.Table.ChangedFields(before.row, after.row) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}

@@ -94,7 +94,7 @@ func (t *TableFormat) changes(c *cdc.Commit, e *cdc.Event) (string, error) {
 			return "", err
 		}
 		var parts []string
-		for _, p := range cdc.ChangedFields(c.Table.Schema, beforeRow, afterRow) {
+		for _, p := range c.Table.ChangedFields(beforeRow, afterRow) {
 			parts = append(parts, fmt.Sprintf("%s: %s → %s", p, valueText(pathValue(before, p)), valueText(pathValue(after, p))))
 		}
 		if len(parts) == 0 {

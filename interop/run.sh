@@ -425,6 +425,7 @@ hive_metastore() {
   return $rc
 }
 
+. "$HERE/parts/masks.sh"
 # Sourced (interop/generate_testdata.sh): the helpers and install functions
 # above are all it takes; nothing below runs.
 . "$HERE/parts/v3.sh"
@@ -1095,6 +1096,7 @@ KCAT_OK=$?
 part install-connect install_connect
 CONNECT_OK=$?
 part install-avro avro_install
+[ $CONNECT_OK -eq 0 ] && part masks masks_vectors
 part build-icecdc build_icecdc
 GO_OK=$?
 [ $CONNECT_OK -eq 0 ] && part install-unwrap unwrap_install

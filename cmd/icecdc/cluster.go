@@ -32,6 +32,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	if enc, err = cfg.Transforms.apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	enc = routeEncoder(cfg, enc)
 	var shared cdc.Sink
 	if !eo {
 		if shared, err = buildSink(cfg, out, log, metrics, enc); err != nil {
@@ -100,6 +101,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 				p.Notify = notifier.Notice
 			}
 			targets.set(spec.Name, p)
+			p.Shaping, _ = cfg.Debezium.shaping()
 			return p
 		},
 		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,

@@ -341,6 +341,15 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	if sh, err := c.Debezium.shaping(); err != nil {
+		errs = append(errs, err)
+	} else if len(sh.SkippedOps()) > 0 && c.Debezium.ProvideTransactionMetadata {
+		// BEGIN/END count a commit's events, which skipping changes.
+		bad("debezium.skipped.operations", "not with debezium.provide.transaction.metadata, whose records count every event of a commit")
+	}
+	if _, err := c.Debezium.keyColumns(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Debezium.IncludeSchemaChanges && c.Sink.Type != "kafka" {
 		bad("debezium.include.schema.changes", "only the kafka sink writes schema-change records")
 	}
@@ -410,6 +419,9 @@ func (c *Config) validate() error {
 		bad("sink.type", "required: kafka, webhook, stdout or file")
 	default:
 		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	}
+	if _, err := c.router(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)

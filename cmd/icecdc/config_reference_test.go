@@ -39,6 +39,12 @@ func configKeys(t reflect.Type, prefix string) []string {
 			ft = ft.Elem()
 		}
 		if slices.Contains(strings.Split(opts, ","), "inline") {
+			if d, ok := reflect.Zero(ft).Interface().(interface{ DocumentedKeys() []string }); ok {
+				for _, k := range d.DocumentedKeys() { // an inline map's keys carry parameters
+					keys = append(keys, prefix+k)
+				}
+				continue
+			}
 			keys = append(keys, configKeys(ft, prefix)...)
 			continue
 		}

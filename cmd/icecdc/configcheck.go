@@ -202,6 +202,9 @@ func (ck *checker) section(n *yaml.Node, t reflect.Type, path string) {
 		}
 		ft, ok := fields[k.Value]
 		if !ok {
+			ft, ok = inlineMapFor(t, k.Value)
+		}
+		if !ok {
 			key := ck.refs.unmark(k.Value)
 			ck.fail(k, path, "unknown key %q (%svalid keys: %s)", key, didYouMean(key, names), strings.Join(names, ", "))
 			continue
@@ -335,6 +338,13 @@ func yamlFields(t reflect.Type) (map[string]reflect.Type, []string) {
 				add(f.Type)
 				continue
 			}
+			if strings.Contains(","+opts+",", ",inline,") && f.Type.Kind() == reflect.Map {
+				// Its keys are taken by inlineMapFor; errors list their forms.
+				if d, ok := reflect.Zero(f.Type).Interface().(interface{ DocumentedKeys() []string }); ok {
+					names = append(names, d.DocumentedKeys()...)
+				}
+				continue
+			}
 			if name == "" {
 				name = strings.ToLower(f.Name)
 			}
@@ -346,6 +356,25 @@ func yamlFields(t reflect.Type) (map[string]reflect.Type, []string) {
 	}
 	add(t)
 	return fields, names
+}
+
+// keyAcceptor is an inline map type that takes some of its struct's
+// other keys (cmd's ColumnMasks).
+type keyAcceptor interface{ AcceptsKey(string) bool }
+
+// inlineMapFor returns the value type of t's inline map that accepts key.
+func inlineMapFor(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Type.Kind() != reflect.Map || !strings.Contains(","+opts+",", ",inline,") {
+			continue
+		}
+		if a, ok := reflect.Zero(f.Type).Interface().(keyAcceptor); ok && a.AcceptsKey(key) {
+			return f.Type.Elem(), true
+		}
+	}
+	return nil, false
 }
 
 func joinPath(path, key string) string {

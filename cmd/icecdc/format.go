@@ -1,7 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
@@ -61,6 +65,135 @@ type DebeziumConfig struct {
 	// avro is what debezium-avro needs beyond these settings, set from
 	// the rest of the configuration (prepareAvro) or by icecdc changes.
 	avro *avroSetup
+
+	// ColumnIncludeList and ColumnExcludeList keep or leave out columns,
+	// named by fully-qualified regular expressions
+	// (<namespace>.<table>.<column>); set one of them at most.
+	ColumnIncludeList string `yaml:"column.include.list"`
+	ColumnExcludeList string `yaml:"column.exclude.list"`
+	// MessageKeyColumns chooses the key of tables:
+	// "<table regex>:<column>,<column>;<table regex>:…" (default: the
+	// table's key, tables[].key).
+	MessageKeyColumns string `yaml:"message.key.columns"`
+	// SkippedOperations are the operations not delivered: c, u, d, r, t,
+	// comma-separated, or none (the default).
+	SkippedOperations string `yaml:"skipped.operations"`
+	// Masks are the column.truncate.to.N.chars, column.mask.with.N.chars
+	// and column.mask.hash[.v2].<algorithm>.with.salt.<salt> options,
+	// whose keys carry their parameters.
+	Masks ColumnMasks `yaml:",inline"`
+}
+
+// ColumnMasks holds Debezium's column mask options by their keys.
+type ColumnMasks map[string]string
+
+// AcceptsKey reports whether key is one of the masks' (the config checker
+// takes such keys into the inline map).
+func (ColumnMasks) AcceptsKey(key string) bool {
+	return strings.HasPrefix(key, "column.mask.") || strings.HasPrefix(key, "column.truncate.")
+}
+
+// DocumentedKeys are the masks' keys as the configuration reference names
+// them.
+func (ColumnMasks) DocumentedKeys() []string {
+	return []string{"column.truncate.to.N.chars", "column.mask.with.N.chars",
+		"column.mask.hash.ALGORITHM.with.salt.SALT", "column.mask.hash.v2.ALGORITHM.with.salt.SALT"}
+}
+
+// shaping returns the column and row shaping d asks for; nil for none.
+// Its errors name the option under debezium.
+func (d DebeziumConfig) shaping() (*cdc.Shaping, error) {
+	opts := map[string]string{}
+	for k, v := range d.Masks {
+		opts[k] = v
+	}
+	for k, v := range map[string]string{"column.include.list": d.ColumnIncludeList, "column.exclude.list": d.ColumnExcludeList,
+		"skipped.operations": d.SkippedOperations} {
+		if v != "" {
+			opts[k] = v
+		}
+	}
+	if len(opts) == 0 {
+		return nil, nil
+	}
+	s, err := cdc.ParseShaping(opts)
+	if err != nil {
+		return nil, fmt.Errorf("config: debezium.%w", err)
+	}
+	if s.Empty() {
+		return nil, nil
+	}
+	return s, nil
+}
+
+// shapingParts are the shaping options as key=value, sorted, for the
+// cluster's configuration fingerprint: members that mask differently must
+// not share a pipeline.
+func (d DebeziumConfig) shapingParts() []string {
+	var out []string
+	for k, v := range d.Masks {
+		out = append(out, k+"="+v)
+	}
+	for k, v := range map[string]string{"column.include.list": d.ColumnIncludeList, "column.exclude.list": d.ColumnExcludeList,
+		"skipped.operations": d.SkippedOperations, "message.key.columns": d.MessageKeyColumns} {
+		if v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keyColumns parses message.key.columns into its table patterns and their
+// columns, in order.
+func (d DebeziumConfig) keyColumns() ([]tableKey, error) {
+	var out []tableKey
+	if strings.TrimSpace(d.MessageKeyColumns) == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(d.MessageKeyColumns, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		tbl, cols, ok := strings.Cut(part, ":")
+		if !ok || strings.TrimSpace(tbl) == "" {
+			return nil, fmt.Errorf("config: debezium.message.key.columns: %q: want <table>:<column>[,<column>…]", part)
+		}
+		re, err := regexp.Compile("^(?i:" + strings.TrimSpace(tbl) + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("config: debezium.message.key.columns: table pattern %q: %v", tbl, err)
+		}
+		k := tableKey{pattern: re, text: strings.TrimSpace(tbl)}
+		for _, c := range strings.Split(cols, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				k.columns = append(k.columns, c)
+			}
+		}
+		if len(k.columns) == 0 {
+			return nil, fmt.Errorf("config: debezium.message.key.columns: table %s: no columns", k.text)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// tableKey is one table pattern of message.key.columns.
+type tableKey struct {
+	pattern *regexp.Regexp
+	text    string
+	columns []string
+}
+
+// keyFor returns the key columns message.key.columns gives table; nil
+// when no pattern matches it (the first that does applies).
+func keyFor(keys []tableKey, table string) []string {
+	for _, k := range keys {
+		if k.pattern.MatchString(table) {
+			return k.columns
+		}
+	}
+	return nil
 }
 
 // avroSetup is the registry of debezium-avro and the topic of a table's
@@ -73,6 +206,9 @@ type avroSetup struct {
 // kafkaTopics sets the transaction and schema-change records of a Kafka
 // sink's config as d asks, encoded by enc.
 func (d DebeziumConfig) kafkaTopics(kc *kafka.Config, enc cdc.Encoder, format string) error {
+	if r, ok := enc.(*debezium.Routed); ok {
+		enc = r.Inner // transaction records are not routed
+	}
 	if d.ProvideTransactionMetadata {
 		te, ok := enc.(cdc.TransactionEncoder)
 		if !ok {
@@ -112,6 +248,84 @@ func defaultFormat(sinkType string) string {
 		return formatDebeziumConnect
 	}
 	return formatDebeziumJSON
+}
+
+// TransformConfig is one of Debezium's single message transforms: its
+// type and options, by Debezium's names.
+type TransformConfig map[string]string
+
+const byLogicalTableRouter = "io.debezium.transforms.ByLogicalTableRouter"
+
+// routerOptions are the options a ByLogicalTableRouter takes.
+var routerOptions = []string{"type", "topic.regex", "topic.replacement", "key.enforce.uniqueness", "key.field.name", "key.field.regex", "key.field.replacement"}
+
+// router returns the topic router c's transforms configure; nil for none.
+// Its errors name the transform.
+func (c *Config) router() (*debezium.Router, error) {
+	var names []string
+	for name := range c.Transforms {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var r *debezium.Router
+	for _, name := range names {
+		if name == unwrapName {
+			continue // TransformsConfig.check's
+		}
+		t := c.Transforms[name]
+		key := "transforms." + name
+		if _, ok := c.Transforms[unwrapName]; ok {
+			// Both wrap the format's encoder, and neither yet passes the
+			// other's part through.
+			return nil, fmt.Errorf("config: %s: a ByLogicalTableRouter together with transforms.unwrap is not supported", key)
+		}
+		switch typ := t["type"]; typ {
+		case byLogicalTableRouter:
+		default:
+			return nil, fmt.Errorf("config: %s.type: %q: want %s", key, typ, byLogicalTableRouter)
+		}
+		for k := range t {
+			if !slices.Contains(routerOptions, k) {
+				return nil, fmt.Errorf("config: %s: unknown option %q (want %s)", key, k, strings.Join(routerOptions, ", "))
+			}
+		}
+		if c.Sink.Type != "kafka" {
+			return nil, fmt.Errorf("config: %s: ByLogicalTableRouter routes Kafka topics, and sink type %s has none", key, c.Sink.Type)
+		}
+		if r != nil {
+			return nil, fmt.Errorf("config: %s: a second ByLogicalTableRouter; one routes every table", key)
+		}
+		field := cmp.Or(t["key.field.name"], debezium.DefaultRouterKeyField)
+		switch t["key.enforce.uniqueness"] {
+		case "", "true":
+		case "false":
+			field = ""
+		default:
+			return nil, fmt.Errorf("config: %s.key.enforce.uniqueness: %q: want true or false", key, t["key.enforce.uniqueness"])
+		}
+		var err error
+		if r, err = debezium.NewRouter(t["topic.regex"], t["topic.replacement"], field, t["key.field.regex"], t["key.field.replacement"]); err != nil {
+			return nil, fmt.Errorf("config: %s.%w", key, err)
+		}
+	}
+	return r, nil
+}
+
+// routeEncoder wraps enc in the topic router cfg configures, if any
+// (checked by validate).
+func routeEncoder(cfg *Config, enc cdc.Encoder) cdc.Encoder {
+	r, _ := cfg.router()
+	if r == nil {
+		return enc
+	}
+	kc := cfg.Sink.Kafka
+	kc.Pipeline = cfg.Name
+	re := &debezium.Routed{Inner: enc, Router: r, TopicOf: kc.TopicOf}
+	if cfg.Format == formatDebeziumConnect {
+		prefix := cfg.Debezium.prefix()
+		re.SchemaBase = func(t *cdc.TableInfo) string { return prefix + "." + t.Namespace + "." + t.Name }
+	}
+	return re
 }
 
 // newEncoder builds the encoder of a format.

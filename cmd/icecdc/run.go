@@ -24,6 +24,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/stdout"
@@ -92,6 +93,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if enc, err = cfg.Transforms.apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	enc = routeEncoder(cfg, enc)
 	sink, err := buildSink(cfg, out, log, metrics, enc)
 	if err != nil {
 		return err
@@ -127,6 +129,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 	}
 	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
+	p.Shaping, _ = cfg.Debezium.shaping()
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
@@ -335,6 +338,9 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 		return kafka.Config{}, err
 	}
 	unwrapKafka(&kc, enc)
+	if r, ok := enc.(*debezium.Routed); ok {
+		kc.Route = func(topic string) string { t, _ := r.Router.Route(topic); return t }
+	}
 	return kc, nil
 }
 
@@ -350,6 +356,7 @@ type tableSource struct {
 // lifecycle messages.
 func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tableSource, error) {
 	base := sourceOptions(cfg, log)
+	keys, _ := cfg.Debezium.keyColumns() // checked by validate
 	var out []tableSource
 	for _, t := range cfg.Tables {
 		start, err := cdc.ParseStart(t.Start)
@@ -365,6 +372,12 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 		for _, name := range names {
 			o := base
 			o.Table, o.Branch, o.MetadataPath, o.KeyFields = name, t.Branch, t.Metadata, t.Key
+			if k := keyFor(keys, name); k != nil {
+				if len(t.Key) > 0 {
+					return nil, fmt.Errorf("config: debezium.message.key.columns: table %s: its key is set by tables[].key too; set one of them", name)
+				}
+				o.KeyFields = k
+			}
 			o.MaxMemory = int64(t.MaxMemory)
 			out = append(out, tableSource{spec: cdc.TableSpec{Name: name, Start: start, Hold: t.Hold, Columns: t.Columns, Net: t.Net,
 				NetMaxRows: cfg.NetMaxRows}, opts: o})

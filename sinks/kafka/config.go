@@ -62,6 +62,9 @@ type Config struct {
 	// placeholders {namespace}, {table}, {catalog} and {pipeline}.
 	// Default DefaultTopic, "icecdc.{namespace}.{table}".
 	Topic string `yaml:"topic"`
+	// Route, when set, maps the topic the template gives a table to the
+	// one its events go to (transforms of type ByLogicalTableRouter).
+	Route func(topic string) string `yaml:"-"`
 	// Delivery is AtLeastOnce or ExactlyOnce. Default AtLeastOnce.
 	Delivery string `yaml:"delivery"`
 	// Tombstones makes the sink follow every delete event with a record

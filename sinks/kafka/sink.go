@@ -130,27 +130,32 @@ func newProducer(cfg Config, extra ...kgo.Opt) (*producer, error) {
 
 func (p *producer) client() *kgo.Client { return p.cl.Load() }
 
-// topic expands the topic template for a table.
+// topic expands the topic template for a table and routes it.
 func (p *producer) topic(t cdc.TableInfo) (string, error) { return TopicName(p.cfg, t) }
 
 // TopicName returns the topic of a table's events under cfg's template
-// (the default one when it is empty), as the sink writes them; formats
-// that name things after the topic (schema registry subjects) use it.
+// (the default one when it is empty), routed by cfg.Route, as the sink
+// writes them; formats that name things after the topic (schema registry
+// subjects) use it.
 func TopicName(cfg Config, t cdc.TableInfo) (string, error) {
-	tmpl := cfg.Topic
-	if tmpl == "" {
-		tmpl = DefaultTopic
+	name := cfg.TopicOf(&t)
+	if cfg.Route != nil {
+		name = cfg.Route(name)
 	}
-	name := strings.NewReplacer(
+	if err := validTopicName(name); err != nil {
+		return "", cdc.Permanent(fmt.Errorf("topic of table %s.%s from template %q: %w", t.Namespace, t.Name, cfg.WithDefaults().Topic, err))
+	}
+	return name, nil
+}
+
+// TopicOf expands the topic template of c for a table, before Route.
+func (c Config) TopicOf(t *cdc.TableInfo) string {
+	return strings.NewReplacer(
 		"{namespace}", t.Namespace,
 		"{table}", t.Name,
 		"{catalog}", t.Catalog,
-		"{pipeline}", cfg.Pipeline,
-	).Replace(tmpl)
-	if err := validTopicName(name); err != nil {
-		return "", cdc.Permanent(fmt.Errorf("topic of table %s.%s from template %q: %w", t.Namespace, t.Name, tmpl, err))
-	}
-	return name, nil
+		"{pipeline}", c.Pipeline,
+	).Replace(c.WithDefaults().Topic)
 }
 
 // ensureTopic creates topic on its first use. Creating it ourselves rather
