@@ -282,7 +282,10 @@ func (c *Config) router() (*debezium.Router, error) {
 		switch typ := t["type"]; typ {
 		case byLogicalTableRouter:
 		default:
-			return nil, fmt.Errorf("config: %s.type: %q: want %s", key, typ, byLogicalTableRouter)
+			if typ == "" {
+				continue // TransformsConfig.check names it
+			}
+			return nil, fmt.Errorf("config: %s.type: %q: want %s (ExtractNewRecordState is transforms.unwrap)", key, typ, byLogicalTableRouter)
 		}
 		for k := range t {
 			if !slices.Contains(routerOptions, k) {

@@ -40,7 +40,7 @@ func (t TransformsConfig) unwrap() (*debezium.UnwrapOptions, error) {
 func (t TransformsConfig) check(format, sinkType string) []error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(t)) {
-		if name != unwrapName && t[name]["type"] != byLogicalTableRouter { // the router's checked by Config.router
+		if name != unwrapName && t[name]["type"] == "" {
 			errs = append(errs, fmt.Errorf("config: transforms.%s: unknown transform; icecdc has %s (io.debezium.transforms.ExtractNewRecordState)", name, unwrapName))
 		}
 	}
