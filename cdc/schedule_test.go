@@ -86,7 +86,8 @@ func TestSnapshotRequestWakesIdleTable(t *testing.T) {
 	defer stop()
 	waitFor(t, "first commit delivered", func() bool { return len(f.sink.IDs()) == 3 })
 	time.Sleep(20 * time.Millisecond) // the follower is idle now
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
+	// The deadline is a hang guard only.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s1"}); err != nil {
 		t.Fatalf("snapshot of an idle table: %v", err)
