@@ -15,7 +15,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/avro"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
@@ -61,12 +60,7 @@ func avroRecord(t *testing.T, cl *registry.Client, b []byte) (map[string]any, in
 func TestRunAvro(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
+	brokers := newKafka(t)
 	reg := srfake.New()
 	defer reg.Close()
 	var fault atomic.Value

@@ -16,7 +16,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/icecdc/icecdc/internal/scenario"
 )
@@ -60,21 +59,9 @@ func debeziumHashes(t *testing.T, option string) map[string]string {
 func TestRunShapesColumns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers := newKafka(t)
+	env, tbl := newOrders(ctx, t)
+	var err error
 	step := func(what string, fn func(context.Context, *table.Table) (*table.Table, error)) {
 		t.Helper()
 		if tbl, err = fn(ctx, tbl); err != nil {
@@ -240,12 +227,7 @@ func TestRunRoutesTablesToOneTopic(t *testing.T) {
 func runRoutes(t *testing.T, format string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
+	brokers := newKafka(t)
 	env, err := scenario.NewEnv(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
