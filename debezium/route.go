@@ -129,6 +129,9 @@ func (r *Router) Route(topic string) (string, bool) {
 	return rt.topic, rt.ok
 }
 
+// Topic returns the topic events of topic go to.
+func (r *Router) Topic(topic string) string { return r.lookup(topic).topic }
+
 func (r *Router) lookup(topic string) route {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -165,23 +168,37 @@ type Routed struct {
 	Router *Router
 	// TopicOf is the topic a table's events go to before routing.
 	TopicOf func(t *cdc.TableInfo) string
-	// SchemaBase, for Connect JSON, is the start of the table's schema
-	// names (<prefix>.<namespace>.<table>); nil for debezium-json.
+	// SchemaBase, for Connect JSON and Avro, is the start of the table's
+	// schema names (<prefix>.<namespace>.<table>); nil for debezium-json.
 	SchemaBase func(t *cdc.TableInfo) string
+	// Flattened says that Inner is a flattened form (Unwrap) that ran
+	// before the router, as in Debezium's transforms "unwrap,route":
+	// ByLogicalTableRouter renames only an envelope's schemas, so the
+	// flattened value keeps the table's own <table>.Value name. Without
+	// it the router runs first ("route,unwrap"), and the flattened value
+	// carries the renamed after field's schema, <topic>.Value.
+	Flattened bool
 }
 
-var _ cdc.SchemaChangeEncoder = (*Routed)(nil)
+var (
+	_ cdc.SchemaChangeEncoder = (*Routed)(nil)
+	_ cdc.RecordShaper        = (*Routed)(nil)
+)
 
 // AppendKey appends the inner encoder's key with the router's key field.
 func (r *Routed) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
+	rt := r.Router.lookup(r.TopicOf(&c.Table))
+	if !rt.ok {
+		return r.Inner.AppendKey(dst, c, e)
+	}
+	if a, ok := r.Inner.(*Avro); ok {
+		return r.appendAvro(dst, a, c, 'k', func(dst []byte) ([]byte, error) { return r.connectOf(a).AppendKey(dst, c, e) },
+			func() string { return "encode key of event " + eventID(c, e) })
+	}
 	start := len(dst)
 	dst, err := r.Inner.AppendKey(dst, c, e)
 	if err != nil {
 		return dst, err
-	}
-	rt := r.Router.lookup(r.TopicOf(&c.Table))
-	if !rt.ok {
-		return dst, nil
 	}
 	key := append([]byte(nil), dst[start:]...)
 	dst = dst[:start]
@@ -221,14 +238,21 @@ func (r *Routed) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, err
 // AppendValue appends the inner encoder's value; in Connect JSON, its
 // schema takes the shared topic's names.
 func (r *Routed) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
+	rt := r.Router.lookup(r.TopicOf(&c.Table))
+	if !rt.ok || r.SchemaBase == nil || r.Flattened {
+		return r.Inner.AppendValue(dst, c, e, tsMs)
+	}
+	if a, ok := r.Inner.(*Avro); ok {
+		if err := a.transactionSchemas(); err != nil {
+			return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
+		}
+		return r.appendAvro(dst, a, c, 'v', func(dst []byte) ([]byte, error) { return r.connectOf(a).AppendValue(dst, c, e, tsMs) },
+			func() string { return "encode event " + eventID(c, e) })
+	}
 	start := len(dst)
 	dst, err := r.Inner.AppendValue(dst, c, e, tsMs)
-	if err != nil || r.SchemaBase == nil {
+	if err != nil {
 		return dst, err
-	}
-	rt := r.Router.lookup(r.TopicOf(&c.Table))
-	if !rt.ok {
-		return dst, nil
 	}
 	v := dst[start:]
 	end := bytes.Index(v, []byte(`,"payload":`))
@@ -252,4 +276,65 @@ func (r *Routed) EncodeSchemaChange(c *cdc.Commit, s *cdc.SchemaChange, tsMs int
 		return nil, nil, fmt.Errorf("format %T has no schema-change records", r.Inner)
 	}
 	return se.EncodeSchemaChange(c, s, tsMs)
+}
+
+// Keep passes the inner encoder's choice through (Unwrap's drop mode
+// leaves deletes out); every event has a record otherwise.
+func (r *Routed) Keep(c *cdc.Commit, e *cdc.Event) bool {
+	if s, ok := r.Inner.(cdc.RecordShaper); ok {
+		return s.Keep(c, e)
+	}
+	return true
+}
+
+// AppendHeaders appends the inner encoder's headers (Unwrap's
+// add.headers): the router leaves headers alone.
+func (r *Routed) AppendHeaders(dst []cdc.Header, c *cdc.Commit, e *cdc.Event, tsMs int64) []cdc.Header {
+	if s, ok := r.Inner.(cdc.RecordShaper); ok {
+		return s.AppendHeaders(dst, c, e, tsMs)
+	}
+	return dst
+}
+
+// A routed debezium-avro record is what AvroConverter writes of the
+// routed Connect record: the router's Connect JSON (key field, renamed
+// schemas) transcoded by the Avro format, so that its schemas, registered
+// under the routed topic's subjects, carry the shared topic's names and
+// the key field, as Debezium's do. Unrouted tables keep the Avro format's
+// own path.
+
+// connectOf is the router over a's Connect JSON.
+func (r *Routed) connectOf(a *Avro) *Routed {
+	return &Routed{Inner: a.conn, Router: r.Router, TopicOf: r.TopicOf, SchemaBase: r.SchemaBase}
+}
+
+// appendAvro appends the wire form of the routed Connect record that
+// connect appends; role is 'k' or 'v'.
+func (r *Routed) appendAvro(dst []byte, a *Avro, c *cdc.Commit, role byte, connect func([]byte) ([]byte, error), what func() string) ([]byte, error) {
+	bp := scratchPool.Get().(*[]byte)
+	defer scratchPool.Put(bp)
+	msg, err := connect((*bp)[:0])
+	*bp = msg[:0]
+	if err != nil {
+		return dst, err
+	}
+	name := tableWhat(&c.Table)
+	if role == 'k' {
+		name = "key of " + name
+	}
+	out, err := a.transcode(dst, msg, role, role == 'k', a.tableTopic(&c.Table), name)
+	if err != nil {
+		return dst, fmt.Errorf("%s: %w", what(), err)
+	}
+	return out, nil
+}
+
+// Unrouted returns the encoder a Routed wraps, or enc when it is not one:
+// the format whose records the router leaves alone (transactions,
+// heartbeats) and whose transforms the sink's settings follow.
+func Unrouted(enc cdc.Encoder) cdc.Encoder {
+	if r, ok := enc.(*Routed); ok {
+		return r.Inner
+	}
+	return enc
 }

@@ -3,6 +3,7 @@ package debezium
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -133,4 +134,144 @@ func TestJavaReplacement(t *testing.T) {
 			t.Errorf("%s → %s on %s: got %s, want %s", tc.re, tc.repl, tc.in, got, tc.want)
 		}
 	}
+}
+
+// routedUnwrapRecord is a line of testdata/routed-unwrapped.jsonl: an
+// envelope record as icecdc writes it to the table's own topic, the
+// transforms Debezium would run over it (in order, with
+// ExtractNewRecordState's delete mode) and the record icecdc writes with
+// the same transforms; a null routed value is a tombstone. The interop
+// part masks runs Debezium's own SMT chain over the first and must get
+// the second (interop/maven/masks/RouteCheck.java).
+type routedUnwrapRecord struct {
+	routedRecord
+	Transforms []string `json:"transforms"`
+	DeleteMode string   `json:"delete_mode"`
+	AddFields  string   `json:"add_fields,omitempty"`
+}
+
+// TestRoutedUnwrap: ByLogicalTableRouter and ExtractNewRecordState
+// chained in either order give Debezium's records. The key is the
+// router's in both orders (the SMT leaves keys alone); the value is the
+// flattened one, whose Connect schema is named after the shared topic
+// when the router ran first (it renamed the envelope's after field) and
+// after the table when unwrap ran first (the router renames only
+// envelopes). Headers and dropped deletes pass the router untouched.
+func TestRoutedUnwrap(t *testing.T) {
+	r, err := NewRouter(`icecdc\.bookshop\.orders_(eu|us)`, "icecdc.bookshop.orders", DefaultRouterKeyField, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicOf := func(t *cdc.TableInfo) string { return "icecdc." + t.Namespace + "." + t.Name }
+	base := func(t *cdc.TableInfo) string { return "icecdc." + t.Namespace + "." + t.Name }
+	events := []cdc.Event{
+		{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(1), "ann", 10.5}},
+		{Op: cdc.OpUpdate, RowID: 1, Index: 1, Before: cdc.Row{int64(1), "ann", 10.5}, After: cdc.Row{int64(1), "ann", 12.0}},
+		{Op: cdc.OpDelete, RowID: 1, Index: 2, Before: cdc.Row{int64(1), "ann", 12.0}},
+	}
+	var lines []byte
+	for _, mode := range []DeleteHandling{DeleteRewrite, DeleteTombstone, DeleteDrop} {
+		for _, unwrapFirst := range []bool{false, true} {
+			for _, connect := range []bool{true, false} {
+				var inner cdc.Encoder = &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
+				var schemaBase func(*cdc.TableInfo) string
+				if connect {
+					inner, schemaBase = newConnect(t, ConnectOptions{}), base
+				}
+				opts := UnwrapOptions{DeleteHandling: mode, AddFields: []string{"op", "table"}, AddFieldsPrefix: "__", AddHeaders: []string{"op"}, AddHeadersPrefix: "__"}
+				u, err := NewUnwrap(inner, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				envelope := &Routed{Inner: inner, Router: r, TopicOf: topicOf, SchemaBase: schemaBase}
+				routed := &Routed{Inner: u, Router: r, TopicOf: topicOf, SchemaBase: schemaBase, Flattened: unwrapFirst}
+				chain := []string{"route", "unwrap"}
+				if unwrapFirst {
+					chain = []string{"unwrap", "route"}
+				}
+				for _, name := range []string{"orders_eu", "returns"} {
+					c := routeCommit(name)
+					for _, e := range events {
+						what := fmt.Sprintf("%s %s connect=%v %s %s", mode, strings.Join(chain, ","), connect, name, e.Op)
+						if routed.Keep(c, &e) != u.Keep(c, &e) {
+							t.Errorf("%s: Keep %v, unwrap's %v", what, routed.Keep(c, &e), u.Keep(c, &e))
+						}
+						if !u.Keep(c, &e) {
+							continue
+						}
+						rk, err := routed.AppendKey(nil, c, &e)
+						if err != nil {
+							t.Fatal(err)
+						}
+						rv, err := routed.AppendValue(nil, c, &e, 1796090727011)
+						if err != nil {
+							t.Fatal(err)
+						}
+						wantKey, _ := envelope.AppendKey(nil, c, &e)
+						flat, _ := u.AppendValue(nil, c, &e, 1796090727011)
+						if !bytes.Equal(rk, wantKey) {
+							t.Errorf("%s: key %s, want the router's %s", what, rk, wantKey)
+						}
+						if h, want := fmt.Sprint(routed.AppendHeaders(nil, c, &e, 1)), fmt.Sprint(u.AppendHeaders(nil, c, &e, 1)); h != want {
+							t.Errorf("%s: headers %s, want %s", what, h, want)
+						}
+						want := flat
+						if connect && name != "returns" && !unwrapFirst {
+							want = renameSchema(t, flat, "icecdc.bookshop."+name+".Value", "icecdc.bookshop.orders.Value")
+						}
+						if !bytes.Equal(rv, want) {
+							t.Errorf("%s: value\n%s\nwant\n%s", what, rv, want)
+						}
+						if name == "returns" || !connect {
+							continue
+						}
+						k, _ := inner.AppendKey(nil, c, &e)
+						v, _ := inner.AppendValue(nil, c, &e, 1796090727011)
+						topic, _ := r.Route(topicOf(&c.Table))
+						rec := routedUnwrapRecord{routedRecord{Topic: topicOf(&c.Table), Key: k, Value: v, RoutedTopic: topic, RoutedKey: rk, RoutedValue: rv},
+							chain, string(mode), "op,table"}
+						if len(rv) == 0 {
+							rec.RoutedValue = json.RawMessage("null")
+						}
+						line, _ := json.Marshal(rec)
+						lines = append(append(lines, line...), '\n')
+					}
+				}
+			}
+		}
+	}
+	const golden = "testdata/routed-unwrapped.jsonl"
+	if *updateGolden {
+		if err := os.WriteFile(golden, lines, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, lines) {
+		t.Errorf("%s is not what the encoders write (run go test ./debezium -run TestRoutedUnwrap -update and review the diff)", golden)
+	}
+}
+
+// renameSchema returns the Connect message msg with its value schema's
+// name from renamed to to, checking that it had that name.
+func renameSchema(t *testing.T, msg []byte, from, to string) []byte {
+	t.Helper()
+	var m struct {
+		Schema  map[string]any  `json:"schema"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		t.Fatalf("%s: %v", msg, err)
+	}
+	if m.Schema["name"] != from {
+		t.Fatalf("schema name %v, want %s", m.Schema["name"], from)
+	}
+	out := bytes.Replace(msg, []byte(`"name":"`+from+`"`), []byte(`"name":"`+to+`"`), 1)
+	if bytes.Equal(out, msg) {
+		t.Fatalf("no %s in %s", from, msg)
+	}
+	return out
 }

@@ -52,6 +52,9 @@ type Config struct {
 	// Transforms is Debezium Server's transforms block: unwrap flattens
 	// the events (unwrap.go).
 	Transforms TransformsConfig `yaml:"transforms"`
+	// transformOrder is the order the transforms block lists its
+	// transforms in, the order they run in (decodeConfig).
+	transformOrder []string
 	// SchemaRegistry is the registry of the debezium-avro format's schemas.
 	SchemaRegistry registry.Config `yaml:"schema_registry"`
 	Sink           SinkConfig      `yaml:"sink"`

@@ -48,6 +48,27 @@ func decodeConfig(raw []byte, getenv func(string) string, c *Config) error {
 		// did not foresee, kept to its first line.
 		return fmt.Errorf("config: %s", firstLine(strings.TrimPrefix(refs.unmark(err.Error()), "yaml: unmarshal errors:\n")))
 	}
+	c.transformOrder = mappingKeys(doc.Content[0], "transforms")
+	return nil
+}
+
+// mappingKeys returns the keys of the mapping under key in the document
+// n, in the order the file lists them; nil when there is none.
+func mappingKeys(n *yaml.Node, key string) []string {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != key || n.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		var keys []string
+		m := n.Content[i+1]
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			keys = append(keys, m.Content[j].Value)
+		}
+		return keys
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -206,9 +207,7 @@ type avroSetup struct {
 // kafkaTopics sets the transaction and schema-change records of a Kafka
 // sink's config as d asks, encoded by enc.
 func (d DebeziumConfig) kafkaTopics(kc *kafka.Config, enc cdc.Encoder, format string) error {
-	if r, ok := enc.(*debezium.Routed); ok {
-		enc = r.Inner // transaction records are not routed
-	}
+	enc = debezium.Unrouted(enc) // transaction records are not routed
 	if d.ProvideTransactionMetadata {
 		te, ok := enc.(cdc.TransactionEncoder)
 		if !ok {
@@ -274,11 +273,6 @@ func (c *Config) router() (*debezium.Router, error) {
 		}
 		t := c.Transforms[name]
 		key := "transforms." + name
-		if _, ok := c.Transforms[unwrapName]; ok {
-			// Both wrap the format's encoder, and neither yet passes the
-			// other's part through.
-			return nil, fmt.Errorf("config: %s: a ByLogicalTableRouter together with transforms.unwrap is not supported", key)
-		}
 		switch typ := t["type"]; typ {
 		case byLogicalTableRouter:
 		default:
@@ -314,8 +308,29 @@ func (c *Config) router() (*debezium.Router, error) {
 	return r, nil
 }
 
+// unwrapFirst reports whether transforms.unwrap runs before the router:
+// transforms run in the order the block lists them, as Connect runs
+// "transforms: unwrap,route" (a block made in code, without that order,
+// runs its transforms by name).
+func (c *Config) unwrapFirst() bool {
+	order := c.transformOrder
+	if len(order) == 0 {
+		order = slices.Sorted(maps.Keys(c.Transforms))
+	}
+	for _, name := range order {
+		switch {
+		case name == unwrapName:
+			return true
+		case c.Transforms[name]["type"] == byLogicalTableRouter:
+			return false
+		}
+	}
+	return false
+}
+
 // routeEncoder wraps enc in the topic router cfg configures, if any
-// (checked by validate).
+// (checked by validate). With transforms.unwrap, enc is the flattened
+// form, and the router sees what the transforms' order gives it.
 func routeEncoder(cfg *Config, enc cdc.Encoder) cdc.Encoder {
 	r, _ := cfg.router()
 	if r == nil {
@@ -324,10 +339,12 @@ func routeEncoder(cfg *Config, enc cdc.Encoder) cdc.Encoder {
 	kc := cfg.Sink.Kafka
 	kc.Pipeline = cfg.Name
 	re := &debezium.Routed{Inner: enc, Router: r, TopicOf: kc.TopicOf}
-	if cfg.Format == formatDebeziumConnect {
+	if cfg.Format == formatDebeziumConnect || cfg.Format == formatDebeziumAvro {
 		prefix := cfg.Debezium.prefix()
 		re.SchemaBase = func(t *cdc.TableInfo) string { return prefix + "." + t.Namespace + "." + t.Name }
 	}
+	_, flat := enc.(*debezium.Unwrap)
+	re.Flattened = flat && cfg.unwrapFirst()
 	return re
 }
 
@@ -394,6 +411,11 @@ func (c *Config) validateAvro() []error {
 	if c.Format == formatDebeziumAvro {
 		kc := c.Sink.Kafka
 		kc.Pipeline = c.Name
+		// Subjects follow the topic a record is written to: the routed
+		// one for a routed table, as AvroConverter sees it after the SMT.
+		if r, err := c.router(); err == nil && r != nil {
+			kc.Route = r.Topic
+		}
 		c.Debezium.avro = &avroSetup{registry: c.SchemaRegistry, topic: func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) }}
 	}
 	var errs []error

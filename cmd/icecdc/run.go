@@ -105,7 +105,8 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 			log.Info("icecdc stopped", "pipeline", cfg.Name)
 		}
 	}()
-	stopHeartbeats, err := startHeartbeats(ctx, cfg, enc, sink, log)
+	// Heartbeats go to their own topic, which the router leaves alone.
+	stopHeartbeats, err := startHeartbeats(ctx, cfg, debezium.Unrouted(enc), sink, log)
 	if err != nil {
 		return err
 	}
@@ -339,7 +340,7 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 	}
 	unwrapKafka(&kc, enc)
 	if r, ok := enc.(*debezium.Routed); ok {
-		kc.Route = func(topic string) string { t, _ := r.Router.Route(topic); return t }
+		kc.Route = r.Router.Topic
 	}
 	return kc, nil
 }

@@ -104,7 +104,7 @@ func (t TransformsConfig) apply(enc cdc.Encoder) (cdc.Encoder, error) {
 // delete (with the op header when add.headers names op); the other modes
 // drop it.
 func unwrapKafka(kc *kafka.Config, enc cdc.Encoder) {
-	u, ok := enc.(*debezium.Unwrap)
+	u, ok := debezium.Unrouted(enc).(*debezium.Unwrap)
 	if !ok {
 		return
 	}

@@ -44,30 +44,7 @@ func TestRunUnwrapKafka(t *testing.T) {
 	run := func(name, delivery, transforms string, want int) []unwraptest.Record {
 		t.Helper()
 		sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: '%s.{table}', topic_partitions: 1, delivery: %s}}\n%s", brokers[0], name, delivery, transforms)
-		// A pipeline of its own: under exactly-once the checkpoint topic,
-		// shared by the runs, keeps each pipeline's position.
-		cfg := writeConfig(t, name, catalog, sink, filepath.Join(t.TempDir(), "state.db"))
-		topic := name + ".orders"
-		var recs []*kgo.Record
-		d := startDaemon(t, "-c", cfg)
-		d.waitFor(t, name+"'s records", func() bool {
-			if recs, err = readCommitted(ctx, brokers, topic); err != nil {
-				t.Fatal(err)
-			}
-			return len(recs) >= want
-		})
-		d.stop(t)
-		if recs, err = readCommitted(ctx, brokers, topic); err != nil {
-			t.Fatal(err)
-		}
-		out := make([]unwraptest.Record, len(recs))
-		for i, r := range recs {
-			out[i] = unwraptest.Record{Key: r.Key, Value: r.Value}
-			for _, h := range r.Headers {
-				out[i].Headers = append(out[i].Headers, unwraptest.Header{Key: h.Key, Value: h.Value})
-			}
-		}
-		return out
+		return kafkaRecords(ctx, t, brokers, name, catalog, sink, name+".orders", want)
 	}
 	envelope := run("envelope", "at-least-once", "", 6) // 3 c, u, d, tombstone
 	fields := []string{"op", "table", "source.ts_ms", "source.snapshot:snap", "transaction.id"}
@@ -237,4 +214,35 @@ func TestRunUnwrapFile(t *testing.T) {
 			t.Fatalf("%s: %d lines, want %d:\n%s", mode, strings.Count(out, "\n"), want, out)
 		}
 	}
+}
+
+// kafkaRecords runs the daemon as pipeline name with the sink (and what
+// follows it in the file) until topic holds want records, and returns
+// them.
+func kafkaRecords(ctx context.Context, t *testing.T, brokers []string, name, catalog, sink, topic string, want int) []unwraptest.Record {
+	t.Helper()
+	// A pipeline of its own: under exactly-once the checkpoint topic,
+	// shared by the runs, keeps each pipeline's position.
+	cfg := writeConfig(t, name, catalog, sink, filepath.Join(t.TempDir(), "state.db"))
+	var recs []*kgo.Record
+	var err error
+	d := startDaemon(t, "-c", cfg)
+	d.waitFor(t, name+"'s records", func() bool {
+		if recs, err = readCommitted(ctx, brokers, topic); err != nil {
+			t.Fatal(err)
+		}
+		return len(recs) >= want
+	})
+	d.stop(t)
+	if recs, err = readCommitted(ctx, brokers, topic); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]unwraptest.Record, len(recs))
+	for i, r := range recs {
+		out[i] = unwraptest.Record{Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			out[i].Headers = append(out[i].Headers, unwraptest.Header{Key: h.Key, Value: h.Value})
+		}
+	}
+	return out
 }
