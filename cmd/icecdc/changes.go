@@ -41,6 +41,10 @@ type changesFlags struct {
 	unwrapOpts       unwrapFlag
 	registryURL      string
 	topic            string
+	config           string
+	// changed reports whether a flag was given (the command line wins
+	// over --config).
+	changed func(string) bool
 }
 
 func changesCommand(e *cli) *cobra.Command {
@@ -57,6 +61,7 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 		Args:                  noArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.changed = cmd.Flags().Changed
 			return cmdChanges(cmd.Context(), f, e.stdout, e.stderr, e.log)
 		},
 	}
@@ -90,7 +95,8 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 	fl.StringVar(&f.dbz.VariantHandlingMode, "variant-handling-mode", string(debezium.VariantString), "debezium-json: variant.handling.mode: string (a JSON string holding the document) | json (the document inline)")
 	fl.BoolVar(&f.unwrap, "unwrap", false, "print flattened records, as Debezium's ExtractNewRecordState (transforms.unwrap) makes them: one value per line, a tombstone as null")
 	fl.Var(f.unwrapOpts, "unwrap-option", "with --unwrap: an ExtractNewRecordState option, e.g. delete.tombstone.handling.mode=rewrite or add.fields=op,source.ts_ms (repeatable)")
-	groupFlags(fl, "Output", "format", "schema-registry-url", "topic", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode", "variant-handling-mode", "unwrap", "unwrap-option")
+	fl.StringVarP(&f.config, "config", "c", "", "print what the daemon of this icecdc.yaml delivers: its format, debezium settings (column filters, masks, hashes, truncations, message.key.columns, skipped.operations), transforms, the table's key and columns, and its catalog unless a flag names one; flags given win")
+	groupFlags(fl, "Output", "config", "format", "schema-registry-url", "topic", "with-key", "name", "topic-prefix", "time-precision-mode", "decimal-handling-mode", "variant-handling-mode", "unwrap", "unwrap-option")
 	fl.Var(&f.maxMemory, "max-memory", "memory budget of one commit's events; past a quarter of it, before images of updates are spilled to a temporary file (bytes, or e.g. 256MiB)")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when stderr is a terminal) | never")
 	groupFlags(fl, "Resources", "max-memory", "progress")
@@ -98,16 +104,27 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 }
 
 func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, log *slog.Logger) error {
+	if f.changed == nil {
+		f.changed = func(string) bool { return false }
+	}
+	cc, err := f.applyConfig(f.changed, log)
+	if err != nil {
+		return err
+	}
 	o, props := f.o, f.props
 	var enc cdc.Encoder
 	var avroOut *avroPrinter
 	switch {
 	case f.format == formatDebeziumAvro:
-		if f.registryURL == "" {
+		rc := registry.Config{URL: f.registryURL}
+		if f.registryURL == "" && cc != nil {
+			rc = cc.cfg.SchemaRegistry
+		}
+		if rc.URL == "" {
 			return fmt.Errorf("changes: --format %s needs --schema-registry-url: the records carry the ids the registry gives their schemas", formatDebeziumAvro)
 		}
-		kc := kafka.Config{Topic: f.topic, Pipeline: f.pipeline}
-		a, reg, err := newAvroEncoder(registry.Config{URL: f.registryURL}, f.dbz, f.pipeline, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
+		kc := kafka.Config{Topic: f.topic, Pipeline: f.pipeline, Route: cc.route()}
+		a, reg, err := newAvroEncoder(rc, f.dbz, f.pipeline, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
 		if err != nil {
 			return fmt.Errorf("changes: %w", err)
 		}
@@ -135,6 +152,9 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 		if enc, err = debezium.NewUnwrap(enc, o); err != nil {
 			return fmt.Errorf("changes: --unwrap-option %w", err)
 		}
+	}
+	if enc, err = cc.encoder(enc); err != nil {
+		return err
 	}
 	shaper, _ := enc.(cdc.RecordShaper)
 	if f.netMax < 1 {
@@ -198,6 +218,17 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 			return fmt.Errorf("changes: %s %d is past the branch head (snapshot %d, sequence number %d)", b.flag, b.seq, head.ID, head.SequenceNumber)
 		}
 	}
+	// Shaped first, as the daemon shapes: a subscription projects the
+	// shaped images.
+	shaping, err := cc.shaper(src.Info())
+	if err != nil {
+		return err
+	}
+	for _, col := range cols {
+		if shaping.Excludes(col) {
+			return fmt.Errorf("changes: --columns %q: a column debezium.column.include.list or column.exclude.list of --config leaves out", col)
+		}
+	}
 	var sub *cdc.Subscription
 	if len(cols) > 0 {
 		info := src.Info()
@@ -220,6 +251,13 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 		now := time.Now().UnixMilli()
 		return c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
 			c := c
+			if shaping != nil {
+				sc, sevs, err := shaping.Apply(c, evs)
+				if err != nil {
+					return fmt.Errorf("table %s.%s: debezium.%w", c.Table.Namespace, c.Table.Name, err)
+				}
+				c, evs = sc, sevs
+			}
 			if sub != nil {
 				var err error
 				if c, evs, err = sub.Apply(c, evs); err != nil {

@@ -5,7 +5,10 @@
 # cdc/testdata/debezium-masks.jsonl, which cdc's tests hold icecdc's masks
 # to. Then Debezium's ByLogicalTableRouter routes the records of
 # debezium/testdata/routed.jsonl as icecdc wrote them unrouted, and must
-# give the records icecdc routes itself (interop/maven/masks/RouteCheck.java).
+# give the records icecdc routes itself, and the router chained with
+# ExtractNewRecordState in both orders over debezium/testdata/
+# routed-unwrapped.jsonl the records icecdc writes with the same transforms
+# (interop/maven/masks/RouteCheck.java).
 # Functions only; interop/run.sh sources this file. Alone:
 #   CI=true bash -c '. interop/run.sh && install_connect && part masks masks_vectors'
 
@@ -45,10 +48,11 @@ masks_vectors() {
   local all
   all=$(ls "$dir"/*.jar | tr '\n' ':')
   must masks javac -d "$out/classes" -cp "$all" "$HERE/maven/masks/RouteCheck.java" || return 1
-  # The topics and pattern TestRoutedRecords routes with.
+  # The topics and pattern TestRoutedRecords and TestRoutedUnwrap route with.
   java -cp "$all$out/classes" RouteCheck "$ROOT/debezium/testdata/routed.jsonl" 'icecdc\.bookshop\.orders_(eu|us)' 'icecdc.bookshop.orders' \
+    "$ROOT/debezium/testdata/routed-unwrapped.jsonl" \
     >"$out/routes.txt" 2>>"$LOGS/masks.log"
   local rc=$?
   sed 's/^/masks: /' "$out/routes.txt"
-  [ $rc -eq 0 ] || { echo "masks: FAILED: Debezium's ByLogicalTableRouter routes differently (or did not run; $LOGS/masks.log)"; return 1; }
+  [ $rc -eq 0 ] || { echo "masks: FAILED: Debezium's ByLogicalTableRouter (alone or chained with ExtractNewRecordState) routes differently (or did not run; $LOGS/masks.log)"; return 1; }
 }
