@@ -341,7 +341,7 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 	f.cp = cp
 	f.p.Metrics.Snapshots.WithLabelValues(f.spec.Name).Inc()
 	f.log.Info("on-demand snapshot: emitting the table's rows", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "requests", len(reqs),
-		"signal", req.ID, "filter", req.Filter)
+		"signal", req.ID, "filter", RedactFilter(req.Filter))
 	f.notice(NoticeStarted, 0, 0)
 	answer(snapshotReply{snap: si})
 	return f.initialRead(ctx)
@@ -415,11 +415,11 @@ func (f *follower) bindFilter(sc *iceberg.Schema, text string) (*BoundFilter, er
 	}
 	rf, err := ParseRowFilter(text)
 	if err != nil {
-		return nil, fmt.Errorf("filter %q: %w", text, err)
+		return nil, fmt.Errorf("filter %q: %w", RedactFilter(text), err)
 	}
 	b, err := rf.Bind(sc)
 	if err != nil {
-		return nil, fmt.Errorf("filter %q: %w", text, err)
+		return nil, fmt.Errorf("filter %q: %w", RedactFilter(text), err)
 	}
 	f.filter.schema, f.filter.text, f.filter.bound = sc, text, b
 	return b, nil

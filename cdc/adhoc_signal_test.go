@@ -262,6 +262,30 @@ func TestRowFilter(t *testing.T) {
 	}
 }
 
+// TestRedactFilter: logs and errors show a filter's shape without its
+// literals, which may be values of masked columns; an error binding a
+// literal names its kind, not its text.
+func TestRedactFilter(t *testing.T) {
+	for in, want := range map[string]string{
+		"customer = 'jane@example.com' OR id <= 1": "customer = ? OR id <= ?",
+		"`Name` IN ('a', 'it''s') AND id NOT BETWEEN -1 AND 2.5e3": `"Name" IN (?, ?) AND id NOT BETWEEN ? AND ?`,
+		"id IS NOT NULL AND flag = TRUE":                           "id IS NOT NULL AND flag = TRUE",
+		"id = 'unterminated secret":                                "(a condition that does not parse)",
+	} {
+		if got := cdc.RedactFilter(in); got != want {
+			t.Errorf("RedactFilter(%q) = %q, want %q", in, got, want)
+		}
+	}
+	sc := cdctest.Info("s", "t").Schema
+	rf, err := cdc.ParseRowFilter("id = 'jane@example.com'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rf.Bind(sc); err == nil || strings.Contains(err.Error(), "jane") || !strings.Contains(err.Error(), "want an integer, got a string") {
+		t.Errorf("bind: %v; want the literal's kind without its text", err)
+	}
+}
+
 // TestSignalStopSparesInitialRead: a stop or pause signal acts only on
 // the reads signals began; the initial read of start: initial, asked
 // before it starts, delivers every row.

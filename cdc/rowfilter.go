@@ -74,6 +74,33 @@ func ParseRowFilter(text string) (*RowFilter, error) {
 // String returns the condition as written.
 func (f *RowFilter) String() string { return f.text }
 
+// RedactFilter returns a condition with every literal replaced by ?, as
+// logs and errors show it: a literal may be a value of a masked or
+// excluded column (customer = 'jane@example.com'), which must not reach
+// them; column names and the shape of the condition stay. A text that
+// does not tokenize is shown as (a condition that does not parse).
+func RedactFilter(text string) string {
+	toks, err := filterTokens(text)
+	if err != nil {
+		return "(a condition that does not parse)"
+	}
+	var b strings.Builder
+	for i, t := range toks {
+		if i > 0 && t.text != ")" && t.text != "," && toks[i-1].text != "(" {
+			b.WriteByte(' ')
+		}
+		switch t.kind {
+		case 's', 'n':
+			b.WriteByte('?')
+		case 'q':
+			b.WriteString(strconv.Quote(t.text))
+		default:
+			b.WriteString(t.text)
+		}
+	}
+	return b.String()
+}
+
 type filterToken struct {
 	kind byte // 'w' word, 'q' quoted identifier, 's' string, 'n' number, 'o' operator or punctuation
 	text string
@@ -559,7 +586,7 @@ func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error
 			}
 			n, err := strconv.ParseInt(l.text, 10, 32)
 			if err != nil {
-				return nil, fmt.Errorf("want an integer, got %s", l.text)
+				return nil, fmt.Errorf("want an integer, got %s", l.describe())
 			}
 			return int32(n), nil
 		}, nil
@@ -570,7 +597,7 @@ func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error
 			}
 			n, err := strconv.ParseInt(l.text, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("want an integer, got %s", l.text)
+				return nil, fmt.Errorf("want an integer, got %s", l.describe())
 			}
 			return n, nil
 		}, nil
@@ -598,7 +625,7 @@ func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error
 				}
 				r, ok := new(big.Rat).SetString(l.text)
 				if !ok {
-					return nil, fmt.Errorf("want a number, got %s", l.text)
+					return nil, fmt.Errorf("want a number, got %s", l.describe())
 				}
 				return r, nil
 			}, nil
@@ -619,7 +646,7 @@ func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error
 				}
 				u, err := uuid.Parse(l.text)
 				if err != nil {
-					return nil, fmt.Errorf("want a 'uuid', got '%s'", l.text)
+					return nil, fmt.Errorf("want a 'uuid', got %s", l.describe())
 				}
 				return UUID(u), nil
 			}, nil
@@ -630,7 +657,7 @@ func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error
 			}
 			d, err := time.Parse(time.DateOnly, l.text)
 			if err != nil {
-				return nil, fmt.Errorf("want a 'YYYY-MM-DD' date, got '%s'", l.text)
+				return nil, fmt.Errorf("want a 'YYYY-MM-DD' date, got %s", l.describe())
 			}
 			return Date(d.Unix() / 86400), nil
 		}, nil
@@ -646,14 +673,16 @@ func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error
 	return nil, nil, fmt.Errorf("a %s column cannot be compared in a filter (only IS [NOT] NULL); compare booleans, numbers, decimals, strings, uuids, dates and timestamps", t)
 }
 
+// describe names the literal's kind, never its text: a literal may be a
+// value of a masked column (see RedactFilter).
 func (l filterLit) describe() string {
 	switch l.kind {
 	case 'n':
-		return "the number " + l.text
+		return "a number"
 	case 'b':
 		return strings.ToUpper(l.text)
 	}
-	return "the string '" + l.text + "'"
+	return "a string"
 }
 
 // timeLayouts are the timestamp literals a filter takes.
@@ -670,7 +699,7 @@ func timeLit(to func(time.Time) any) func(filterLit) (any, error) {
 				return to(t), nil
 			}
 		}
-		return nil, fmt.Errorf("want a 'YYYY-MM-DD HH:MM:SS' timestamp, got '%s'", l.text)
+		return nil, fmt.Errorf("want a 'YYYY-MM-DD HH:MM:SS' timestamp, got %s", l.describe())
 	}
 }
 
