@@ -53,7 +53,7 @@ func TestRunCombinedShaping(t *testing.T) {
 	const route = `  route: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: 'icecdc\.bookshop\.(.*)', topic.replacement: 'shop.all'}`
 	for _, tc := range []struct {
 		name, format, keys, skipped, transforms string
-		signal                            bool
+		signal                                  bool
 		// want is the records of shop.all: op or "tombstone" per record,
 		// in order. With the hashed customer in the key, the update that
 		// changes it is a delete and a create, as Debezium writes a key
