@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/icecdc/icecdc/internal/scenario"
@@ -36,26 +34,14 @@ func TestRunAvroRoutesTablesToOneTopic(t *testing.T) {
 	brokers := newKafka(t)
 	reg := srfake.New()
 	defer reg.Close()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	wider := iceberg.NewSchemaWithIdentifiers(0, []int{1}, append(scenario.OrdersSchema().Fields(),
 		iceberg.NestedField{ID: 5, Name: "note", Type: iceberg.PrimitiveTypes.String})...)
-	for i, name := range []string{"orders_eu", "orders_us", "orders_mx"} {
-		sc := scenario.OrdersSchema()
+	env := orderTables(ctx, t, []string{"orders_eu", "orders_us", "orders_mx"}, func(name string) *iceberg.Schema {
 		if name == "orders_mx" {
-			sc = wider
+			return wider
 		}
-		tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", name}, sc, nil, 3, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", float64(10*(i+1)))}); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return scenario.OrdersSchema()
+	})
 	body := fmt.Sprintf(`name: shop-cdc
 catalog: {name: %s, type: sql, uri: '%s', warehouse: '%s'}
 tables: [{name: bookshop.orders_eu, start: earliest}, {name: bookshop.orders_us, start: earliest}, {name: bookshop.orders_mx, start: earliest}]
@@ -70,21 +56,8 @@ transforms:
     topic.regex: 'icecdc\.bookshop\.orders_(eu|us|mx)'
     topic.replacement: 'icecdc.bookshop.orders'
 `, scenario.CatalogName, env.CatalogURI, env.Warehouse, reg.URL(), brokers[0], filepath.Join(t.TempDir(), "state.db"))
-	cfg := filepath.Join(t.TempDir(), "icecdc.yaml")
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const shared = "icecdc.bookshop.orders"
-	d := startDaemon(t, "-c", cfg)
-	d.waitFor(t, "the three tables' events", func() bool {
-		recs, err := readCommitted(ctx, brokers, shared)
-		return err == nil && len(recs) == 3
-	})
-	d.stop(t)
-	recs, err := readCommitted(ctx, brokers, shared)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := routedRecords(ctx, t, brokers, body, shared, 3)
 	cl, err := registry.New(registry.Config{URL: reg.URL()})
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/icecdc/icecdc/internal/scenario"
 )
 
@@ -28,19 +26,7 @@ func TestChangesConfig(t *testing.T) {
 	const hashOpt = "column.mask.hash.SHA-256.with.salt.CzQMA0cB5K"
 	hashes := debeziumHashes(t, hashOpt)
 	customers := []string{"hello", "Grüße, 東京"}
-	var err error
-	if tbl, err = scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, customers[0], "new", 10.25), scenario.Order(2, customers[1], "new", 20.75)}); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = scenario.Update(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(2)), func(r map[string]any) map[string]any {
-		r["status"] = "paid"
-		return r
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = scenario.Delete(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(1))); err != nil {
-		t.Fatal(err)
-	}
+	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, customers[0], "new", 10.25), scenario.Order(2, customers[1], "new", 20.75)}, 2, paid, 1)
 	write := func(extra string) string {
 		body := fmt.Sprintf(`name: shop-cdc
 catalog: {name: %s, type: sql, uri: '%s', warehouse: '%s'}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/internal/scenario"
@@ -34,19 +33,11 @@ func TestRunCombinedShaping(t *testing.T) {
 	hashes := debeziumHashes(t, hashOpt)
 	customers := []string{"hello", "Grüße, 東京", "😀 smile"}
 	env, tbl := newOrders(ctx, t)
-	var err error
-	if tbl, err = scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, customers[0], "status-secret-1", 10), scenario.Order(2, customers[1], "status-secret-2", 20)}); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = scenario.Update(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(1)), func(r map[string]any) map[string]any {
-		r["customer"], r["status"] = customers[2], "status-secret-3"
-		return r
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = scenario.Delete(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(2))); err != nil {
-		t.Fatal(err)
-	}
+	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, customers[0], "status-secret-1", 10), scenario.Order(2, customers[1], "status-secret-2", 20)},
+		1, func(r map[string]any) map[string]any {
+			r["customer"], r["status"] = customers[2], "status-secret-3"
+			return r
+		}, 2)
 	// The secrets as they would appear: raw, and JSON-escaped.
 	secrets := []string{"status-secret", "hello", "Grüße", `Gr\u00fc`, "東京", `\u6771`, "😀", `\ud83d`}
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)

@@ -228,21 +228,8 @@ func runRoutes(t *testing.T, format string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	brokers := newKafka(t)
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	for i, name := range []string{"orders_eu", "orders_us"} {
-		tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", name}, scenario.OrdersSchema(), nil, 3, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Equal keys in both tables: only the key field keeps them apart.
-		if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", float64(10*(i+1)))}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Equal keys in both tables: only the key field keeps them apart.
+	env := orderTables(ctx, t, []string{"orders_eu", "orders_us"}, nil)
 	body := fmt.Sprintf(`name: shop-cdc
 catalog: {name: %s, type: sql, uri: '%s', warehouse: '%s'}
 tables: [{name: bookshop.orders_eu, start: earliest}, {name: bookshop.orders_us, start: earliest}]
@@ -256,21 +243,8 @@ transforms:
     topic.regex: 'icecdc\.bookshop\.orders_(eu|us)'
     topic.replacement: 'icecdc.bookshop.orders'
 `, scenario.CatalogName, env.CatalogURI, env.Warehouse, format, brokers[0], filepath.Join(t.TempDir(), "state.db"))
-	cfg := filepath.Join(t.TempDir(), "icecdc.yaml")
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const shared = "icecdc.bookshop.orders"
-	d := startDaemon(t, "-c", cfg)
-	d.waitFor(t, "both tables' events", func() bool {
-		recs, err := readCommitted(ctx, brokers, shared)
-		return err == nil && len(recs) == 2
-	})
-	d.stop(t)
-	recs, err := readCommitted(ctx, brokers, shared)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := routedRecords(ctx, t, brokers, body, shared, 2)
 	var keys []string
 	for _, r := range recs {
 		key, value := string(r.Key), string(r.Value)

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/internal/unwraptest"
@@ -26,19 +30,7 @@ func TestRunRoutesFlattenedRecords(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env, tbl := newOrders(ctx, t)
-	var err error
-	if tbl, err = scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)}); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = scenario.Update(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(2)), func(r map[string]any) map[string]any {
-		r["status"] = "paid"
-		return r
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = scenario.Delete(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(1))); err != nil {
-		t.Fatal(err)
-	}
+	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)}, 2, paid, 1)
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
 	// Each run writes to a broker of its own; the table's topic
 	// icecdc.orders is routed to shop.routed.
@@ -95,4 +87,73 @@ func TestRunRoutesFlattenedRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// changeOrders commits rows to the orders table, then an update of order
+// upd by fn, then the delete of order del.
+func changeOrders(ctx context.Context, t *testing.T, tbl *table.Table, rows []map[string]any, upd int64, fn func(map[string]any) map[string]any, del int64) {
+	t.Helper()
+	var err error
+	if tbl, err = scenario.Append(ctx, tbl, rows); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = scenario.Update(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), upd), fn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = scenario.Delete(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), del)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// paid marks an order paid.
+func paid(r map[string]any) map[string]any {
+	r["status"] = "paid"
+	return r
+}
+
+// routedRecords runs the daemon with the configuration body until topic
+// holds n records, and returns them.
+func routedRecords(ctx context.Context, t *testing.T, brokers []string, body, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "icecdc.yaml")
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "-c", cfg)
+	d.waitFor(t, fmt.Sprintf("%d records on %s", n, topic), func() bool {
+		recs, err := readCommitted(ctx, brokers, topic)
+		return err == nil && len(recs) == n
+	})
+	d.stop(t)
+	recs, err := readCommitted(ctx, brokers, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// orderTables creates the tables bookshop.<name> in a fresh catalog, each
+// with the schema schemaOf gives it (nil: the orders schema) and order 1
+// of amount 10, 20, … in the order of names: equal keys in every table.
+func orderTables(ctx context.Context, t *testing.T, names []string, schemaOf func(string) *iceberg.Schema) *scenario.Env {
+	t.Helper()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	for i, name := range names {
+		sc := scenario.OrdersSchema()
+		if schemaOf != nil {
+			sc = schemaOf(name)
+		}
+		tbl, err := env.CreateTable(ctx, table.Identifier{"bookshop", name}, sc, nil, 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", float64(10*(i+1)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return env
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/debezium"
@@ -27,19 +26,7 @@ func TestRunUnwrapKafka(t *testing.T) {
 	defer cancel()
 	brokers := newKafka(t)
 	env, tbl := newOrders(ctx, t)
-	var err error
-	if tbl, err = scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20), scenario.Order(3, "cy", "new", 30)}); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = scenario.Update(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(2)), func(r map[string]any) map[string]any {
-		r["status"] = "paid"
-		return r
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = scenario.Delete(ctx, tbl, iceberg.EqualTo(iceberg.Reference("order_id"), int64(1))); err != nil {
-		t.Fatal(err)
-	}
+	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20), scenario.Order(3, "cy", "new", 30)}, 2, paid, 1)
 	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
 	run := func(name, delivery, transforms string, want int) []unwraptest.Record {
 		t.Helper()

@@ -25,51 +25,36 @@ import java.util.List;
 import java.util.Map;
 
 public class RouteCheck {
+    static final ObjectMapper om = new ObjectMapper();
+    static final JsonConverter keys = new JsonConverter(), values = new JsonConverter();
+    static ByLogicalTableRouter<SourceRecord> router;
+
     public static void main(String[] args) throws Exception {
-        ObjectMapper om = new ObjectMapper();
-        JsonConverter keys = new JsonConverter(), values = new JsonConverter();
         keys.configure(Map.of("schemas.enable", "true"), true);
         values.configure(Map.of("schemas.enable", "true"), false);
-        ByLogicalTableRouter<SourceRecord> router = new ByLogicalTableRouter<>();
+        router = new ByLogicalTableRouter<>();
         router.configure(Map.of("topic.regex", args[1], "topic.replacement", args[2]));
-        List<String> lines = Files.readAllLines(Path.of(args[0]), StandardCharsets.UTF_8);
+        int bad = check(args[0], "routed records", "Debezium's ByLogicalTableRouter");
+        if (args.length > 3) {
+            bad += check(args[3], "routed and flattened records", "Debezium's ByLogicalTableRouter and ExtractNewRecordState chained");
+        }
+        System.exit(bad == 0 ? 0 : 1);
+    }
+
+    // check runs each record of file through the transforms its line names
+    // (the router alone without a "transforms" list) and compares the
+    // result with the line's routed record; it returns how many differ.
+    static int check(String file, String what, String against) throws Exception {
+        List<String> lines = Files.readAllLines(Path.of(file), StandardCharsets.UTF_8);
         int bad = 0;
         for (String line : lines) {
             JsonNode rec = om.readTree(line);
             String topic = rec.get("topic").asText();
-            SchemaAndValue k = keys.toConnectData(topic, bytes(om, rec.get("key")));
-            SchemaAndValue v = values.toConnectData(topic, bytes(om, rec.get("value")));
-            SourceRecord in = new SourceRecord(Map.of(), Map.of(), topic, null, k.schema(), k.value(), v.schema(), v.value());
-            SourceRecord out = router.apply(in);
-            String routedTopic = rec.get("routed_topic").asText();
-            JsonNode dbzKey = om.readTree(keys.fromConnectData(out.topic(), out.keySchema(), out.key()));
-            JsonNode dbzValue = om.readTree(values.fromConnectData(out.topic(), out.valueSchema(), out.value()));
-            SchemaAndValue ik = keys.toConnectData(routedTopic, bytes(om, rec.get("routed_key")));
-            SchemaAndValue iv = values.toConnectData(routedTopic, bytes(om, rec.get("routed_value")));
-            JsonNode iceKey = om.readTree(keys.fromConnectData(routedTopic, ik.schema(), ik.value()));
-            JsonNode iceValue = om.readTree(values.fromConnectData(routedTopic, iv.schema(), iv.value()));
-            boolean equal = out.topic().equals(routedTopic) && dbzKey.equals(iceKey) && dbzValue.equals(iceValue);
-            System.out.println("route " + topic + " -> " + out.topic() + ": " + (equal ? "equal" : "DIFFERENT"));
-            if (!equal) {
-                bad++;
-                System.out.println("  debezium key: " + dbzKey);
-                System.out.println("  icecdc key:   " + iceKey);
-                if (!dbzValue.equals(iceValue)) {
-                    System.out.println("  debezium value schema: " + dbzValue.get("schema"));
-                    System.out.println("  icecdc value schema:   " + iceValue.get("schema"));
-                }
-            }
-        }
-        System.out.println("routed records: " + (lines.size() - bad) + " of " + lines.size() + " equal to Debezium's ByLogicalTableRouter");
-        if (args.length > 3) {
-            List<String> chained = Files.readAllLines(Path.of(args[3]), StandardCharsets.UTF_8);
-            int chainBad = 0;
-            for (String line : chained) {
-                JsonNode rec = om.readTree(line);
-                String topic = rec.get("topic").asText();
-                SchemaAndValue k = keys.toConnectData(topic, bytes(om, rec.get("key")));
-                SchemaAndValue v = values.toConnectData(topic, bytes(om, rec.get("value")));
-                SourceRecord out = new SourceRecord(Map.of(), Map.of(), topic, null, k.schema(), k.value(), v.schema(), v.value());
+            SchemaAndValue k = keys.toConnectData(topic, bytes(rec.get("key")));
+            SchemaAndValue v = values.toConnectData(topic, bytes(rec.get("value")));
+            SourceRecord out = new SourceRecord(Map.of(), Map.of(), topic, null, k.schema(), k.value(), v.schema(), v.value());
+            String label = "route";
+            if (rec.has("transforms")) {
                 Map<String, String> opts = new HashMap<>();
                 opts.put("delete.tombstone.handling.mode", rec.get("delete_mode").asText());
                 if (rec.has("add_fields")) {
@@ -82,36 +67,44 @@ public class RouteCheck {
                     out = t.asText().equals("route") ? router.apply(out) : unwrap.apply(out);
                     chain.append(chain.length() == 0 ? "" : ",").append(t.asText());
                 }
-                String routedTopic = rec.get("routed_topic").asText();
-                JsonNode dbzKey = om.readTree(keys.fromConnectData(out.topic(), out.keySchema(), out.key()));
-                byte[] dv = values.fromConnectData(out.topic(), out.valueSchema(), out.value());
-                JsonNode dbzValue = dv == null ? om.nullNode() : om.readTree(dv);
-                SchemaAndValue ik = keys.toConnectData(routedTopic, bytes(om, rec.get("routed_key")));
-                JsonNode iceKey = om.readTree(keys.fromConnectData(routedTopic, ik.schema(), ik.value()));
-                JsonNode iceValue = om.nullNode();
-                if (!rec.get("routed_value").isNull()) {
-                    SchemaAndValue iv = values.toConnectData(routedTopic, bytes(om, rec.get("routed_value")));
-                    byte[] b = values.fromConnectData(routedTopic, iv.schema(), iv.value());
-                    iceValue = b == null ? om.nullNode() : om.readTree(b);
-                }
-                boolean equal = out.topic().equals(routedTopic) && dbzKey.equals(iceKey) && dbzValue.equals(iceValue);
-                System.out.println("transforms " + chain + " (" + rec.get("delete_mode").asText() + ") " + topic + " -> " + out.topic() + ": " + (equal ? "equal" : "DIFFERENT"));
-                if (!equal) {
-                    chainBad++;
-                    System.out.println("  debezium key:   " + dbzKey);
-                    System.out.println("  icecdc key:     " + iceKey);
-                    System.out.println("  debezium value: " + dbzValue);
-                    System.out.println("  icecdc value:   " + iceValue);
-                }
+                label = "transforms " + chain + " (" + rec.get("delete_mode").asText() + ")";
+            } else {
+                out = router.apply(out);
             }
-            System.out.println("routed and flattened records: " + (chained.size() - chainBad) + " of " + chained.size()
-                    + " equal to Debezium's ByLogicalTableRouter and ExtractNewRecordState chained");
-            bad += chainBad;
+            String routedTopic = rec.get("routed_topic").asText();
+            JsonNode dbzKey = json(keys.fromConnectData(out.topic(), out.keySchema(), out.key()));
+            JsonNode dbzValue = json(values.fromConnectData(out.topic(), out.valueSchema(), out.value()));
+            JsonNode iceKey = roundTrip(keys, routedTopic, rec.get("routed_key"));
+            JsonNode iceValue = roundTrip(values, routedTopic, rec.get("routed_value"));
+            boolean equal = out.topic().equals(routedTopic) && dbzKey.equals(iceKey) && dbzValue.equals(iceValue);
+            System.out.println(label + " " + topic + " -> " + out.topic() + ": " + (equal ? "equal" : "DIFFERENT"));
+            if (!equal) {
+                bad++;
+                System.out.println("  debezium key:   " + dbzKey);
+                System.out.println("  icecdc key:     " + iceKey);
+                System.out.println("  debezium value: " + dbzValue);
+                System.out.println("  icecdc value:   " + iceValue);
+            }
         }
-        System.exit(bad == 0 ? 0 : 1);
+        System.out.println(what + ": " + (lines.size() - bad) + " of " + lines.size() + " equal to " + against);
+        return bad;
     }
 
-    static byte[] bytes(ObjectMapper om, JsonNode n) throws Exception {
+    // roundTrip reads n with the converter and writes it back, so that
+    // number forms compare alike; a null is a tombstone.
+    static JsonNode roundTrip(JsonConverter c, String topic, JsonNode n) throws Exception {
+        if (n == null || n.isNull()) {
+            return om.nullNode();
+        }
+        SchemaAndValue sv = c.toConnectData(topic, bytes(n));
+        return json(c.fromConnectData(topic, sv.schema(), sv.value()));
+    }
+
+    static JsonNode json(byte[] b) throws Exception {
+        return b == null ? om.nullNode() : om.readTree(b);
+    }
+
+    static byte[] bytes(JsonNode n) throws Exception {
         return om.writeValueAsBytes(n);
     }
 }
