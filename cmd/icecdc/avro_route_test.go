@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -118,5 +119,24 @@ transforms:
 		if n := versions(subject); n != want {
 			t.Errorf("subject %s: %d versions, want %d", subject, n, want)
 		}
+	}
+
+	// icecdc changes --config prints the same routed records, registering
+	// under the same subjects (a registry of its own here).
+	reg2 := srfake.New()
+	defer reg2.Close()
+	cfg2 := filepath.Join(t.TempDir(), "icecdc.yaml")
+	if err := os.WriteFile(cfg2, []byte(strings.Replace(body, reg.URL(), reg2.URL(), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCmd("changes", "--config", cfg2, "--table", "bookshop.orders_us", "--with-key")
+	if code != 0 {
+		t.Fatalf("changes: exit %d: %s", code, errOut)
+	}
+	if key, _, _ := strings.Cut(out, "\t"); key != `{"order_id":1,"__dbz__physicalTableIdentifier":"icecdc.bookshop.orders_us"}` {
+		t.Errorf("changes printed the key %s", key)
+	}
+	if _, ok := reg2.GetSchema(shared+"-value", 1); !ok || reg2.SubjectExists("icecdc.bookshop.orders_us-value") {
+		t.Errorf("changes registered under the table's subject, not the routed topic's")
 	}
 }
