@@ -20,7 +20,8 @@ import (
 // features at once (masks and an excluded column, message.key.columns
 // with the hashed column in the key, skipped.operations, the router,
 // unwrap in either order, add.headers, a signal's incremental snapshot
-// with a row filter, notifications on a topic and in the log, /status)
+// with a row filter, notifications on a topic and in the log, heartbeats,
+// /status)
 // and holds every record to two things: each delivered value of the
 // hashed column is Debezium's hash (cdc/testdata/debezium-masks.jsonl),
 // and no original value of a masked or excluded column is in any byte of
@@ -62,7 +63,8 @@ func TestRunCombinedShaping(t *testing.T) {
 			listen := freeAddr(t)
 			signals := ""
 			if tc.signal {
-				signals = "\n  signal.enabled.channels: kafka\n  notification.enabled.channels: sink,log\n  notification.sink.topic.name: icecdc-notes"
+				// With heartbeats, which the router leaves on their topic.
+				signals = "\n  signal.enabled.channels: kafka\n  notification.enabled.channels: sink,log\n  notification.sink.topic.name: icecdc-notes\n  heartbeat.interval.ms: 50"
 			}
 			sink := fmt.Sprintf(`{type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1}}
 format: %s
@@ -100,8 +102,9 @@ transforms:
 				if err != nil {
 					t.Fatal(err)
 				}
-				d.waitFor(t, "the snapshot's read and its notification", func() bool {
-					return len(read("shop.all")) >= len(tc.want) && strings.Contains(notes(read("icecdc-notes")), "COMPLETED")
+				d.waitFor(t, "the snapshot's read, its notification and a heartbeat", func() bool {
+					return len(read("shop.all")) >= len(tc.want) && strings.Contains(notes(read("icecdc-notes")), "COMPLETED") &&
+						len(read("__debezium-heartbeat.icecdc")) > 0
 				})
 			}
 			resp, err := http.Get("http://" + listen + "/status")
@@ -152,7 +155,7 @@ transforms:
 			all.WriteString(d.out.String())
 			// Every topic but the signal topic, which holds what the test
 			// wrote.
-			for _, topic := range []string{"shop.all", "icecdc.bookshop.orders", "icecdc-notes"} {
+			for _, topic := range []string{"shop.all", "icecdc.bookshop.orders", "icecdc-notes", "__debezium-heartbeat.icecdc"} {
 				for _, r := range read(topic) {
 					all.Write(r.Key)
 					all.Write(r.Value)
