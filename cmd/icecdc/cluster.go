@@ -185,6 +185,11 @@ func configFingerprint(cfg *Config) string {
 		parts = append(parts, "variant.handling.mode="+m)
 	}
 	parts = append(parts, cfg.Transforms.fingerprint()...)
+	// The order of two or more transforms is part of what they write
+	// (route,unwrap and unwrap,route name the value schema differently).
+	if len(cfg.transformOrder) > 1 {
+		parts = append(parts, "transforms.order="+strings.Join(cfg.transformOrder, ","))
+	}
 	if m := d.SchemaNameAdjustmentMode; m != "" && m != "none" {
 		parts = append(parts, "schema.name.adjustment.mode="+m)
 	}

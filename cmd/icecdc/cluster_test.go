@@ -67,3 +67,34 @@ cluster: {type: kafka, group: g}
 		t.Error("variant.handling.mode: json leaves the fingerprint as it is")
 	}
 }
+
+// route,unwrap and unwrap,route write different value schema names, so
+// members listing the same transforms in another order are not the same
+// pipeline.
+func TestConfigFingerprintHasTheTransformOrder(t *testing.T) {
+	const route = `route: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: 'icecdc\.(orders)', topic.replacement: 'shop.routed'}`
+	const unwrap = `unwrap: {delete.tombstone.handling.mode: rewrite}`
+	fp := func(first, second string) string {
+		t.Helper()
+		raw := `name: p
+catalog: {name: local, type: sql, uri: "file:/x/catalog.db", warehouse: "file:///x/wh"}
+tables: [{name: "shop.*", start: earliest}]
+sink: {type: kafka, kafka: {brokers: ["127.0.0.1:9092"], delivery: exactly-once, topic: 'icecdc.{table}'}}
+cluster: {type: kafka, group: g}
+transforms:
+  ` + first + `
+  ` + second + `
+`
+		cfg, err := parseConfig([]byte(raw), os.Getenv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return configFingerprint(cfg)
+	}
+	if a, b := fp(route, unwrap), fp(unwrap, route); a == b {
+		t.Fatalf("route,unwrap and unwrap,route share the fingerprint %s", a)
+	}
+	if a, b := fp(route, unwrap), fp(route, unwrap); a != b {
+		t.Fatalf("the same transforms give fingerprints %s and %s", a, b)
+	}
+}
