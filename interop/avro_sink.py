@@ -457,8 +457,11 @@ class Decoder:
     def decode(self, topic, field, data):
         """(schema id, Connect schema, typed value) of one key or value;
         Stuck when the registry does not answer."""
-        import httpx
         from confluent_kafka.serialization import SerializationContext
+        try:
+            import httpx2 as httpx  # the one confluent-kafka uses when installed, as it picks
+        except ImportError:
+            import httpx
         if data is None:
             return None, None, None
         if len(data) < 5 or data[0] != 0:
