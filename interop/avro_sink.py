@@ -586,11 +586,7 @@ def main():
     loaded = cs.load_heads(a, "avro")
     if loaded is None:
         return 3
-    try:
-        return check(a, *loaded, children)
-    except RuntimeError as err:
-        print(f"avro: FAILED: {err}")
-        return 1
+    return cs.run_part("avro", check, a, *loaded, children)
 
 
 def check(a, heads, tables, children):

@@ -51,6 +51,7 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 from collections import Counter
 
 NS = "interop"
@@ -689,6 +690,20 @@ def load_heads(a, label):
     return heads, tables
 
 
+def run_part(label, fn, *args):
+    """fn(*args), the part's exit status; an error ends the part with one
+    line (RuntimeError's say what failed; others are named by their type,
+    their traceback in stderr)."""
+    try:
+        return fn(*args)
+    except Exception as err:  # noqa: BLE001 - one line for the stage, the traceback for whoever debugs it
+        if not isinstance(err, RuntimeError):
+            traceback.print_exc()
+        kind = "" if isinstance(err, RuntimeError) else f"{type(err).__name__}: "
+        print(f"{label}: FAILED: {kind}{err}", flush=True)
+        return 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--schema-changes-file", help="where Connect's FileStreamSink writes the schema-change topic")
@@ -696,11 +711,7 @@ def main():
     loaded = load_heads(a, "connect")
     if loaded is None:
         return 3
-    try:
-        return check(a, *loaded)
-    except RuntimeError as err:
-        print(f"connect: FAILED: {err}")
-        return 1
+    return run_part("connect", check, a, *loaded)
 
 
 def check(a, heads, tables):
