@@ -370,9 +370,11 @@ def produce(brokers, topic, records):
     for k, v in records:
         p.produce(topic, key=k, value=v, on_delivery=cb)
         p.poll(0)
-    p.flush(60)
+    left = p.flush(60)
     if errors:
         raise RuntimeError(f"produce to {topic}: {errors[0]}")
+    if left:
+        raise Stuck(f"produce to {topic}: {left} of {len(records)} records not acknowledged within 60s")
 
 
 def replayed(records, chunk):
