@@ -49,11 +49,13 @@ table, the schema-change checks, and the records decoded.
 import argparse
 import base64
 import decimal
+import faulthandler
 import json
 import os
-import signal
+import queue
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -74,13 +76,11 @@ def topic_of(mode, table):
     return f"avro-{mode}.{NS}.{table}"
 
 
-def key_columns(table):
-    return ["id"] if table == EVOLVE else cs.key_columns(table)
-
-
 # ---------------------------------------------------------------- HTTP
 
 def http(method, url, body=None):
+    """(status, parsed body) of a JSON request, within 30s; (None, the
+    reason) when there is no answer."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
     try:
@@ -89,6 +89,8 @@ def http(method, url, body=None):
             return r.status, json.loads(text) if text else None
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError) as err:  # refused, reset, or no answer within the 30s
+        return None, f"{method} {url}: {getattr(err, 'reason', err)}"
 
 
 # ---------------------------------------------------------------- Connect
@@ -99,14 +101,11 @@ def add_connectors(a):
     task runs."""
     deadline = time.monotonic() + 180
     while True:  # the REST API opens, and then serves /connectors once the worker has started
-        try:
-            status, body = http("GET", f"{a.connect}/connectors")
-        except urllib.error.URLError as err:
-            status, body = None, err.reason
+        status, body = http("GET", f"{a.connect}/connectors")
         if status == 200:
             break
         if time.monotonic() > deadline:
-            raise RuntimeError(f"connect {a.connect}: GET /connectors: {status} {body} (the worker did not start)")
+            raise cs.Stuck(f"connect {a.connect}: GET /connectors: {status} {body} (the worker did not start in 180s)")
         time.sleep(1)
     conv = {"apicurio.registry.url": f"{a.registry}/apis/registry/v2",
             "apicurio.registry.as-confluent": "true",
@@ -140,8 +139,11 @@ def add_connectors(a):
             tasks = body.get("tasks", []) if isinstance(body, dict) else []
             if tasks and all(t["state"] == "RUNNING" for t in tasks):
                 break
-            if any(t["state"] == "FAILED" for t in tasks) or time.monotonic() > deadline:
+            if any(t["state"] == "FAILED" for t in tasks):
                 raise RuntimeError(f"connect {a.connect}: connector {name}: {status} {body}")
+            if time.monotonic() > deadline:
+                raise cs.Stuck(f"connect {a.connect}: connector {name}: its tasks not RUNNING within 60s: "
+                               f"{status} {body}")
             time.sleep(0.5)
 
 
@@ -320,7 +322,7 @@ def ident_key(value_json, table):
     img_field = "before" if vp["op"] == "d" else "after"
     img_schema = next(f for f in vs["fields"] if f["field"] == img_field)
     by_name = {f["field"]: f for f in img_schema["fields"]}
-    kc = key_columns(table)
+    kc = cs.key_columns(table)
     return {"schema": {"type": "struct", "optional": False, "name": img_schema["name"].rsplit(".", 1)[0] + ".Key",
                        "fields": [dict(by_name[n], optional=False) for n in kc]},
             "payload": {n: vp[img_field][n] for n in kc}}
@@ -332,14 +334,10 @@ def connect_json(a, catalog_db, warehouse, table, name, mode="rowid"):
     """`icecdc changes --format debezium-connect-json --with-key` of a table:
     [(key json, value json or None)], a tombstone after each delete as the
     Kafka sink writes it; in the ident mode keyed by the key columns."""
-    p = subprocess.run([a.icecdc, "changes", "--catalog-type", "sql", "--catalog-uri", f"file:{catalog_db}",
-                        "--warehouse", f"file://{warehouse}", "--table", f"{NS}.{table}", "--name", name,
-                        "--topic-prefix", PREFIX, "--format", "debezium-connect-json", "--with-key"],
-                       capture_output=True, text=True, check=True)
+    lines = cs.changes(a.icecdc, catalog_db, warehouse, table, "--name", name, "--topic-prefix", PREFIX,
+                       "--format", "debezium-connect-json", "--with-key")
     out = []
-    for ln in p.stdout.splitlines():
-        if not ln.strip():
-            continue
+    for ln in lines:
         k, v = ln.split("\t", 1)
         kj, vj = json.loads(k), json.loads(v)
         if mode == "ident":
@@ -375,39 +373,43 @@ def produce_translated(a, sr, mode, table, events):
 
 
 def daemon(a, work, name, catalog_db, warehouse, tables, mode, log):
-    """`icecdc run` with format debezium-avro into the mode's topics."""
-    os.makedirs(work, exist_ok=True)
-    cfg = os.path.join(work, "icecdc.yaml")
-    lines = [f"name: {name}",
-             f'catalog: {{name: local, type: sql, uri: "file:{catalog_db}", warehouse: "file://{warehouse}"}}',
-             "tables:"]
-    for t in tables:
-        lines.append(f'  - {{name: "{NS}.{t}", start: earliest'
-                     + (f", key: [{', '.join(key_columns(t))}]" if mode == "ident" else "") + "}")
-    if mode == "rowid":
-        lines.append(f"debezium: {{topic.prefix: {PREFIX}, include.schema.changes: true}}")
-    else:
-        lines.append(f"debezium: {{topic.prefix: {PREFIX}}}")
-    lines += ["poll: {interval: 100ms}", f"chunk: {a.chunk}", "format: debezium-avro",
-              f'schema_registry: {{url: "{a.registry}/apis/ccompat/v7"}}', "sink:", "  type: kafka",
-              f'  kafka: {{brokers: ["{a.brokers}"], topic: "avro-{mode}.{{namespace}}.{{table}}", tombstones: true}}',
-              f'state: {{path: "{os.path.join(work, "state.db")}"}}']
-    with open(cfg, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    return subprocess.Popen([a.icecdc, "run", "-c", cfg], stdout=log, stderr=subprocess.STDOUT)
+    """`icecdc run` with format debezium-avro into the mode's topics; the
+    rowid ones write the schema-change topic too."""
+    return cs.start_run(a.icecdc, work, log, name=name, catalog_db=catalog_db, warehouse=warehouse, tables=tables,
+                        mode=mode, chunk=a.chunk, fmt="debezium-avro", brokers=a.brokers,
+                        topic=f"avro-{mode}.{{namespace}}.{{table}}",
+                        debezium=f"topic.prefix: {PREFIX}" + (", include.schema.changes: true" if mode == "rowid" else ""),
+                        extra=[f'schema_registry: {{url: "{a.registry}/apis/ccompat/v7"}}'])
 
 
 class Writer:
-    """interop/evolvewriter, driven a step at a time."""
+    """interop/evolvewriter, driven a step at a time; every answer has a
+    deadline (a thread reads them, so that a writer that stops answering
+    fails the part instead of blocking it)."""
 
-    def __init__(self, binary, work):
+    def __init__(self, binary, work, answer=120):
         os.makedirs(work, exist_ok=True)
+        self.answer = answer
         self.p = subprocess.Popen([binary, "-dir", work], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.catalog_db, self.warehouse = os.path.join(work, "catalog.db"), os.path.join(work, "warehouse")
-        self.expect("ready")
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, name="evolvewriter-stdout", daemon=True).start()
+        try:
+            self.expect("ready", "start")
+        except RuntimeError:
+            self.p.kill()
+            raise
 
-    def expect(self, prefix):
-        ln = self.p.stdout.readline().strip()
+    def _read(self):
+        for ln in self.p.stdout:
+            self.lines.put(ln)
+        self.lines.put("")
+
+    def expect(self, prefix, what):
+        try:
+            ln = self.lines.get(timeout=self.answer).strip()
+        except queue.Empty:
+            raise cs.Stuck(f"evolvewriter: no answer to {what} within {self.answer}s") from None
         if not ln.startswith(prefix):
             raise RuntimeError(f"evolvewriter: {ln or 'exited'} (want {prefix}...)")
         return ln
@@ -415,35 +417,64 @@ class Writer:
     def cmd(self, c, prefix):
         self.p.stdin.write(c + "\n")
         self.p.stdin.flush()
-        return self.expect(prefix)
+        return self.expect(prefix, f"`{c}`")
 
     def close(self):
-        self.p.stdin.write("stop\n")
-        self.p.stdin.close()
-        self.p.wait(timeout=30)
+        if self.p.poll() is None:
+            try:
+                self.p.stdin.write("stop\n")
+                self.p.stdin.close()
+                self.p.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                print("avro: evolvewriter did not stop within 30s of `stop`; killed", flush=True)
+                self.p.kill()
+                self.p.wait()
 
 
 # ---------------------------------------------------------------- the second consumer
+
+# The registry client's HTTP deadline and tries: confluent-kafka's
+# SchemaRegistryClient has none by default (its httpx client is made with
+# timeout=None), so a registry that accepts a request and never answers
+# held the second consumer for ever.
+REGISTRY_TIMEOUT, REGISTRY_RETRIES = 30, 2
+
+
+def registry_client(a):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    return SchemaRegistryClient({"url": f"{a.registry}/apis/ccompat/v7", "timeout": REGISTRY_TIMEOUT,
+                                 "max.retries": REGISTRY_RETRIES})
+
 
 class Decoder:
     """confluent-kafka's AvroDeserializer on the registry's ccompat API, and
     the writer schema of each id read back as Connect's AvroConverter does."""
 
-    def __init__(self, sr):
+    def __init__(self, sr, url):
         from confluent_kafka.schema_registry.avro import AvroDeserializer
-        self.sr, self.deser, self.connect = sr, AvroDeserializer(sr), {}
+        self.sr, self.url, self.deser, self.connect = sr, url, AvroDeserializer(sr), {}
 
     def decode(self, topic, field, data):
-        """(schema id, Connect schema, typed value) of one key or value."""
+        """(schema id, Connect schema, typed value) of one key or value;
+        Stuck when the registry does not answer."""
         from confluent_kafka.serialization import SerializationContext
+        try:
+            import httpx2 as httpx  # the one confluent-kafka uses when installed, as it picks
+        except ImportError:
+            import httpx
         if data is None:
             return None, None, None
         if len(data) < 5 or data[0] != 0:
             raise cs.SchemaError(f"{topic} {field}: not Confluent's wire format (first bytes {data[:5].hex()})")
         sid = int.from_bytes(data[1:5], "big")
-        if sid not in self.connect:
-            self.connect[sid] = avro_to_connect(json.loads(self.sr.get_schema(sid).schema_str), {})
-        v = self.deser(data, SerializationContext(topic, field))
+        try:
+            if sid not in self.connect:
+                self.connect[sid] = avro_to_connect(json.loads(self.sr.get_schema(sid).schema_str), {})
+            v = self.deser(data, SerializationContext(topic, field))
+        except httpx.TransportError as err:
+            raise cs.Stuck(f"registry {self.url}/apis/ccompat/v7: schema id {sid} of a {topic} {field}: "
+                           f"{type(err).__name__} in each of {REGISTRY_RETRIES + 1} tries of "
+                           f"{REGISTRY_TIMEOUT}s") from None
         schema = self.connect[sid]
         return sid, schema, cs.decode(schema, avro_payload(schema, v), f"{topic} {field}")
 
@@ -510,6 +541,8 @@ def check_records(dec, topic, records, want):
                 rows.pop(kid, None)
             else:
                 rows[kid] = dict(env["after"], **key)
+        except cs.Stuck:
+            raise
         except Exception as err:  # noqa: BLE001 - a record that does not decode is a finding, not a crash
             problems.append(f"{topic} record {i}: {type(err).__name__}: {err}")
         if len(problems) > 5:
@@ -519,52 +552,52 @@ def check_records(dec, topic, records, want):
 
 # ---------------------------------------------------------------- main
 
-def wait_records(a, mode, table, n, daemons, log, deadline):
-    while True:
-        ended = [d for d in daemons if d.poll() is not None]
-        if ended:
-            log.flush()
-            with open(log.name, encoding="utf-8", errors="replace") as fh:
-                tail = fh.read()[-1500:]
-            raise RuntimeError(f"`{' '.join(ended[0].args)}` exited with {ended[0].returncode}:\n{tail}")
-        recs = cs.consume_topic(a.brokers, topic_of(mode, table))
-        if len(recs) >= n or time.monotonic() > deadline:
-            return recs
-        time.sleep(0.5)
+def watchdog(limit, children):
+    """Past limit seconds every thread's stack goes to stderr (faulthandler's
+    own thread writes it, even while the main thread is in a call that
+    never returns), and 10s later the children are killed and the part
+    fails with one line."""
+    faulthandler.dump_traceback_later(limit, exit=False)
+
+    def expire():
+        print(f"avro: FAILED: the part did not end within {limit:.0f}s; every thread's stack at {limit:.0f}s "
+              "is in its stderr", flush=True)
+        for p in children:
+            if p.poll() is None:
+                p.kill()
+        os._exit(1)
+    t = threading.Timer(limit + 10, expire)
+    t.daemon = True
+    t.start()
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--icecdc", required=True)
-    ap.add_argument("--brokers", required=True)
-    ap.add_argument("--pg", required=True, help="PostgreSQL conninfo (host 127.0.0.1)")
-    ap.add_argument("--catalog-db", required=True)
-    ap.add_argument("--warehouse", required=True)
-    ap.add_argument("--heads", required=True, help="run_scenarios.py --heads output: Spark's rows at each head")
     ap.add_argument("--registry", required=True, help="Apicurio Registry's base URL")
     ap.add_argument("--connect", required=True, help="the Connect worker's REST URL")
     ap.add_argument("--evolvewriter", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--producer", choices=("native", "translated"), required=True)
-    ap.add_argument("--chunk", type=int, default=7)
-    ap.add_argument("--timeout", type=float, default=600, help="seconds to wait for the topics to be complete")
-    a = ap.parse_args()
+    ap.add_argument("--limit", type=float, default=0,
+                    help="seconds after which every thread's stack is dumped and the part fails (0: none)")
+    a = cs.parse_args(ap, 600)
     a.pg_port = dict(kv.split("=", 1) for kv in a.pg.split())["port"]
-    os.makedirs(a.work, exist_ok=True)
-    import psycopg
-    from confluent_kafka.schema_registry import SchemaRegistryClient
-
-    with open(a.heads, encoding="utf-8") as fh:
-        heads = json.load(fh)
-    tables = cs.compared_tables(a.catalog_db, heads)
-    if not tables:
-        print("avro: skipped: no local Spark table to stream (ICECDC_INTEROP_ONLY leaves them out?)")
+    children = []
+    if a.limit:
+        watchdog(a.limit, children)
+    loaded = cs.load_heads(a, "avro")
+    if loaded is None:
         return 3
-    sr = SchemaRegistryClient({"url": f"{a.registry}/apis/ccompat/v7"})
+    return cs.run_part("avro", check, a, *loaded, children)
+
+
+def check(a, heads, tables, children):
+    """The part: children collects the processes it starts (the watchdog
+    kills them)."""
+    sr = registry_client(a)
     t0 = time.monotonic()
     add_connectors(a)
     log = open(os.path.join(a.work, "icecdc-run.log"), "w")
     writer = Writer(a.evolvewriter, os.path.join(a.work, "evolve"))
+    children.append(writer.p)
     sources = {t: (a.catalog_db, a.warehouse) for t in tables}
     sources[EVOLVE] = (writer.catalog_db, writer.warehouse)
     daemons, steps = [], []
@@ -576,13 +609,14 @@ def main():
                                       a.catalog_db, a.warehouse, tables, mode, log))
                 daemons.append(daemon(a, os.path.join(a.work, f"evolve-{mode}"), f"avro-{mode}",
                                       writer.catalog_db, writer.warehouse, [EVOLVE], mode, log))
+            children.extend(daemons)
         # The schema changes land while the daemons stream the table: each
         # step waits until both modes carry the events of the one before.
         while True:
             if a.producer == "native":
                 n = len(connect_json(a, writer.catalog_db, writer.warehouse, EVOLVE, "avro-rowid"))
                 for mode in ("rowid", "ident"):
-                    wait_records(a, mode, EVOLVE, n, daemons, log, deadline)
+                    cs.wait_topic("avro", a.brokers, topic_of(mode, EVOLVE), n, daemons, log, deadline)
             ln = writer.cmd("step", "")
             if ln == "done":
                 break
@@ -597,20 +631,11 @@ def main():
                     produce_translated(a, sr, mode, t, want[mode, t])
         for mode in ("rowid", "ident"):
             for t in tables + [EVOLVE]:
-                records[mode, t] = wait_records(a, mode, t, len(want[mode, t]), daemons, log, deadline)
-    except RuntimeError as err:
-        print(f"avro: FAILED: {err}")
-        return 1
+                records[mode, t] = cs.wait_topic("avro", a.brokers, topic_of(mode, t), len(want[mode, t]), daemons,
+                                                 log, deadline)
     finally:
-        for d in daemons:
-            d.send_signal(signal.SIGTERM)
-        for d in daemons:
-            try:
-                d.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                print(f"avro: `{' '.join(d.args)}` did not stop within 30s of SIGTERM; killed")
-                d.kill()
-                d.wait()
+        writer.close()
+        cs.stop_daemons("avro", daemons)
     for t in tables + [EVOLVE]:
         want["replay", t] = cs.replayed(want["ident", t], a.chunk)
         records["replay", t] = cs.replayed(records["ident", t], a.chunk)
@@ -622,9 +647,8 @@ def main():
           f"{a.chunk}-record chunk twice")
 
     ok = True
-    dec = Decoder(sr)
-    conn = psycopg.connect(a.pg, autocommit=True)
-    conn.execute("SET TIME ZONE 'UTC'")
+    dec = Decoder(sr, a.registry)
+    conn = cs.pg_connect(a.pg)
     t1 = time.monotonic()
     decoded = 0
     evolve_ids = {}
@@ -679,61 +703,33 @@ def check_schema_changes(a, dec, catalogs):
     """The rowid daemons' schema-change records on SCHEMA_CHANGES, decoded by
     the second consumer, against the CREATE and ALTERs the tables' snapshot
     schemas imply (connect_sink.expected_schema_changes); catalogs maps each
-    table to its catalog. Returns (records decoded, exact)."""
+    table to its catalog; Apicurio's AvroConverter read the same records
+    (the file sink). Returns (records decoded, exact)."""
     from confluent_kafka.serialization import MessageField
-    got = {t: [] for t in catalogs}
-    problems = []
+
+    def read(_i, k, v):
+        dec.decode(SCHEMA_CHANGES, MessageField.KEY, k)
+        return dec.decode(SCHEMA_CHANGES, MessageField.VALUE, v)[2]
     recs = cs.consume_topic(a.brokers, SCHEMA_CHANGES)
-    for i, (k, v) in enumerate(recs):
-        try:
-            dec.decode(SCHEMA_CHANGES, MessageField.KEY, k)
-            _, _, rec = dec.decode(SCHEMA_CHANGES, MessageField.VALUE, v)
-        except Exception as err:  # noqa: BLE001 - a record that does not decode is a finding
-            problems.append(f"{SCHEMA_CHANGES} record {i}: {type(err).__name__}: {err}")
-            continue
-        t = rec["source"]["table"]
-        if t in got:
-            tc = rec["tableChanges"][0]
-            got[t].append((rec["source"]["sequence_number"], tc["type"], rec["schema_id"],
-                           [c["name"] for c in tc["table"]["columns"]]))
-    ok = not problems
-    for p in problems[:5]:
-        print(f"avro schema-changes: {p}")
-    lines, deadline = [], time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if os.path.exists(schema_changes_file(a)):
-            with open(schema_changes_file(a), encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-        if len(lines) >= len(recs):
-            break
-        time.sleep(0.5)
-    structs = sum(1 for ln in lines if ln.startswith("Struct{source=Struct{version="))
-    cexact = structs == len(recs) == len(lines)
-    ok = ok and cexact
-    print(f"avro schema-changes: Apicurio's AvroConverter converted {structs} of {len(recs)} records "
-          f"(FileStreamSink, {len(lines)} lines): {'exact' if cexact else 'NOT exact'}")
-    for t, catalog_db in catalogs.items():
-        want = cs.expected_schema_changes(catalog_db, t)
-        exact = got[t] == want
-        ok = ok and exact
-        print(f"avro schema-changes {t}: {len(want)} records ({sum(1 for w in want if w[1] == 'ALTER')} ALTER), "
-              f"decoded from Avro: {'exact' if exact else 'NOT exact'}")
-        if not exact:
-            print(f"  want {want}\n  got  {got[t]}")
-    return len(recs), ok
+    return len(recs), cs.schema_changes_exact("avro schema-changes", SCHEMA_CHANGES, recs, read, catalogs,
+                                              "Apicurio's AvroConverter", schema_changes_file(a), ", decoded from Avro")
 
 
 def check_versions(a, mode, ids, schemas):
     """The evolved table's value subject: one registry version per schema
     the table had, in the order the records use them."""
     subject = f"{topic_of(mode, EVOLVE)}-value"
-    status, versions = http("GET", f"{a.registry}/apis/ccompat/v7/subjects/{subject}/versions")
+    url = f"{a.registry}/apis/ccompat/v7/subjects/{subject}/versions"
+    status, versions = http("GET", url)
     if status != 200:
         print(f"avro registry {subject}: GET versions: {status} {versions}")
         return False
     by_id = {}
     for v in versions:
-        status, body = http("GET", f"{a.registry}/apis/ccompat/v7/subjects/{subject}/versions/{v}")
+        status, body = http("GET", f"{url}/{v}")
+        if status != 200:
+            print(f"avro registry {subject}: GET version {v}: {status} {body}")
+            return False
         by_id[body["id"]] = v
     used = [by_id.get(i) for i in ids]
     first = list(dict.fromkeys(used))

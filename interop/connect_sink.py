@@ -51,6 +51,7 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 from collections import Counter
 
 NS = "interop"
@@ -300,7 +301,9 @@ def wait_sunk(brokers, group, topic, stall=120):
     """Waits until the sink connector's consumer group has committed the end
     of the topic (the JDBC sink commits an offset once its records are
     written); gives up when the committed offset has not moved for stall
-    seconds. Returns (committed offset, end offset)."""
+    seconds. Returns (committed offset, end offset). Every broker request
+    has its own deadline: one that passes raises Stuck."""
+    from concurrent.futures import TimeoutError as FutureTimeout
     from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
     admin = AdminClient({"bootstrap.servers": brokers})
@@ -309,8 +312,13 @@ def wait_sunk(brokers, group, topic, stall=120):
         _, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         last, moved = None, time.monotonic()
         while True:
-            f = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])])
-            off = f[group].result().topic_partitions[0].offset
+            f = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])],
+                                                  request_timeout=30)
+            try:
+                off = f[group].result(timeout=60).topic_partitions[0].offset
+            except FutureTimeout:
+                raise Stuck(f"broker {brokers}: the committed offset of group {group} on {topic}: "
+                            "no answer within 60s") from None
             if off >= end:
                 return off, end
             if off != last:
@@ -362,9 +370,11 @@ def produce(brokers, topic, records):
     for k, v in records:
         p.produce(topic, key=k, value=v, on_delivery=cb)
         p.poll(0)
-    p.flush(60)
+    left = p.flush(60)
     if errors:
         raise RuntimeError(f"produce to {topic}: {errors[0]}")
+    if left:
+        raise Stuck(f"produce to {topic}: {left} of {len(records)} records not acknowledged within 60s")
 
 
 def replayed(records, chunk):
@@ -375,26 +385,107 @@ def replayed(records, chunk):
     return out
 
 
-def run_native(a, tables, mode, log):
-    """`icecdc run` with format debezium-connect-json into the mode's topics; waits
-    until every table's events are there."""
-    work = os.path.join(a.work, f"native-{mode}")
+# ---------------------------------------------------------------- daemons and deadlines (avro_sink.py's too)
+
+class Stuck(RuntimeError):
+    """A wait past its deadline; the message says what it waited for."""
+
+
+def start_run(icecdc, work, log, *, name, catalog_db, warehouse, tables, mode, chunk, fmt, brokers, topic,
+              debezium="", extra=()):
+    """`icecdc run` of tables of a SQL catalog into the Kafka topic pattern
+    topic (tombstones after deletes), from earliest, keyed by key_columns in
+    the ident mode, its config and state in work and its output in log;
+    debezium is the debezium block's body, extra more config lines."""
     os.makedirs(work, exist_ok=True)
     cfg = os.path.join(work, "icecdc.yaml")
-    lines = [f"name: interop-connect-{mode}",
-             f'catalog: {{name: local, type: sql, uri: "file:{a.catalog_db}", warehouse: "file://{a.warehouse}"}}',
+    lines = [f"name: {name}",
+             f'catalog: {{name: local, type: sql, uri: "file:{catalog_db}", warehouse: "file://{warehouse}"}}',
              "tables:"]
     for t in tables:
         lines.append(f'  - {{name: "{NS}.{t}", start: earliest'
                      + (f", key: [{', '.join(key_columns(t))}]" if mode == "ident" else "") + "}")
-    if mode == "rowid":
-        lines.append("debezium: {include.schema.changes: true}")  # on icecdc.schema-changes, checked after
-    lines += ["poll: {interval: 100ms}", f"chunk: {a.chunk}", "format: debezium-connect-json", "sink:", "  type: kafka",
-              f'  kafka: {{brokers: ["{a.brokers}"], topic: "{mode}.{{namespace}}.{{table}}", tombstones: true}}',
+    if debezium:
+        lines.append(f"debezium: {{{debezium}}}")
+    lines += ["poll: {interval: 100ms}", f"chunk: {chunk}", f"format: {fmt}", *extra, "sink:", "  type: kafka",
+              f'  kafka: {{brokers: ["{brokers}"], topic: "{topic}", tombstones: true}}',
               f'state: {{path: "{os.path.join(work, "state.db")}"}}']
     with open(cfg, "w") as fh:
         fh.write("\n".join(lines) + "\n")
-    return subprocess.Popen([a.icecdc, "run", "-c", cfg], stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen([icecdc, "run", "-c", cfg], stdout=log, stderr=subprocess.STDOUT)
+
+
+def check_daemons(daemons, log):
+    """Raises RuntimeError naming the first daemon that has exited, with the
+    end of their log."""
+    ended = [d for d in daemons if d.poll() is not None]
+    if ended:
+        log.flush()
+        with open(log.name, encoding="utf-8", errors="replace") as fh:
+            tail = fh.read()[-1500:]
+        raise RuntimeError(f"`{' '.join(ended[0].args)}` exited with {ended[0].returncode}:\n{tail}")
+
+
+def wait_topic(label, brokers, topic, n, daemons, log, deadline):
+    """The records of topic once it has n, or what it has at the deadline
+    (saying so); raises when a daemon has exited."""
+    while True:
+        check_daemons(daemons, log)
+        recs = consume_topic(brokers, topic)
+        if len(recs) >= n:
+            return recs
+        if time.monotonic() > deadline:
+            print(f"{label}: {topic} has {len(recs)} of its {n} records at the deadline", flush=True)
+            return recs
+        time.sleep(0.5)
+
+
+def stop_daemons(label, daemons):
+    """SIGTERM, and SIGKILL for a daemon still there 30s later."""
+    for d in daemons:
+        if d.poll() is None:
+            d.send_signal(signal.SIGTERM)
+    for d in daemons:
+        try:
+            d.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            print(f"{label}: `{' '.join(d.args)}` did not stop within 30s of SIGTERM; killed", flush=True)
+            d.kill()
+            d.wait()
+
+
+def changes(icecdc, catalog_db, warehouse, table, *args, timeout=300):
+    """The output lines of `icecdc changes` of a table of a SQL catalog;
+    one line of error when it fails or has not ended within timeout."""
+    cmd = [icecdc, "changes", "--catalog-type", "sql", "--catalog-uri", f"file:{catalog_db}",
+           "--warehouse", f"file://{warehouse}", "--table", f"{NS}.{table}", *args]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Stuck(f"`icecdc changes --table {NS}.{table}` did not end within {timeout}s") from None
+    if p.returncode != 0:
+        raise RuntimeError(f"`icecdc changes --table {NS}.{table}` exited with {p.returncode}: "
+                           f"{(p.stderr.strip().splitlines() or [''])[-1]}")
+    return [ln for ln in p.stdout.splitlines() if ln.strip()]
+
+
+def pg_connect(conninfo):
+    """A PostgreSQL connection whose connect and every statement have a
+    deadline (a lock the sink holds fails the query instead of holding it)."""
+    import psycopg
+    conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+    conn.execute("SET TIME ZONE 'UTC'")
+    conn.execute("SET statement_timeout = '60s'")
+    return conn
+
+
+def run_native(a, tables, mode, log):
+    """`icecdc run` with format debezium-connect-json into the mode's topics;
+    the rowid one writes icecdc.schema-changes too (checked after)."""
+    return start_run(a.icecdc, os.path.join(a.work, f"native-{mode}"), log, name=f"interop-connect-{mode}",
+                     catalog_db=a.catalog_db, warehouse=a.warehouse, tables=tables, mode=mode, chunk=a.chunk,
+                     fmt="debezium-connect-json", brokers=a.brokers, topic=f"{mode}.{{namespace}}.{{table}}",
+                     debezium="include.schema.changes: true" if mode == "rowid" else "")
 
 
 SCHEMA_CHANGES = "icecdc.schema-changes"
@@ -425,19 +516,23 @@ def expected_schema_changes(catalog_db, table):
     return out
 
 
-def check_schema_changes(a, tables):
-    """The rowid daemon's schema-change records, read as a schemas.enable
-    consumer reads them, against the tables' snapshot schemas."""
-    got = {t: [] for t in tables}
+def schema_changes_exact(label, topic, recs, read, catalogs, converter, sink_file, how=""):
+    """Whether the schema-change records recs of topic, each read by
+    read(i, key, value) into its value (raising on one it cannot read),
+    are the CREATE and ALTERs that the snapshot schemas of each table of
+    catalogs ({table: catalog db}) imply, and whether Connect's converter
+    (named converter) converted every one: the FileStreamSink writing
+    sink_file (None: not checked) writes one Struct a record. Prints a
+    line for the converter and for each table."""
+    got = {t: [] for t in catalogs}
     problems = []
-    recs = consume_topic(a.brokers, SCHEMA_CHANGES)
     for i, (k, v) in enumerate(recs):
         try:
-            kj, vj = json.loads(k), json.loads(v)
-            decode(kj["schema"], kj["payload"], f"{SCHEMA_CHANGES} record {i} key")
-            rec = decode(vj["schema"], vj["payload"], f"{SCHEMA_CHANGES} record {i} value")
-        except (SchemaError, ValueError, KeyError, TypeError) as err:
-            problems.append(str(err))
+            rec = read(i, k, v)
+        except Stuck:
+            raise
+        except Exception as err:  # noqa: BLE001 - a record that does not read is a finding, not a crash
+            problems.append(f"{topic} record {i}: {type(err).__name__}: {err}")
             continue
         t = rec["source"]["table"]
         if t in got:
@@ -446,33 +541,43 @@ def check_schema_changes(a, tables):
                            [c["name"] for c in tc["table"]["columns"]]))
     ok = not problems
     for p in problems[:5]:
-        print(f"connect schema-changes: {p}")
-    n = len(recs)
-    if a.schema_changes_file:
-        # Connect's own JsonConverter read the same records: the file sink
-        # writes one Struct per record it converted.
+        print(f"{label}: {p}")
+    if sink_file:
         lines, deadline = [], time.monotonic() + 60
         while time.monotonic() < deadline:
-            if os.path.exists(a.schema_changes_file):
-                with open(a.schema_changes_file, encoding="utf-8") as fh:
+            if os.path.exists(sink_file):
+                with open(sink_file, encoding="utf-8") as fh:
                     lines = fh.read().splitlines()
-            if len(lines) >= n:
+            if len(lines) >= len(recs):
                 break
             time.sleep(0.5)
         structs = sum(1 for ln in lines if ln.startswith("Struct{source=Struct{version="))
-        jexact = structs == n == len(lines)
-        ok = ok and jexact
-        print(f"connect schema-changes: Connect's JsonConverter converted {structs} of {n} records "
-              f"(FileStreamSink, {len(lines)} lines): {'exact' if jexact else 'NOT exact'}")
-    for t in tables:
-        want = expected_schema_changes(a.catalog_db, t)
+        cexact = structs == len(recs) == len(lines)
+        ok = ok and cexact
+        print(f"{label}: {converter} converted {structs} of {len(recs)} records "
+              f"(FileStreamSink, {len(lines)} lines): {'exact' if cexact else 'NOT exact'}")
+    for t, catalog_db in catalogs.items():
+        want = expected_schema_changes(catalog_db, t)
         exact = got[t] == want
         ok = ok and exact
         alters = sum(1 for w in want if w[1] == "ALTER")
-        print(f"connect schema-changes {t}: {len(want)} records ({alters} ALTER): {'exact' if exact else 'NOT exact'}")
+        print(f"{label} {t}: {len(want)} records ({alters} ALTER){how}: {'exact' if exact else 'NOT exact'}")
         if not exact:
             print(f"  want {want}\n  got  {got[t]}")
     return ok
+
+
+def check_schema_changes(a, tables):
+    """The rowid daemon's schema-change records, read as a schemas.enable
+    consumer reads them, against the tables' snapshot schemas; Connect's own
+    JsonConverter read the same records (the file sink)."""
+    def read(i, k, v):
+        kj, vj = json.loads(k), json.loads(v)
+        decode(kj["schema"], kj["payload"], f"{SCHEMA_CHANGES} record {i} key")
+        return decode(vj["schema"], vj["payload"], f"{SCHEMA_CHANGES} record {i} value")
+    return schema_changes_exact("connect schema-changes", SCHEMA_CHANGES, consume_topic(a.brokers, SCHEMA_CHANGES),
+                                read, {t: a.catalog_db for t in tables}, "Connect's JsonConverter",
+                                a.schema_changes_file)
 
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -557,68 +662,84 @@ def compared_tables(catalog_db, heads):
 
 # ---------------------------------------------------------------- main
 
-def main():
-    ap = argparse.ArgumentParser()
+def parse_args(ap, timeout):
+    """The arguments both sink parts take (avro_sink.py adds its own to ap),
+    parsed; --timeout defaults to timeout seconds."""
     ap.add_argument("--icecdc", required=True)
     ap.add_argument("--brokers", required=True)
-    ap.add_argument("--pg", required=True, help="PostgreSQL conninfo")
+    ap.add_argument("--pg", required=True, help="PostgreSQL conninfo (host 127.0.0.1)")
     ap.add_argument("--catalog-db", required=True)
     ap.add_argument("--warehouse", required=True)
     ap.add_argument("--heads", required=True, help="run_scenarios.py --heads output: Spark's rows at each head")
     ap.add_argument("--work", required=True)
     ap.add_argument("--producer", choices=("native", "translated"), required=True)
     ap.add_argument("--chunk", type=int, default=7)
-    ap.add_argument("--timeout", type=float, default=300, help="seconds to wait for the topics to be complete")
-    ap.add_argument("--schema-changes-file", help="where Connect's FileStreamSink writes the schema-change topic")
+    ap.add_argument("--timeout", type=float, default=timeout, help="seconds to wait for the topics to be complete")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    import psycopg
+    return a
 
+
+def load_heads(a, label):
+    """(heads, the local Spark tables compared), or None when there is no
+    table to stream (said in one line)."""
     with open(a.heads, encoding="utf-8") as fh:
         heads = json.load(fh)
     tables = compared_tables(a.catalog_db, heads)
     if not tables:
-        print("connect: skipped: no local Spark table to stream (ICECDC_INTEROP_ONLY leaves them out?)")
-        return 3
+        print(f"{label}: skipped: no local Spark table to stream (ICECDC_INTEROP_ONLY leaves them out?)")
+        return None
+    return heads, tables
 
+
+def run_part(label, fn, *args):
+    """fn(*args), the part's exit status; an error ends the part with one
+    line (RuntimeError's say what failed; others are named by their type,
+    their traceback in stderr)."""
+    try:
+        return fn(*args)
+    except Exception as err:  # noqa: BLE001 - one line for the stage, the traceback for whoever debugs it
+        if not isinstance(err, RuntimeError):
+            traceback.print_exc()
+        kind = "" if isinstance(err, RuntimeError) else f"{type(err).__name__}: "
+        print(f"{label}: FAILED: {kind}{err}", flush=True)
+        return 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--schema-changes-file", help="where Connect's FileStreamSink writes the schema-change topic")
+    a = parse_args(ap, 300)
+    loaded = load_heads(a, "connect")
+    if loaded is None:
+        return 3
+    return run_part("connect", check, a, *loaded)
+
+
+def check(a, heads, tables):
     t0 = time.monotonic()
     want_records = {}
     daemons = []
     log = open(os.path.join(a.work, "icecdc-run.log"), "w")
     for t in tables:
-        p = subprocess.run([a.icecdc, "changes", "--catalog-type", "sql", "--catalog-uri", f"file:{a.catalog_db}",
-                            "--warehouse", f"file://{a.warehouse}", "--table", f"{NS}.{t}"],
-                           capture_output=True, text=True, check=True)
-        events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
+        events = [json.loads(ln) for ln in changes(a.icecdc, a.catalog_db, a.warehouse, t)]
         want_records[t] = len(events) + sum(1 for e in events if e["op"] == "d")
         if a.producer == "translated":
             schemas = table_schemas(a.catalog_db, t)
             for mode in ("rowid", "ident"):
                 produce(a.brokers, f"{mode}.{NS}.{t}", translate(events, schemas, t, mode))
-    if a.producer == "native":
-        daemons = [run_native(a, tables, mode, log) for mode in ("rowid", "ident")]
     # Wait for the ident topics to be complete, then write their replay copies.
     records = {}
-    deadline = time.monotonic() + a.timeout
-    for mode in ("rowid", "ident"):
-        for t in tables:
-            while True:
-                ended = [d for d in daemons if d.poll() is not None]
-                if ended:
-                    log.flush()
-                    with open(log.name, encoding="utf-8", errors="replace") as fh:
-                        tail = fh.read()[-1500:]
-                    print(f"connect: FAILED: `{' '.join(ended[0].args)}` exited with {ended[0].returncode}:\n{tail}")
-                    for d in daemons:
-                        d.kill()
-                    return 1
-                records[mode, t] = consume_topic(a.brokers, f"{mode}.{NS}.{t}")
-                if len(records[mode, t]) >= want_records[t] or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-    for d in daemons:
-        d.send_signal(signal.SIGTERM)
-        d.wait(timeout=30)
+    try:
+        if a.producer == "native":
+            daemons = [run_native(a, tables, mode, log) for mode in ("rowid", "ident")]
+        deadline = time.monotonic() + a.timeout
+        for mode in ("rowid", "ident"):
+            for t in tables:
+                records[mode, t] = wait_topic("connect", a.brokers, f"{mode}.{NS}.{t}", want_records[t], daemons, log,
+                                              deadline)
+    finally:
+        stop_daemons("connect", daemons)
     for t in tables:
         records["replay", t] = replayed(records["ident", t], a.chunk)
         produce(a.brokers, f"replay.{NS}.{t}", records["replay", t])
@@ -627,8 +748,7 @@ def main():
           f" in {time.monotonic() - t0:.1f}s; replay topics carry every {a.chunk}-record chunk twice")
 
     ok = True
-    conn = psycopg.connect(a.pg, autocommit=True)
-    conn.execute("SET TIME ZONE 'UTC'")
+    conn = pg_connect(a.pg)
     t1 = time.monotonic()
     shown_types = False
     for mode in MODES:

@@ -5,6 +5,9 @@
 #   bash interop/run.sh                 everything
 #   ICECDC_INTEROP=skip bash interop/run.sh   skip it locally (never under CI=true)
 #   ICECDC_INTEROP_ONLY="bookshop merge"      run only these Spark scenarios ("flink": the Flink tables, "retention": the hold part)
+#   ICECDC_INTEROP_PARTS="avro"               run only these parts (names as in the timings: avro, connect-sink,
+#                                             v3-pg, unwrap, kafka-e2e, ...), with the installs, the broker, the
+#                                             Spark scenarios and the servers they need; never under CI=true
 #   ICECDC_INTEROP_KEEP=1                     keep the work directory after success
 #   ICECDC_INTEROP_CACHE=DIR                  where downloads are kept (default ~/.cache/icecdc-interop)
 #   bash -c '. interop/run.sh && hive_run'    only the hive part (10; so are the other parts' functions)
@@ -93,6 +96,32 @@ if [ -n "${ICECDC_INTEROP_ONLY:-}" ] && [ "${CI:-}" = true ]; then
   echo "interop: ICECDC_INTEROP_ONLY is ignored because CI=true: every scenario runs"
   ICECDC_INTEROP_ONLY=
 fi
+
+if [ -n "${ICECDC_INTEROP_PARTS:-}" ] && [ "${CI:-}" = true ]; then
+  echo "interop: ICECDC_INTEROP_PARTS is ignored because CI=true: every part runs"
+  ICECDC_INTEROP_PARTS=
+fi
+# The parts ICECDC_INTEROP_PARTS may name (the installs, kafka-start,
+# postgres and spark-scenarios run whenever a part needs them).
+KNOWN_PARTS="avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
+  masks rest-catalog retention-hold s3-run signals unwrap v3-flink v3-pg v3-spark"
+for p in ${ICECDC_INTEROP_PARTS:-}; do
+  if [[ " $(echo $KNOWN_PARTS) " != *" $p "* ]]; then
+    echo "interop: ICECDC_INTEROP_PARTS: no part $p (want some of: $(echo $KNOWN_PARTS))"
+    exit 2
+  fi
+done
+[ -n "${ICECDC_INTEROP_PARTS:-}" ] && echo "interop: only the parts $ICECDC_INTEROP_PARTS (ICECDC_INTEROP_PARTS), and what they need"
+
+# wants NAME...: whether ICECDC_INTEROP_PARTS (when set) names any of the parts.
+wants() {
+  [ -z "${ICECDC_INTEROP_PARTS:-}" ] && return 0
+  local p
+  for p in "$@"; do
+    [[ " $ICECDC_INTEROP_PARTS " == *" $p "* ]] && return 0
+  done
+  return 1
+}
 
 mkdir -p "$CACHE"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/icecdc-interop.XXXXXX")
@@ -480,7 +509,7 @@ spark_scenarios() {
   [ -n "$S3_ENDPOINT" ] && args+=(--s3-endpoint "$S3_ENDPOINT")
   [ -n "$REST_S3_URI" ] && args+=(--rest-s3-uri "$REST_S3_URI")
   [ -n "$FLINK_PID" ] && args+=(--flink-work "$WORK/flink")
-  only_has retention && args+=(--retention "$WORK/retention")
+  only_has retention && wants retention-hold && args+=(--retention "$WORK/retention")
   # shellcheck disable=SC2206
   [ -n "${ICECDC_INTEROP_ONLY:-}" ] && args+=(--only ${ICECDC_INTEROP_ONLY})
   (cd "$HERE" && "$PY" run_scenarios.py "${args[@]}") 2>"$LOGS/spark.stderr" | tee "$LOGS/scenarios.out"
@@ -1078,14 +1107,14 @@ part_wait() {
 # ---------------------------------------------------------------- main
 
 launch_build
-launch_cloud
+wants cloud-emulators && launch_cloud
 part install-python install_python
 PY_OK=$?
 part install-jars install_jars
 JARS_OK=$?
-launch_hive # needs only Maven (install-jars installs it) and Java
+wants hive && launch_hive # needs only Maven (install-jars installs it) and Java
 if [ $JARS_OK -eq 0 ]; then
-  launch_flink
+  wants flink-upserts && launch_flink
   [ $? -eq 3 ] && SKIPPED+=(flink-upserts)
 else
   echo "interop: flink-upserts not run: its jars did not install"
@@ -1095,18 +1124,18 @@ part install-kcat install_kcat
 KCAT_OK=$?
 part install-connect install_connect
 CONNECT_OK=$?
-part install-avro avro_install
-[ $CONNECT_OK -eq 0 ] && part masks masks_vectors
+wants avro && part install-avro avro_install
+[ $CONNECT_OK -eq 0 ] && wants masks && part masks masks_vectors
 part build-icecdc build_icecdc
 GO_OK=$?
-[ $CONNECT_OK -eq 0 ] && part install-unwrap unwrap_install
+[ $CONNECT_OK -eq 0 ] && wants unwrap && part install-unwrap unwrap_install
 
 # The servers start together: moto and the REST catalog servers boot in the
 # background while the broker starts; the parts after it wait for each.
-[ $PY_OK -eq 0 ] && launch_s3
+[ $PY_OK -eq 0 ] && wants s3-run compose && launch_s3
 if [ $JARS_OK -eq 0 ]; then
-  launch_rest_server rest
-  [ $PY_OK -eq 0 ] && launch_rest_s3
+  wants rest-catalog && launch_rest_server rest
+  [ $PY_OK -eq 0 ] && wants s3-run compose && launch_rest_s3
 fi
 KAFKA_PARTS=0
 if [ $JARS_OK -eq 0 ] && [ $KCAT_OK -eq 0 ]; then
@@ -1117,7 +1146,9 @@ else
   FAILED+=(kafka)
 fi
 CONNECT_PARTS=0
-if [ -n "$KAFKA" ] && [ $CONNECT_OK -eq 0 ] && [ $PY_OK -eq 0 ]; then
+if ! wants connect-sink avro v3-pg unwrap; then
+  :
+elif [ -n "$KAFKA" ] && [ $CONNECT_OK -eq 0 ] && [ $PY_OK -eq 0 ]; then
   if part postgres pg_start; then
     CONNECT_PARTS=1
     connect_start
@@ -1126,27 +1157,35 @@ else
   echo "interop: connect sink not run: it needs the broker, the Connect jars, PostgreSQL and the Python packages (see above)"
   FAILED+=(connect-sink)
 fi
-if [ $JARS_OK -eq 0 ]; then
+if ! wants rest-catalog; then
+  :
+elif [ $JARS_OK -eq 0 ]; then
   part rest-catalog start_rest
 else
   echo "interop: rest-catalog not started: its jars did not install"
   FAILED+=(rest-catalog)
 fi
-if [ $PY_OK -eq 0 ]; then
+if ! wants s3-run compose; then
+  :
+elif [ $PY_OK -eq 0 ]; then
   part s3-server start_s3
   [ $JARS_OK -eq 0 ] && part rest-s3-catalog start_rest_s3
 else
   echo "interop: s3-server not started: the Python packages (moto) did not install"
   FAILED+=(s3-server)
 fi
-if [ -n "$KAFKA" ] && [ -n "$REST_S3_URI" ] && [ $GO_OK -eq 0 ]; then
+if ! wants compose; then
+  :
+elif [ -n "$KAFKA" ] && [ -n "$REST_S3_URI" ] && [ $GO_OK -eq 0 ]; then
   part compose-start compose_start
 else
   echo "interop: compose not run: it needs the broker, the REST catalog on S3 and the icecdc build (see above)"
   FAILED+=(compose)
 fi
 
-if [ -n "$KAFKA" ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ]; then
+if ! wants cluster; then
+  :
+elif [ -n "$KAFKA" ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ]; then
   cluster_launch
 else
   echo "interop: cluster not run: it needs the broker, the Python packages and the icecdc build (see above)"
@@ -1160,32 +1199,32 @@ else
   FAILED+=(spark-scenarios)
 fi
 
-[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part retention-hold retention_hold
-[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part v3-spark v3_spark
-[ $CONNECT_PARTS -eq 1 ] && part v3-pg v3_pg
-[ $CONNECT_PARTS -eq 1 ] && part_bg connect-sink connect_sink
-[ $CONNECT_PARTS -eq 1 ] && part_bg avro avro_run
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants retention-hold && part retention-hold retention_hold
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants v3-spark && part v3-spark v3_spark
+[ $CONNECT_PARTS -eq 1 ] && wants v3-pg && part v3-pg v3_pg
+[ $CONNECT_PARTS -eq 1 ] && wants connect-sink && part_bg connect-sink connect_sink
+[ $CONNECT_PARTS -eq 1 ] && wants avro && part_bg avro avro_run
 [ -n "$COMPOSE_PID" ] && part compose-check compose_check
-[ -n "$FLINK_PID" ] && part flink-upserts flink_await
-[ $JARS_OK -eq 0 ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && part v3-flink v3_flink
-if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ]; then
+[ -n "$FLINK_PID" ] && wants flink-upserts && part flink-upserts flink_await
+[ $JARS_OK -eq 0 ] && [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants v3-flink && part v3-flink v3_flink
+if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ] && wants s3-run; then
   part s3-run s3_run
 fi
 
-part cloud-emulators cloud_emulators
-part hive hive_metastore
+wants cloud-emulators && part cloud-emulators cloud_emulators
+wants hive && part hive hive_metastore
 
 [ -f "$WORK/cluster/rc" ] || [ -n "$CLUSTER_PID" ] && part cluster cluster_check
 if [ $KAFKA_PARTS -eq 1 ]; then
-  part kafka-smoke kafka_smoke
-  part kafka-e2e kafka_e2e
-  part signals signals_e2e
-  [ $GO_OK -eq 0 ] && part cluster-churn cluster_churn
+  wants kafka-smoke && part kafka-smoke kafka_smoke
+  wants kafka-e2e && part kafka-e2e kafka_e2e
+  wants signals && part signals signals_e2e
+  [ $GO_OK -eq 0 ] && wants cluster-churn && part cluster-churn cluster_churn
 fi
-[ $CONNECT_PARTS -eq 1 ] && [ $GO_OK -eq 0 ] && part unwrap unwrap_check
+[ $CONNECT_PARTS -eq 1 ] && [ $GO_OK -eq 0 ] && wants unwrap && part unwrap unwrap_check
 if [ $CONNECT_PARTS -eq 1 ]; then
-  part_wait connect-sink
-  part_wait avro
+  wants connect-sink && part_wait connect-sink
+  wants avro && part_wait avro
   stop_pid "$CONNECT_PID"
   pg_stop
 fi
