@@ -222,7 +222,19 @@ func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
 			return nil
 		}
 		q, args := sqlLocationsQuery(sc.dialect, sc.name, namespaces(es))
-		tx, err := sc.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		conn, err := sc.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if sc.dialect == string(sqlcat.SQLite) {
+			restore, err := busyUntilDeadline(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer restore()
+		}
+		tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
 		}
@@ -252,6 +264,31 @@ func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
 	}
 	h.watch.applyLocations(es, locs, false)
 	return nil
+}
+
+// busyUntilDeadline makes a SQLite connection wait for a writer's lock
+// no longer than ctx's deadline allows, and returns what puts its busy timeout
+// back: SQLite waits out its busy timeout (withBusyTimeout's 10s) however
+// early the context of the call ends, and the check would hold the
+// catalog's call that long.
+func busyUntilDeadline(ctx context.Context, conn *sql.Conn) (func(), error) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return func() {}, nil
+	}
+	var old int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&old); err != nil {
+		return nil, err
+	}
+	// A little short of the deadline, so that the answer is SQLite's
+	// "busy" (a throttling catalog), not the context's end.
+	ms := max(time.Until(d).Milliseconds()*9/10, 1)
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+		return nil, err
+	}
+	return func() {
+		conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.FormatInt(old, 10))
+	}, nil
 }
 
 // sqlLocationsQuery is the query of checkSQL, with the dialect's
