@@ -66,7 +66,7 @@ type Options struct {
 	// IOConcurrency bounds the reads of manifests, deletion vectors and
 	// data files a table has in flight (default 16).
 	IOConcurrency int
-	// MaxResponseBytes bounds each answer of a REST catalog icecdc reads
+	// MaxResponseBytes bounds each answer of a REST catalog or the Glue API icecdc reads
 	// (default DefaultMaxResponseBytes, 64 MiB): a longer one fails the
 	// call with a ResponseTooLargeError naming the bound and the URL.
 	MaxResponseBytes int64
