@@ -282,7 +282,8 @@ func busyUntilDeadline(ctx context.Context, conn *sql.Conn) (func(), error) {
 	}
 	// A little short of the deadline, so that the answer is SQLite's
 	// "busy" (a throttling catalog), not the context's end.
-	ms := max(time.Until(d).Milliseconds()*9/10, 1)
+	left := time.Until(d)
+	ms := max((left - min(left/2, 500*time.Millisecond)).Milliseconds(), 1)
 	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
 		return nil, err
 	}

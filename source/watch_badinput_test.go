@@ -98,15 +98,7 @@ func TestRESTLyingETag(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	defer source.SetRESTClock(func() time.Time { return time.Unix(0, now.Load()) })()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	names, err := env.ManyTables(ctx, "shop", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, names := manyTables(t, "shop", 1)
 	front := &restFront{env: env, etags: true, lies: true}
 	src, err := source.Open(ctx, source.Options{CatalogType: "rest", CatalogURI: front.serve(t), Table: names[0],
 		AllowedLocations: []string{env.Warehouse}})
@@ -140,22 +132,14 @@ func TestRESTLyingETag(t *testing.T) {
 }
 
 // TestSQLCheckSlowCatalog: while a writer holds a SQLite catalog's
-// exclusive lock, the change check gives up at its own deadline (not
-// the 10s busy timeout), as a throttled catalog, and frees the one call the catalog allows for
-// the tables' loads; the check leaves no transaction open (a writer
+// exclusive lock, the change check gives up at its own deadline (not the
+// 10s busy timeout), as a throttled catalog, and frees the one call the
+// catalog allows for the tables' loads; the check leaves no transaction open (a writer
 // commits right after it without waiting), and once the lock is gone the
 // next check covers every table again.
 func TestSQLCheckSlowCatalog(t *testing.T) {
 	ctx := context.Background()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	names, err := env.ManyTables(ctx, "slow", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, names := manyTables(t, "slow", 4)
 	o := source.Options{CatalogURI: env.CatalogURI, Warehouse: env.Warehouse}
 	shared, srcs := sharedTables(t, o, 1, names)
 	db, err := sql.Open(sqliteshim.ShimName, env.CatalogURI+"?_pragma=busy_timeout(0)")
@@ -185,7 +169,7 @@ func TestSQLCheckSlowCatalog(t *testing.T) {
 	}
 
 	// A writer holding the exclusive lock: the check ends at its deadline.
-	defer source.SetCheckTimeout(300 * time.Millisecond)()
+	defer source.SetCheckTimeout(2 * time.Second)()
 	if _, err := writer.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -27,23 +26,17 @@ import (
 // interop stage (interop/run.sh, part hive) starts and sets.
 const envHiveURI = "ICECDC_HIVE_URI"
 
-// thriftCalls is a TCP proxy in front of a metastore that counts the
-// calls its clients send, by Thrift method name, read from the binary
-// protocol's message headers of the traffic it forwards.
-type thriftCalls struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// proxyThrift starts the proxy in front of the metastore at addr
-// (host:port) and returns its own address.
-func proxyThrift(t *testing.T, addr string) (string, *thriftCalls) {
+// proxyThrift starts a TCP proxy in front of the metastore at addr
+// (host:port) that counts the calls its clients send, by Thrift method
+// name, read from the binary protocol's message headers of the traffic it
+// forwards; it returns its own address.
+func proxyThrift(t *testing.T, addr string) (string, *callCounts) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &thriftCalls{n: map[string]int{}}
+	c := &callCounts{}
 	var conns sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); conns.Wait() })
 	go func() {
@@ -65,7 +58,7 @@ func proxyThrift(t *testing.T, addr string) (string, *thriftCalls) {
 			}()
 			go func() {
 				defer conns.Done()
-				c.count(io.TeeReader(client, server))
+				countThrift(c, io.TeeReader(client, server))
 				server.Close()
 			}()
 		}
@@ -73,9 +66,9 @@ func proxyThrift(t *testing.T, addr string) (string, *thriftCalls) {
 	return ln.Addr().String(), c
 }
 
-// count reads the Thrift messages of r (which forwards what it reads)
-// until it ends, counting their method names.
-func (c *thriftCalls) count(r io.Reader) {
+// countThrift reads the Thrift messages of r (which forwards what it
+// reads) until it ends, counting their method names.
+func countThrift(c *callCounts, r io.Reader) {
 	ctx := context.Background()
 	p := thrift.NewTBinaryProtocolConf(thrift.NewStreamTransportR(r), nil)
 	for {
@@ -84,34 +77,12 @@ func (c *thriftCalls) count(r io.Reader) {
 			io.Copy(io.Discard, r)
 			return
 		}
-		c.mu.Lock()
-		c.n[name]++
-		c.mu.Unlock()
+		c.add(name)
 		if p.Skip(ctx, thrift.STRUCT) != nil || p.ReadMessageEnd(ctx) != nil {
 			io.Copy(io.Discard, r)
 			return
 		}
 	}
-}
-
-// take returns the counts so far and starts again from zero.
-func (c *thriftCalls) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = map[string]int{}
-	return n
-}
-
-func (c *thriftCalls) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for m, n := range c.n {
-		out = append(out, fmt.Sprintf("%s %d", m, n))
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
 }
 
 // TestHiveCatalogChecksChangesInBulk: against a real Hive metastore, a
@@ -158,74 +129,10 @@ func TestHiveCatalogChecksChangesInBulk(t *testing.T) {
 	}
 	addr, calls := proxyThrift(t, u.Host)
 	o := source.Options{CatalogType: "hive", CatalogURI: "thrift://" + addr, Warehouse: wh}
-	cat := source.NewCatalog(o, 8)
-	defer cat.Close()
-	var srcs []*source.Table
-	for _, name := range names {
-		to := o
-		to.Table, to.Catalog = name, cat
-		src, err := source.New(to)
-		if err != nil {
-			t.Fatal(err)
+	checkBulkCounted(t, o, names, checks, calls, func(got map[string]int) string {
+		if want := map[string]int{"get_table_objects_by_name": checks * 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Sprintf("calls %v, want %v (two batches a check)", got, want)
 		}
-		defer src.Close()
-		if _, err := src.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		srcs = append(srcs, src)
-	}
-	t.Logf("loading %d tables: %s", tables, calls)
-	calls.take()
-	woken := func() (out []string) {
-		for i, src := range srcs {
-			ch, covered := src.Changes()
-			if !covered {
-				t.Fatalf("%s is not covered by the catalog's change check", names[i])
-			}
-			select {
-			case <-ch:
-				out = append(out, names[i])
-			default:
-			}
-		}
-		return out
-	}
-	for range checks {
-		if err := cat.CheckChanges(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if w := woken(); len(w) != 0 {
-			t.Fatalf("nothing changed, yet the check woke %v", w)
-		}
-	}
-	t.Logf("%d checks of %d idle tables: %s", checks, tables, calls)
-	if got, want := calls.take(), map[string]int{"get_table_objects_by_name": checks * 2}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("%d checks of %d idle tables made the calls %v, want %v (two batches a check)", checks, tables, got, want)
-	}
-	target := names[123]
-	tbl, err := writer.LoadTable(ctx, catalog.ToIdentifier(target))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := scenario.Append(ctx, tbl, orders(50, 50)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CheckChanges(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if w := woken(); fmt.Sprint(w) != fmt.Sprint([]string{target}) {
-		t.Fatalf("after a commit to %s the check woke %v, want it alone", target, w)
-	}
-	if changed, err := srcs[123].Refresh(ctx); err != nil || !changed {
-		t.Fatalf("refresh of the woken table: changed %v, err %v", changed, err)
-	}
-	if h, _ := srcs[123].Head(); h.SequenceNumber != 2 {
-		t.Fatalf("woken table at sequence number %d, want 2", h.SequenceNumber)
-	}
-	if err := cat.CheckChanges(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if w := woken(); len(w) != 0 {
-		t.Fatalf("after the woken table loaded its commit the check woke %v", w)
-	}
+		return ""
+	}, func(name string) { commitTo(t, writer, name) })
 }
