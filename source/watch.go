@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -188,10 +189,73 @@ type sqlCatalog struct {
 	db      *sql.DB
 	dialect string
 	name    string
+
+	checkMu   sync.Mutex
+	checkConn *sql.Conn     // SQLite: the change check's own connection (see conn)
+	checkBusy time.Duration // its busy timeout
 }
 
+// Close closes the catalog, which no call (a change check included) uses
+// any more (see catalogUsers).
 func (c *sqlCatalog) Close() error {
+	c.checkMu.Lock()
+	if c.checkConn != nil {
+		discard(c.checkConn)
+		c.checkConn = nil
+	}
+	c.checkMu.Unlock()
 	return errors.Join(c.Catalog.Close(), c.db.Close())
+}
+
+// conn returns the connection a change check runs on, and the function
+// that ends its use with the check's error. For SQLite it is one kept for
+// the checks, whose busy timeout ends well within checkTimeout: SQLite
+// waits out its busy timeout (withBusyTimeout's 10s) however early the
+// context of the call ends, and the check would hold its call of the
+// catalog that long. The timeout is set as the connection is made, so
+// that a check runs its own statements only; a connection that failed is
+// dropped, never returned to the pool the loads use.
+func (c *sqlCatalog) conn(ctx context.Context) (*sql.Conn, func(error), error) {
+	if c.dialect != string(sqlcat.SQLite) {
+		conn, err := c.db.Conn(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return conn, func(error) { conn.Close() }, nil
+	}
+	c.checkMu.Lock()
+	busy := checkTimeout - min(checkTimeout/2, 500*time.Millisecond)
+	if c.checkConn != nil && c.checkBusy != busy {
+		discard(c.checkConn)
+		c.checkConn = nil
+	}
+	if c.checkConn == nil {
+		conn, err := c.db.Conn(ctx)
+		if err == nil {
+			if _, err = conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(busy.Milliseconds(), 10)); err != nil {
+				discard(conn)
+			}
+		}
+		if err != nil {
+			c.checkMu.Unlock()
+			return nil, nil, err
+		}
+		c.checkConn, c.checkBusy = conn, busy
+	}
+	conn := c.checkConn
+	return conn, func(err error) {
+		if err != nil && !isThrottle(err) {
+			discard(conn)
+			c.checkConn = nil
+		}
+		c.checkMu.Unlock()
+	}, nil
+}
+
+// discard closes conn rather than return it to its pool.
+func discard(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
 }
 
 // openSQL opens a sql catalog as iceberg-go's registry does, keeping the
@@ -216,24 +280,17 @@ func openSQL(name string, props iceberg.Properties) (catalog.Catalog, error) {
 // most.
 func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
 	locs := map[string]string{}
-	_, err := h.use(ctx, func(ctx context.Context, c catalog.Catalog) error {
+	_, err := h.use(ctx, func(ctx context.Context, c catalog.Catalog) (err error) {
 		sc, ok := c.(*sqlCatalog)
 		if !ok {
 			return nil
 		}
 		q, args := sqlLocationsQuery(sc.dialect, sc.name, namespaces(es))
-		conn, err := sc.db.Conn(ctx)
+		conn, done, err := sc.conn(ctx)
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
-		if sc.dialect == string(sqlcat.SQLite) {
-			restore, err := busyUntilDeadline(ctx, conn)
-			if err != nil {
-				return err
-			}
-			defer restore()
-		}
+		defer func() { done(err) }()
 		tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
@@ -264,32 +321,6 @@ func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
 	}
 	h.watch.applyLocations(es, locs, false)
 	return nil
-}
-
-// busyUntilDeadline makes a SQLite connection wait for a writer's lock
-// no longer than ctx's deadline allows, and returns what puts its busy timeout
-// back: SQLite waits out its busy timeout (withBusyTimeout's 10s) however
-// early the context of the call ends, and the check would hold the
-// catalog's call that long.
-func busyUntilDeadline(ctx context.Context, conn *sql.Conn) (func(), error) {
-	d, ok := ctx.Deadline()
-	if !ok {
-		return func() {}, nil
-	}
-	var old int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&old); err != nil {
-		return nil, err
-	}
-	// A little short of the deadline, so that the answer is SQLite's
-	// "busy" (a throttling catalog), not the context's end.
-	left := time.Until(d)
-	ms := max((left - min(left/2, 500*time.Millisecond)).Milliseconds(), 1)
-	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
-		return nil, err
-	}
-	return func() {
-		conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.FormatInt(old, 10))
-	}, nil
 }
 
 // sqlLocationsQuery is the query of checkSQL, with the dialect's
