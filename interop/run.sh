@@ -62,7 +62,9 @@
 #      Central jars, interop/maven/hive; schema loaded with Derby's ij) on
 #      loopback; `go test ./cmd/icecdc -run '^TestHiveMetastore$'` writes
 #      the bookshop story through iceberg-go's hive catalog and reads it
-#      with `icecdc changes` and `icecdc run` (retention hold included). In
+#      with `icecdc changes` and `icecdc run` (retention hold included), and
+#      `go test ./source -run '^TestHiveCatalogChecksChangesInBulk$'` counts
+#      the Thrift calls of the change checks of 150 idle tables. In
 #      the background from the end of install-jars on. Alone:
 #        bash -c '. interop/run.sh && hive_run'
 #  11. cluster-churn (issue 18): `go test ./internal/daemontest -run
@@ -419,17 +421,19 @@ hive_run() {
   ti=$(elapsed "$t0") t0=$(now)
   hive_start || return 1
   ts=$(elapsed "$t0") t0=$(now)
-  (cd "$ROOT" && ICECDC_HIVE_URI=$HIVE_URI go test ./cmd/icecdc -run '^TestHiveMetastore$' -count=1 -v) >"$LOGS/hive-test.log" 2>&1
+  (cd "$ROOT" && ICECDC_HIVE_URI=$HIVE_URI go test ./cmd/icecdc -run '^TestHiveMetastore$' -count=1 -v &&
+    ICECDC_HIVE_URI=$HIVE_URI go test ./source -run '^TestHiveCatalogChecksChangesInBulk$' -count=1 -v) >"$LOGS/hive-test.log" 2>&1
   rc=$?
   hive_stop
   printf '%s %s %s\n' "$ti" "$ts" "$(elapsed "$t0")" >"$WORK/hive-times"
-  grep -E '^(--- |    --- |        --- |ok|FAIL)' "$LOGS/hive-test.log"
-  if [ $rc -eq 0 ] && grep -q -- '--- PASS: TestHiveMetastore ' "$LOGS/hive-test.log"; then
-    echo "hive: metastore $HIVE_VERSION (Derby) at $HIVE_URI; TestHiveMetastore passed (install ${ti}s, metastore start ${ts}s, test $(elapsed "$t0")s)"
+  grep -E '^(--- |    --- |        --- |ok|FAIL)|checks of .* idle tables' "$LOGS/hive-test.log"
+  if [ $rc -eq 0 ] && grep -q -- '--- PASS: TestHiveMetastore ' "$LOGS/hive-test.log" &&
+    grep -q -- '--- PASS: TestHiveCatalogChecksChangesInBulk ' "$LOGS/hive-test.log"; then
+    echo "hive: metastore $HIVE_VERSION (Derby) at $HIVE_URI; TestHiveMetastore and TestHiveCatalogChecksChangesInBulk passed (install ${ti}s, metastore start ${ts}s, tests $(elapsed "$t0")s)"
     return 0
   fi
   grep -B2 -A8 -- '--- FAIL\|--- SKIP' "$LOGS/hive-test.log" | tail -n 40 | sed 's/^/    /'
-  echo "hive: TestHiveMetastore did not pass against the metastore at $HIVE_URI (log $LOGS/hive-test.log, metastore log $LOGS/hive-metastore.log)"
+  echo "hive: TestHiveMetastore or TestHiveCatalogChecksChangesInBulk did not pass against the metastore at $HIVE_URI (log $LOGS/hive-test.log, metastore log $LOGS/hive-metastore.log)"
   return 1
 }
 

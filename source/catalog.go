@@ -269,16 +269,17 @@ func hiveBounded(ctx context.Context, cat catalog.Catalog, fn func(context.Conte
 	return &noAnswerError{what: "no answer", after: limit.Round(time.Second)}
 }
 
-// loadHive opens a hive catalog, which connects to the metastore, within
-// hiveConnectTimeout; a connection made after that is closed.
-func loadHive(ctx context.Context, name string, props iceberg.Properties) (catalog.Catalog, error) {
+// loadHive opens a hive catalog (openHive), which connects to the
+// metastore, within hiveConnectTimeout; a connection made after that is
+// closed.
+func loadHive(ctx context.Context, props iceberg.Properties) (catalog.Catalog, error) {
 	type opened struct {
 		cat catalog.Catalog
 		err error
 	}
 	ch := make(chan opened, 1)
 	go func() {
-		c, err := catalog.Load(ctx, name, props)
+		c, err := openHive(props)
 		ch <- opened{c, err}
 	}()
 	t := time.NewTimer(hiveConnectTimeout)

@@ -21,3 +21,19 @@ func SetHiveTimeouts(call, connect time.Duration) (restore func()) {
 	hiveCallTimeout, hiveConnectTimeout = call, connect
 	return func() { hiveCallTimeout, hiveConnectTimeout = oldCall, oldConnect }
 }
+
+// SetRESTClock sets the clock that ages a REST table's ETag; the returned
+// func restores it.
+func SetRESTClock(now func() time.Time) (restore func()) {
+	old := restNow
+	restNow = now
+	return func() { restNow = old }
+}
+
+// SetCheckTimeout sets the bound of one CheckChanges; the returned func
+// restores it.
+func SetCheckTimeout(d time.Duration) (restore func()) {
+	old := checkTimeout
+	checkTimeout = d
+	return func() { checkTimeout = old }
+}

@@ -141,3 +141,40 @@ func closedAddr(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// TestHiveCheckErrors: a change check of a metastore that does not answer
+// or does not know get_table_objects_by_name fails with one line naming
+// the metastore and the database, within the call's bound, and leaves the
+// table to its own polls.
+func TestHiveCheckErrors(t *testing.T) {
+	defer source.SetHiveTimeouts(time.Second, time.Second)()
+	silent, _ := fakeMetastore(t, func(c net.Conn) { c.Read(make([]byte, 1<<16)) })
+	hive4, _ := fakeMetastore(t, unknownMethods)
+	for _, tc := range []struct{ name, uri, want string }{
+		{"no answer", silent, "no answer within 1s"},
+		{"hive 4.0.1", hive4, "the metastore does not know the Thrift call get_table_objects_by_name that icecdc's change check makes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := source.Options{CatalogType: "hive", CatalogURI: tc.uri}
+			cat := source.NewCatalog(o, 2)
+			defer cat.Close()
+			o.Table, o.Catalog = "shop.orders", cat
+			src, err := source.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			err = cat.CheckChanges(context.Background())
+			t.Logf("check: %v", err)
+			if err == nil {
+				t.Fatal("the check passed")
+			}
+			if msg, want := err.Error(), "check for changes: database shop: hive metastore at "+tc.uri+": "+tc.want; !strings.HasPrefix(msg, want) || strings.Contains(msg, "\n") {
+				t.Fatalf("error %q, want it to begin %q, on one line", msg, want)
+			}
+			if _, covered := src.Changes(); covered {
+				t.Fatal("a failed check covers the table")
+			}
+		})
+	}
+}

@@ -66,7 +66,7 @@ type Options struct {
 	// IOConcurrency bounds the reads of manifests, deletion vectors and
 	// data files a table has in flight (default 16).
 	IOConcurrency int
-	// MaxResponseBytes bounds each answer of a REST catalog icecdc reads
+	// MaxResponseBytes bounds each answer of a REST catalog or the Glue API icecdc reads
 	// (default DefaultMaxResponseBytes, 64 MiB): a longer one fails the
 	// call with a ResponseTooLargeError naming the bound and the URL.
 	MaxResponseBytes int64
@@ -147,11 +147,13 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 	var err error
 	switch typ {
 	case "hive":
-		cat, err = loadHive(ctx, name, props)
+		cat, err = loadHive(ctx, props)
 	case "rest":
 		cat, err = openREST(ctx, name, props, o.MaxResponseBytes)
 	case "sql":
 		cat, err = openSQL(name, props)
+	case "glue":
+		cat, err = openGlue(ctx, props, o.MaxResponseBytes)
 	default:
 		cat, err = catalog.Load(ctx, name, props)
 	}
@@ -338,6 +340,9 @@ type restAnswer struct {
 // they expire.
 const restETagMaxAge = 5 * time.Minute
 
+// restNow is the clock of restETagMaxAge (tests move it).
+var restNow = time.Now
+
 // probe returns the etagProbe of the next load of a REST table (nil for
 // other catalogs).
 func (a *restAnswer) probe(typ string) *etagProbe {
@@ -345,7 +350,7 @@ func (a *restAnswer) probe(typ string) *etagProbe {
 		return nil
 	}
 	p := &etagProbe{}
-	if a.tbl != nil && time.Since(a.at) < restETagMaxAge {
+	if a.tbl != nil && restNow().Sub(a.at) < restETagMaxAge {
 		p.send = a.etag
 	}
 	return p
@@ -358,7 +363,7 @@ func (a *restAnswer) keep(p *etagProbe, tbl *table.Table) {
 	}
 	a.tbl, a.etag, a.at = nil, "", time.Time{}
 	if p.got != "" {
-		a.tbl, a.etag, a.at = tbl, p.got, time.Now()
+		a.tbl, a.etag, a.at = tbl, p.got, restNow()
 	}
 }
 

@@ -169,12 +169,18 @@ func (t *catalogTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		u.User, u.RawQuery, u.Fragment = nil, "", ""
 		a.cut(cdc.Throttled(fmt.Errorf("%s %s: %s", req.Method, redact.URL(u.String()), resp.Status)))
 	}
-	body := &boundedBody{rc: resp.Body, left: t.limit, url: req.URL, limit: t.limit, answers: a}
-	if resp.ContentLength > t.limit {
+	boundBody(resp, req.URL, t.limit, a)
+	return resp, nil
+}
+
+// boundBody makes resp's body fail past limit bytes (see boundedBody),
+// recording the failure in a.
+func boundBody(resp *http.Response, u *url.URL, limit int64, a *answers) {
+	body := &boundedBody{rc: resp.Body, left: limit, url: u, limit: limit, answers: a}
+	if resp.ContentLength > limit {
 		body.fail() // said too long: nothing of it is read
 	}
 	resp.Body = body
-	return resp, nil
 }
 
 // etagKey carries the *etagProbe of a table's load in its context.

@@ -142,6 +142,8 @@ func (s *store) explainHive(o Options, err error) error {
 	var r string
 	var na *noAnswerError
 	switch m := invalidMethod.FindStringSubmatch(err.Error()); {
+	case m != nil && m[1] == "get_table_objects_by_name":
+		r = "the metastore does not know the Thrift call get_table_objects_by_name that icecdc's change check makes (Hive 1.x to 3.x have it): use a Hive 3.x metastore"
 	case m != nil:
 		r = fmt.Sprintf("the metastore does not know the Thrift call %s that iceberg-go's Hive client makes: "+
 			"Hive metastore 4.0.1 and later removed get_table; use a Hive 3.x metastore", m[1])

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -21,14 +23,19 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/internal/redact"
 )
 
 // A shared Catalog learns in bulk which of its tables changed, so that
 // a poll of an idle catalog costs a request or two, not a load per table
 // (CheckChanges): a table whose metadata location differs from the one it
-// loaded is woken, and its follower loads it as usual. What a catalog
-// type cannot check in bulk (rest, glue, hive) is left uncovered: those
-// tables are polled one by one, on the pipeline's adaptive schedule.
+// loaded is woken, and its follower loads it as usual: sql reads the
+// catalog's own table (below), hadoop the tables' version-hint.text, glue
+// pages GetTables (watch_glue.go), hive asks get_table_objects_by_name in
+// batches (watch_hive.go). A rest catalog is not checked in bulk (the REST
+// protocol has no call for it): its tables are polled one by one, on the
+// pipeline's adaptive schedule, each load an If-None-Match where the
+// server sends ETags.
 
 // watchEntry is one table of a shared catalog that its follower may wait
 // on.
@@ -115,6 +122,21 @@ func (w *watchSet) apply(es []*watchEntry, judge func(e *watchEntry, loaded stri
 	}
 }
 
+// applyLocations takes a check's metadata locations by NAMESPACE.NAME
+// (lower case when fold: Glue and Hive name tables in lower case): a
+// table not among them is uncovered, one whose location is not the one
+// it loaded is woken.
+func (w *watchSet) applyLocations(es []*watchEntry, locs map[string]string, fold bool) {
+	w.apply(es, func(e *watchEntry, loaded string) (bool, bool) {
+		key := strings.Join(e.ident, ".")
+		if fold {
+			key = strings.ToLower(key)
+		}
+		loc, ok := locs[key]
+		return ok, ok && loc != loaded
+	})
+}
+
 // CheckChanges checks every watched table of the catalog at once and
 // wakes those whose metadata location is not the one they loaded. For a
 // catalog type that has no bulk check it does nothing (its tables stay
@@ -126,13 +148,34 @@ func (c *Catalog) CheckChanges(ctx context.Context) error {
 	if len(es) == 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	switch typ := h.o.CatalogType; typ {
 	case "", "sql":
 		return h.checkSQL(ctx, es)
 	case "hadoop":
 		return h.checkHadoop(ctx, es)
+	case "glue":
+		return h.checkGlue(ctx, es)
+	case "hive":
+		return h.checkHive(ctx, es)
 	}
 	return nil
+}
+
+// checkTimeout bounds one CheckChanges: a catalog slow to answer fails
+// the check (its tables are then polled at poll.max_interval) and frees
+// the call it holds of the catalog's concurrency, rather than hold it
+// from the tables' own loads.
+var checkTimeout = 30 * time.Second
+
+// throttledIf marks err as cdc.Throttled when it is a catalog
+// throttling (isThrottle).
+func throttledIf(err error) error {
+	if isThrottle(err) {
+		return cdc.Throttled(err)
+	}
+	return err
 }
 
 var _ cdc.ChangeChecker = (*Catalog)(nil)
@@ -146,10 +189,73 @@ type sqlCatalog struct {
 	db      *sql.DB
 	dialect string
 	name    string
+
+	checkMu   sync.Mutex
+	checkConn *sql.Conn     // SQLite: the change check's own connection (see conn)
+	checkBusy time.Duration // its busy timeout
 }
 
+// Close closes the catalog, which no call (a change check included) uses
+// any more (see catalogUsers).
 func (c *sqlCatalog) Close() error {
+	c.checkMu.Lock()
+	if c.checkConn != nil {
+		discard(c.checkConn)
+		c.checkConn = nil
+	}
+	c.checkMu.Unlock()
 	return errors.Join(c.Catalog.Close(), c.db.Close())
+}
+
+// conn returns the connection a change check runs on, and the function
+// that ends its use with the check's error. For SQLite it is one kept for
+// the checks, whose busy timeout ends well within checkTimeout: SQLite
+// waits out its busy timeout (withBusyTimeout's 10s) however early the
+// context of the call ends, and the check would hold its call of the
+// catalog that long. The timeout is set as the connection is made, so
+// that a check runs its own statements only; a connection that failed is
+// dropped, never returned to the pool the loads use.
+func (c *sqlCatalog) conn(ctx context.Context) (*sql.Conn, func(error), error) {
+	if c.dialect != string(sqlcat.SQLite) {
+		conn, err := c.db.Conn(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return conn, func(error) { conn.Close() }, nil
+	}
+	c.checkMu.Lock()
+	busy := checkTimeout - min(checkTimeout/2, 500*time.Millisecond)
+	if c.checkConn != nil && c.checkBusy != busy {
+		discard(c.checkConn)
+		c.checkConn = nil
+	}
+	if c.checkConn == nil {
+		conn, err := c.db.Conn(ctx)
+		if err == nil {
+			if _, err = conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(busy.Milliseconds(), 10)); err != nil {
+				discard(conn)
+			}
+		}
+		if err != nil {
+			c.checkMu.Unlock()
+			return nil, nil, err
+		}
+		c.checkConn, c.checkBusy = conn, busy
+	}
+	conn := c.checkConn
+	return conn, func(err error) {
+		if err != nil && !isThrottle(err) {
+			discard(conn)
+			c.checkConn = nil
+		}
+		c.checkMu.Unlock()
+	}, nil
+}
+
+// discard closes conn rather than return it to its pool.
+func discard(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
 }
 
 // openSQL opens a sql catalog as iceberg-go's registry does, keeping the
@@ -174,21 +280,18 @@ func openSQL(name string, props iceberg.Properties) (catalog.Catalog, error) {
 // most.
 func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
 	locs := map[string]string{}
-	_, err := h.use(ctx, func(ctx context.Context, c catalog.Catalog) error {
+	_, err := h.use(ctx, func(ctx context.Context, c catalog.Catalog) (err error) {
 		sc, ok := c.(*sqlCatalog)
 		if !ok {
 			return nil
 		}
-		var nss []string
-		seen := map[string]bool{}
-		for _, e := range es {
-			if ns := strings.Join(e.ident[:len(e.ident)-1], "."); !seen[ns] {
-				seen[ns] = true
-				nss = append(nss, ns)
-			}
+		q, args := sqlLocationsQuery(sc.dialect, sc.name, namespaces(es))
+		conn, done, err := sc.conn(ctx)
+		if err != nil {
+			return err
 		}
-		q, args := sqlLocationsQuery(sc.dialect, sc.name, nss)
-		tx, err := sc.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		defer func() { done(err) }()
+		tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
 		}
@@ -214,16 +317,9 @@ func (h *catalogHandle) checkSQL(ctx context.Context, es []*watchEntry) error {
 		return tx.Commit()
 	})
 	if err != nil {
-		err = fmt.Errorf("check sql catalog %q for changes: %w", cmp.Or(h.o.CatalogName, "local"), err)
-		if isThrottle(err) {
-			return cdc.Throttled(err)
-		}
-		return err
+		return throttledIf(fmt.Errorf("check sql catalog %q for changes: %w", cmp.Or(h.o.CatalogName, "local"), err))
 	}
-	h.watch.apply(es, func(e *watchEntry, loaded string) (bool, bool) {
-		loc, ok := locs[strings.Join(e.ident, ".")]
-		return ok, ok && loc != loaded
-	})
+	h.watch.applyLocations(es, locs, false)
 	return nil
 }
 
@@ -266,22 +362,25 @@ func (h *catalogHandle) checkHadoop(ctx context.Context, es []*watchEntry) error
 		}
 	}
 	hints := make(map[*watchEntry]int, len(es))
+	var bad []error
 	for _, e := range es {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var data []byte
-		var err error
+		var name string
+		var open func() (io.ReadCloser, error)
 		if local {
-			p := filepath.Join(append([]string{strings.TrimPrefix(wh, "file://")}, append(e.ident, "metadata", "version-hint.text")...)...)
-			data, err = os.ReadFile(p)
+			name = filepath.Join(append([]string{strings.TrimPrefix(wh, "file://")}, append(e.ident, "metadata", "version-hint.text")...)...)
+			open = func() (io.ReadCloser, error) { return os.Open(name) }
 		} else {
-			data, err = readAll(fsys, strings.TrimRight(wh, "/")+"/"+strings.Join(e.ident, "/")+"/metadata/version-hint.text")
+			name = strings.TrimRight(wh, "/") + "/" + strings.Join(e.ident, "/") + "/metadata/version-hint.text"
+			open = func() (io.ReadCloser, error) { return fsys.Open(name) }
 		}
-		if err != nil {
-			continue
-		}
-		if v, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && v > 0 {
+		v, err := readHint(open, name)
+		switch {
+		case err != nil:
+			bad = append(bad, err) // the table is left to its own polls
+		case v > 0:
 			hints[e] = v
 		}
 	}
@@ -293,19 +392,41 @@ func (h *catalogHandle) checkHadoop(ctx context.Context, es []*watchEntry) error
 		lv, lok := metadataVersion(loaded)
 		return lok, lok && v != lv
 	})
+	if len(bad) > 0 {
+		more := ""
+		if len(bad) > 1 {
+			more = fmt.Sprintf(" (and %d more tables' hints)", len(bad)-1)
+		}
+		return fmt.Errorf("check hadoop catalog %s for changes: %w%s", redact.URL(wh), bad[0], more)
+	}
 	return nil
 }
 
-func readAll(fsys iceio.IO, name string) ([]byte, error) {
-	if r, ok := fsys.(iceio.ReadFileIO); ok {
-		return r.ReadFile(name)
-	}
-	f, err := fsys.Open(name)
+// maxHintBytes bounds the read of a version-hint.text, which holds a
+// number: a longer file is no hint.
+const maxHintBytes = 64
+
+// readHint reads the version of the hint file name: 0 for none (a
+// missing or unreadable file, or no number: the table is left to its own
+// polls), an error for a file longer than maxHintBytes.
+func readHint(open func() (io.ReadCloser, error), name string) (int, error) {
+	f, err := open()
 	if err != nil {
-		return nil, err
+		return 0, nil
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 64))
+	data, err := io.ReadAll(io.LimitReader(f, maxHintBytes+1))
+	if err != nil {
+		return 0, nil
+	}
+	if len(data) > maxHintBytes {
+		return 0, fmt.Errorf("%s is longer than %d bytes, the most a version hint holds: the table is polled on its own", redact.URL(name), maxHintBytes)
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || v <= 0 {
+		return 0, nil
+	}
+	return v, nil
 }
 
 // metadataVersion is N of a hadoop table's metadata file vN.metadata.json

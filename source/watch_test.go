@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -29,6 +31,7 @@ import (
 type restFront struct {
 	env         *scenario.Env
 	etags       bool
+	lies        bool // answers 304 to every If-None-Match
 	full, unmod atomic.Int64
 	conditional atomic.Int64 // requests that carried If-None-Match
 }
@@ -53,7 +56,7 @@ func (f *restFront) serve(t *testing.T) string {
 			f.conditional.Add(1)
 		}
 		if f.etags {
-			if r.Header.Get("If-None-Match") == etag {
+			if inm := r.Header.Get("If-None-Match"); inm == etag || (f.lies && inm != "") {
 				f.unmod.Add(1)
 				w.WriteHeader(http.StatusNotModified)
 				return
@@ -80,15 +83,7 @@ func TestRESTLoadUsesETag(t *testing.T) {
 	for _, etags := range []bool{true, false} {
 		t.Run(fmt.Sprintf("etags=%v", etags), func(t *testing.T) {
 			ctx := context.Background()
-			env, err := scenario.NewEnv(ctx, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer env.Close()
-			names, err := env.ManyTables(ctx, "shop", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			env, names := manyTables(t, "shop", 1)
 			front := &restFront{env: env, etags: etags}
 			uri := front.serve(t)
 			src, err := source.Open(ctx, source.Options{CatalogType: "rest", CatalogURI: uri, Table: names[0],
@@ -131,26 +126,9 @@ func TestRESTLoadUsesETag(t *testing.T) {
 // check covers every table loaded through it, wakes none while nothing
 // changed, and exactly the one a writer committed to.
 func TestSQLCatalogChecksChangesInBulk(t *testing.T) {
-	ctx := context.Background()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	names, err := env.ManyTables(ctx, "many", 12)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, names := manyTables(t, "many", 12)
 	o := source.Options{CatalogURI: env.CatalogURI, Warehouse: env.Warehouse}
-	checkBulk(t, o, names, func(name string) {
-		tbl, err := env.LoadTable(ctx, catalog.ToIdentifier(name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := scenario.Append(ctx, tbl, orders(50, 50)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	checkBulk(t, o, names, func(name string) { commitTo(t, env.Catalog, name) })
 }
 
 // TestHadoopCatalogChecksChangesInBulk: the same for a hadoop warehouse,
@@ -175,15 +153,37 @@ func TestHadoopCatalogChecksChangesInBulk(t *testing.T) {
 		names = append(names, strings.Join(ident, "."))
 	}
 	o := source.Options{CatalogType: "hadoop", Warehouse: wh}
-	checkBulk(t, o, names, func(name string) {
-		tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier(name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := scenario.Append(ctx, tbl, orders(100, 100)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	checkBulk(t, o, names, func(name string) { commitTo(t, cat, name) })
+}
+
+// commitTo appends a row to the table name of cat.
+func commitTo(t *testing.T, cat catalog.Catalog, name string) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenario.Append(ctx, tbl, orders(50, 50)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// manyTables is a scenario's SQLite catalog with n one-commit tables in
+// namespace ns, closed when the test ends.
+func manyTables(t *testing.T, ns string, n int) (*scenario.Env, []string) {
+	t.Helper()
+	ctx := context.Background()
+	env, err := scenario.NewEnv(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	names, err := env.ManyTables(ctx, ns, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, names
 }
 
 // checkBulk loads names through one shared catalog of o, checks it for
@@ -192,22 +192,19 @@ func TestHadoopCatalogChecksChangesInBulk(t *testing.T) {
 // Refresh then finds the commit.
 func checkBulk(t *testing.T, o source.Options, names []string, commit func(name string)) {
 	t.Helper()
+	checkBulkCounted(t, o, names, 2, nil, nil, commit)
+}
+
+// checkBulkCounted is checkBulk with checks idle checks, and, with calls,
+// the catalog calls they made (the counts of calls) judged by want (""
+// when right).
+func checkBulkCounted(t *testing.T, o source.Options, names []string, checks int, calls *callCounts, want func(map[string]int) string, commit func(name string)) {
+	t.Helper()
 	ctx := context.Background()
-	cat := source.NewCatalog(o, 4)
-	defer cat.Close()
-	var srcs []*source.Table
-	for _, name := range names {
-		to := o
-		to.Table, to.Catalog = name, cat
-		src, err := source.New(to)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
-		if _, err := src.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		srcs = append(srcs, src)
+	cat, srcs := sharedTables(t, o, 8, names)
+	if calls != nil {
+		t.Logf("loading %d tables: %s", len(names), calls)
+		calls.take()
 	}
 	woken := func() (out []string) {
 		for i, src := range srcs {
@@ -223,7 +220,7 @@ func checkBulk(t *testing.T, o source.Options, names []string, commit func(name 
 		}
 		return out
 	}
-	for range 2 {
+	for range checks {
 		if err := cat.CheckChanges(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +228,15 @@ func checkBulk(t *testing.T, o source.Options, names []string, commit func(name 
 			t.Fatalf("nothing changed, yet the check woke %v", w)
 		}
 	}
-	target := names[len(names)/2]
+	if calls != nil {
+		t.Logf("%d checks of %d idle tables: %s", checks, len(names), calls)
+		if msg := want(calls.take()); msg != "" {
+			t.Fatalf("%d checks of %d idle tables: %s", checks, len(names), msg)
+		}
+	}
+	// Near the end: past a first page or batch of 100.
+	i := len(names) * 5 / 6
+	target := names[i]
 	commit(target)
 	if err := cat.CheckChanges(ctx); err != nil {
 		t.Fatal(err)
@@ -239,8 +244,7 @@ func checkBulk(t *testing.T, o source.Options, names []string, commit func(name 
 	if w := woken(); fmt.Sprint(w) != fmt.Sprint([]string{target}) {
 		t.Fatalf("after a commit to %s the check woke %v, want it alone", target, w)
 	}
-	src := srcs[len(names)/2]
-	if changed, err := src.Refresh(ctx); err != nil || !changed {
+	if changed, err := srcs[i].Refresh(ctx); err != nil || !changed {
 		t.Fatalf("refresh of the woken table: changed %v, err %v", changed, err)
 	}
 	if err := cat.CheckChanges(ctx); err != nil {
@@ -251,20 +255,48 @@ func checkBulk(t *testing.T, o source.Options, names []string, commit func(name 
 	}
 }
 
+// callCounts counts a catalog's calls by name, as a server's traffic
+// shows them.
+type callCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounts) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[name]++
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *callCounts) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
+}
+
+func (c *callCounts) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for name, n := range c.n {
+		out = append(out, fmt.Sprintf("%s %d", name, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
 // TestIdleTableReadsAgain: a table told to idle, which dropped its
 // caches and file index, reads its next commit as a table that never
 // idled does: the same events.
 func TestIdleTableReadsAgain(t *testing.T) {
 	ctx := context.Background()
-	env, err := scenario.NewEnv(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	names, err := env.ManyTables(ctx, "shop", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, names := manyTables(t, "shop", 1)
 	o := source.Options{CatalogURI: env.CatalogURI, Warehouse: env.Warehouse, Table: names[0]}
 	idled, err := source.Open(ctx, o)
 	if err != nil {
