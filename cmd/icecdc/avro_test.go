@@ -292,3 +292,48 @@ func TestChangesAvro(t *testing.T) {
 		t.Fatal("the value schema is not registered")
 	}
 }
+
+// TestRunAvroRegistryFlag: icecdc run --schema-registry-url gives
+// debezium-avro its registry when the file names none, and overrides the
+// one the file names; without either the check names both.
+func TestRunAvroRegistryFlag(t *testing.T) {
+	ctx := context.Background()
+	brokers := newKafka(t)
+	env, tbl := newOrders(ctx, t)
+	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10)}); err != nil {
+		t.Fatal(err)
+	}
+	reg := srfake.New()
+	defer reg.Close()
+	cl, err := registry.New(registry.Config{URL: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1}}\nformat: debezium-avro", brokers[0])
+	bare := writeConfig(t, "shop-cdc", catalog, sink, filepath.Join(t.TempDir(), "state.db"))
+	if _, _, err := runOnce(t, ctx, "-c", bare); err == nil ||
+		!strings.Contains(err.Error(), "schema_registry.url: required with format debezium-avro (or --schema-registry-url on icecdc run)") {
+		t.Fatalf("no registry anywhere: %v", err)
+	}
+	// The file's registry is a closed port: only the flag's can serve.
+	dead := writeConfig(t, "shop-cdc", catalog, sink+"\nschema_registry: {url: 'http://"+freeAddr(t)+"'}", filepath.Join(t.TempDir(), "state.db"))
+	for _, cfg := range []string{bare, dead} {
+		if _, logs, err := runOnce(t, ctx, "-c", cfg, "--schema-registry-url", reg.URL()); err != nil {
+			t.Fatalf("%v\n%s", err, logs)
+		}
+	}
+	recs, err := readCommitted(ctx, brokers, "icecdc.bookshop.orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want the insert once per run", len(recs))
+	}
+	for _, r := range recs {
+		v, id := avroRecord(t, cl, r.Value)
+		if _, ok := reg.GetSchema("icecdc.bookshop.orders-value", 1); !ok || id == 0 || v["after"] == nil {
+			t.Fatalf("record %v (schema %d) not of the registered value schema", v, id)
+		}
+	}
+}
