@@ -1,14 +1,18 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr/srfake"
@@ -129,5 +133,56 @@ func TestSubject(t *testing.T) {
 		if got := Subject(tc.strategy, "shop.orders", "icecdc.shop.orders.Envelope", tc.key); got != tc.want {
 			t.Errorf("%s key %v: %s, want %s", tc.strategy, tc.key, got, tc.want)
 		}
+	}
+}
+
+// TestSchemaBadAnswers: a schema read by id that is not Avro is refused
+// naming its type, and an answer without end is cut at
+// MaxResponseBytes: the client holds a bounded part of it, and says so
+// in one line naming the registry and the id.
+func TestSchemaBadAnswers(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	var mode atomic.Value
+	mode.Store("")
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		switch mode.Load().(string) {
+		case "protobuf":
+			w.Write([]byte(`{"schema":"syntax = \"proto3\";","schemaType":"PROTOBUF"}`))
+		case "endless":
+			w.Write([]byte(`{"schema":"`))
+			chunk := bytes.Repeat([]byte("x"), 1<<16)
+			for {
+				if _, err := w.Write(chunk); err != nil {
+					return true
+				}
+			}
+		default:
+			return false
+		}
+		return true
+	})
+	cl, err := New(Config{URL: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode.Store("protobuf")
+	_, err = cl.Schema(context.Background(), 7)
+	if err == nil || !cdc.IsPermanent(err) || err.Error() != "schema registry "+reg.URL()+": schema id 7: not an Avro schema (type PROTOBUF)" {
+		t.Fatalf("protobuf: %v", err)
+	}
+	mode.Store("endless")
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = cl.Schema(context.Background(), 8)
+	runtime.ReadMemStats(&after)
+	if err == nil || !cdc.IsPermanent(err) || !strings.HasPrefix(err.Error(), "schema registry "+reg.URL()+": schema id 8: answer longer than") {
+		t.Fatalf("endless: %v", err)
+	}
+	// Reading the bound whole, with the copies of a growing buffer, is a
+	// few times the bound; an unbounded read would not return at all.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16*MaxResponseBytes {
+		t.Fatalf("allocated %d bytes for an answer cut at %d", grew, MaxResponseBytes)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -335,5 +336,73 @@ func TestRunAvroRegistryFlag(t *testing.T) {
 		if _, ok := reg.GetSchema("icecdc.bookshop.orders-value", 1); !ok || id == 0 || v["after"] == nil {
 			t.Fatalf("record %v (schema %d) not of the registered value schema", v, id)
 		}
+	}
+}
+
+// TestChangesAvroBadRegistry: icecdc changes --format debezium-avro reads
+// each record back by its schema id; a registry that then does not know
+// the id, answers a schema that is not Avro, answers another Avro schema
+// than the one registered, or sends an answer without end fails the
+// command with one line naming the registry (without credentials), the
+// id and the subject, and prints no record.
+func TestChangesAvroBadRegistry(t *testing.T) {
+	ctx := context.Background()
+	env, tbl := newOrders(ctx, t)
+	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10.5)}); err != nil {
+		t.Fatal(err)
+	}
+	reg := srfake.New()
+	defer reg.Close()
+	var mode atomic.Value
+	mode.Store("")
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch mode.Load().(string) {
+		case "unknown":
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error_code":40403,"message":"Schema not found"}`))
+		case "protobuf":
+			w.Write([]byte(`{"schema":"syntax = \"proto3\"; message Order { int64 order_id = 1; }","schemaType":"PROTOBUF"}`))
+		case "other":
+			w.Write([]byte(`{"schema":"{\"type\":\"record\",\"name\":\"Envelope\",\"namespace\":\"icecdc.bookshop.orders\",\"fields\":[{\"name\":\"op\",\"type\":\"string\"}]}"}`))
+		case "endless":
+			w.Write([]byte(`{"schema":"`))
+			chunk := bytes.Repeat([]byte("x"), 1<<16)
+			for {
+				if _, err := w.Write(chunk); err != nil {
+					return true
+				}
+			}
+		default:
+			return false
+		}
+		return true
+	})
+	u := strings.Replace(reg.URL(), "http://", "http://icecdc:Pw-Qr4@", 1)
+	args := []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
+		"--table", "bookshop.orders", "--format", "debezium-avro", "--schema-registry-url", u}
+	for _, tc := range []struct{ mode, want string }{
+		{"unknown", "HTTP 404: Schema not found (subject icecdc.bookshop.orders-value)"},
+		{"protobuf", "not an Avro schema (type PROTOBUF) (subject icecdc.bookshop.orders-value)"},
+		{"other", "(subject icecdc.bookshop.orders-value): the registry answers another schema than the one registered under that id"},
+		{"endless", "answer longer than"},
+	} {
+		mode.Store(tc.mode)
+		out, errOut, code := runCmd(args...)
+		msg := strings.TrimSpace(errOut)
+		if code == 0 || out != "" || strings.Count(msg, "\n") > 0 || strings.Contains(msg, "Pw-") {
+			t.Fatalf("%s: exit %d, printed %q, said %q", tc.mode, code, out, msg)
+		}
+		if !strings.Contains(msg, "schema registry "+reg.URL()+": schema id ") || !strings.Contains(msg, tc.want) {
+			t.Fatalf("%s: %q lacks the registry, the id or %q", tc.mode, msg, tc.want)
+		}
+		t.Logf("%s: %s", tc.mode, msg)
+	}
+	mode.Store("")
+	if out, errOut, code := runCmd(args...); code != 0 || !strings.Contains(out, `"op"`) {
+		t.Fatalf("a registry that answers: exit %d, %s%s", code, out, errOut)
 	}
 }
