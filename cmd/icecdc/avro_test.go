@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -263,19 +262,27 @@ func TestConfigAvro(t *testing.T) {
 	}
 }
 
-// TestChangesAvro: icecdc changes --format debezium-avro registers the
-// schemas and prints each record as the JSON of the Avro value read back
-// from the registry; without --schema-registry-url it says what it needs.
-func TestChangesAvro(t *testing.T) {
+// avroChanges returns the arguments of icecdc changes --format
+// debezium-avro on an orders table of one insert, and a registry that
+// closes when the test ends.
+func avroChanges(t *testing.T) ([]string, *srfake.Registry) {
 	ctx := context.Background()
 	env, tbl := newOrders(ctx, t)
 	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10.5)}); err != nil {
 		t.Fatal(err)
 	}
 	reg := srfake.New()
-	defer reg.Close()
-	args := []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
-		"--table", "bookshop.orders", "--format", "debezium-avro", "--with-key"}
+	t.Cleanup(reg.Close)
+	return []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
+		"--table", "bookshop.orders", "--format", "debezium-avro"}, reg
+}
+
+// TestChangesAvro: icecdc changes --format debezium-avro registers the
+// schemas and prints each record as the JSON of the Avro value read back
+// from the registry; without --schema-registry-url it says what it needs.
+func TestChangesAvro(t *testing.T) {
+	args, reg := avroChanges(t)
+	args = append(args, "--with-key")
 	out, errOut, code := runCmd(args...)
 	if code == 0 || !strings.Contains(errOut, "needs --schema-registry-url") {
 		t.Fatalf("without a registry: exit %d, %s", code, errOut)
@@ -346,13 +353,7 @@ func TestRunAvroRegistryFlag(t *testing.T) {
 // command with one line naming the registry (without credentials), the
 // id and the subject, and prints no record.
 func TestChangesAvroBadRegistry(t *testing.T) {
-	ctx := context.Background()
-	env, tbl := newOrders(ctx, t)
-	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10.5)}); err != nil {
-		t.Fatal(err)
-	}
-	reg := srfake.New()
-	defer reg.Close()
+	args, reg := avroChanges(t)
 	var mode atomic.Value
 	mode.Store("")
 	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
@@ -369,21 +370,14 @@ func TestChangesAvroBadRegistry(t *testing.T) {
 		case "other":
 			w.Write([]byte(`{"schema":"{\"type\":\"record\",\"name\":\"Envelope\",\"namespace\":\"icecdc.bookshop.orders\",\"fields\":[{\"name\":\"op\",\"type\":\"string\"}]}"}`))
 		case "endless":
-			w.Write([]byte(`{"schema":"`))
-			chunk := bytes.Repeat([]byte("x"), 1<<16)
-			for {
-				if _, err := w.Write(chunk); err != nil {
-					return true
-				}
-			}
+			io.Copy(w, io.MultiReader(strings.NewReader(`{"schema":"`), endless{}))
 		default:
 			return false
 		}
 		return true
 	})
 	u := strings.Replace(reg.URL(), "http://", "http://icecdc:Pw-Qr4@", 1)
-	args := []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
-		"--table", "bookshop.orders", "--format", "debezium-avro", "--schema-registry-url", u}
+	args = append(args, "--schema-registry-url", u)
 	for _, tc := range []struct{ mode, want string }{
 		{"unknown", "HTTP 404: Schema not found (subject icecdc.bookshop.orders-value)"},
 		{"protobuf", "not an Avro schema (type PROTOBUF) (subject icecdc.bookshop.orders-value)"},
@@ -405,4 +399,14 @@ func TestChangesAvroBadRegistry(t *testing.T) {
 	if out, errOut, code := runCmd(args...); code != 0 || !strings.Contains(out, `"op"`) {
 		t.Fatalf("a registry that answers: exit %d, %s%s", code, out, errOut)
 	}
+}
+
+// endless reads x for ever.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
 }
