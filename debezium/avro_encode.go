@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -290,6 +291,9 @@ func (w *avroEnc) list(dst []byte, t *jsonType, v *avroValue, l []any) ([]byte, 
 // value, transcoded, or the Row value when that gives up.
 func (w *avroEnc) arrowField(dst []byte, f *jsonField, v *avroValue, col arrow.Array, typ iceberg.Type, i int) ([]byte, error) {
 	if col != nil {
+		if out, ok := w.arrowDirect(dst, f, v, col, i); ok {
+			return out, nil
+		}
 		var ok bool
 		if w.scratch, ok = appendConnectArrow(w.scratch[:0], f.typ, col, i, w.o, f.required); ok {
 			return v.transcoded(dst, w.scratch)
@@ -307,6 +311,106 @@ func (w *avroEnc) arrowField(dst []byte, f *jsonField, v *avroValue, col arrow.A
 	}
 	out, err := w.field(dst, f.typ, v, x)
 	return out, within(err, f.name)
+}
+
+// directOnly is direct without the transcoder's fallback; ok is false
+// where direct gives up or fails (the caller's path then decides).
+func (w *avroEnc) directOnly(dst []byte, t *jsonType, v *avroValue, val any) ([]byte, bool) {
+	out, ok, err := w.direct(dst, t, v, val)
+	if !ok || err != nil {
+		return dst, false
+	}
+	return out, true
+}
+
+// arrowDirect appends the common column values as arrowField would, from
+// the arrays appendArrowValue reads them from; ok is false for the
+// others.
+func (w *avroEnc) arrowDirect(dst []byte, f *jsonField, v *avroValue, col arrow.Array, i int) (_ []byte, ok bool) {
+	if col.IsNull(i) {
+		if f.required {
+			return dst, false // the Row path's error
+		}
+		out, err := v.null(dst)
+		return out, err == nil
+	}
+	o := w.o
+	switch t := f.typ; t.kind {
+	case kindBool:
+		if a, isBool := col.(*array.Boolean); isBool {
+			return w.directOnly(dst, t, v, a.Value(i))
+		}
+	case kindInt, kindLong:
+		var n int64
+		switch a := col.(type) {
+		case *array.Int32:
+			n = int64(a.Value(i))
+		case *array.Int64:
+			n = a.Value(i)
+			if t.kind == kindInt {
+				n = int64(int32(n))
+			}
+		default:
+			return dst, false
+		}
+		return v.long(dst, n)
+	case kindDouble:
+		switch a := col.(type) {
+		case *array.Float64:
+			return w.directOnly(dst, t, v, a.Value(i))
+		case *array.Float32:
+			return w.directOnly(dst, t, v, float64(a.Value(i)))
+		}
+	case kindFloat:
+		if a, isFloat := col.(*array.Float32); isFloat {
+			return w.directOnly(dst, t, v, a.Value(i))
+		}
+	case kindString:
+		if s, isString := arrowString(col, i); isString && v.kind == 's' {
+			return appendAvroString(v.tag(dst), s), true
+		}
+	case kindBinary:
+		if b, isBytes := arrowBytes(col, i); isBytes && v.kind == 'y' {
+			dst = appendVarint(v.tag(dst), int64(len(b)))
+			return append(dst, b...), true
+		}
+	case kindDate:
+		if o.TimePrecision == TimeISOString {
+			break
+		}
+		switch a := col.(type) {
+		case *array.Date32:
+			return v.long(dst, int64(a.Value(i)))
+		case *array.Int32:
+			return v.long(dst, int64(a.Value(i)))
+		}
+	case kindTimestamp:
+		if a, isTS := col.(*array.Timestamp); isTS {
+			return w.directOnly(dst, t, v, cdc.Timestamp(cdc.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)))
+		}
+	case kindTimestampNs:
+		if a, isTS := col.(*array.Timestamp); isTS {
+			return w.directOnly(dst, t, v, cdc.TimestampNano(cdc.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)))
+		}
+	case kindDecimal:
+		var scratch [24]byte
+		digits, x, isDecimal := t.arrowDecimal(scratch[:0], col, i)
+		switch {
+		case !isDecimal:
+		case o.DecimalHandling == DecimalString && v.kind == 's':
+			var text [48]byte
+			plain, fits := appendDecimal(text[:0], cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
+			if fits {
+				dst = appendVarint(v.tag(dst), int64(len(plain)-2))
+				return append(dst, plain[1:len(plain)-1]...), true
+			}
+		case o.DecimalHandling != DecimalString && o.DecimalHandling != DecimalDouble && v.kind == 'y':
+			b := int64Bytes(scratch[:0], x)
+			dst = appendVarint(v.tag(dst), int64(len(b)))
+			return append(dst, b...), true
+		}
+	}
+	return dst, false
 }
 
 // image appends a before or after image as v's optional record.

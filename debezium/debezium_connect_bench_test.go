@@ -13,10 +13,19 @@ import (
 // debezium-json in the same run: key and value of inserts into the orders
 // table, into reused buffers. The schema part of each record is copied
 // from the per-table cache, so the difference is mostly bytes.
-// debezium-avro-transcoded is how debezium-avro wrote records before it
+// Rows come boxed (image=row) or as Arrow columns (image=arrow), as the
+// source reads them from data files. debezium-avro-transcoded is how debezium-avro wrote records before it
 // wrote them from the rows: the Connect JSON, read back into Avro.
 func BenchmarkEncodeConnect(b *testing.B) {
-	c := benchCommit(4096)
+	for _, img := range []struct {
+		name string
+		c    *cdc.Commit
+	}{{"image=row", benchCommit(4096)}, {"image=arrow", benchArrowCommit(4096)}} {
+		b.Run(img.name, func(b *testing.B) { benchEncodeConnect(b, img.c) })
+	}
+}
+
+func benchEncodeConnect(b *testing.B, c *cdc.Commit) {
 	connect, err := NewConnectJSON(Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}, ConnectOptions{})
 	if err != nil {
 		b.Fatal(err)
