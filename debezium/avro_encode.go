@@ -24,9 +24,11 @@ import (
 // map or struct per event; this walks the compiled Iceberg type and the
 // Avro converter side by side. Values without a direct path here (maps,
 // variants, geometry, uuids, ISO-string times, the double decimal mode,
-// Arrow columns) are written as their Connect JSON into a scratch buffer
-// and converted by the transcoder, so that both paths agree by
-// construction; the tests compare them byte for byte.
+// wide decimals and nested values of Arrow columns) are written as their
+// Connect JSON into a scratch buffer and converted by the transcoder, so
+// that both paths agree by construction; the tests compare the two byte
+// for byte. Schema-change and transaction records, one per commit at
+// most, stay on the transcoder.
 
 // avroEnc carries one encoding's options and scratch buffer.
 type avroEnc struct {
