@@ -1,7 +1,6 @@
 package debezium
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -54,22 +53,16 @@ type Avro struct {
 
 	mu      sync.Mutex
 	schemas map[avroCacheKey]*avroSchema
-	// byTable finds an event's schemas from the Connect format's compiled
-	// table without reading the schema text again.
-	byTable map[tableRole]*avroSchema
 
 	txMu    sync.Mutex
 	txKey   *avroSchema
 	txValue *avroSchema
+
+	commits avroCommits
 }
 
 // avroCacheKey names a derived schema: the record's role and the Connect
 // schema's text, which holds the table's names.
-type tableRole struct {
-	t    *connectTable
-	role byte
-}
-
 type avroCacheKey struct {
 	role   byte // 'k' key, 'v' value, 'K'/'V' schema change, 't'/'T' transaction
 	schema string
@@ -103,7 +96,7 @@ func NewAvro(env Envelope, copts ConnectOptions, o AvroOptions) (*Avro, error) {
 	if o.Registry == nil || o.Subject == nil || o.Topic == nil {
 		return nil, errors.New("debezium-avro: a schema registry and the topics are required")
 	}
-	return &Avro{conn: conn, o: o, schemas: map[avroCacheKey]*avroSchema{}, byTable: map[tableRole]*avroSchema{}}, nil
+	return &Avro{conn: conn, o: o, schemas: map[avroCacheKey]*avroSchema{}}, nil
 }
 
 // Options returns the Connect options, with their defaults applied.
@@ -153,7 +146,6 @@ func (f *Avro) schema(role byte, connect []byte, isKey bool, topic func() (strin
 	f.mu.Lock()
 	if len(f.schemas) >= avroCacheMax {
 		clear(f.schemas)
-		clear(f.byTable)
 	}
 	f.schemas[avroCacheKey{role, string(connect)}] = s
 	f.mu.Unlock()
@@ -193,42 +185,51 @@ func (f *Avro) tableTopic(t *cdc.TableInfo) func() (string, error) {
 	return func() (string, error) { return f.o.Topic(t) }
 }
 
-// event appends the wire form of an event's key ('k') or value ('v'),
-// msg in the Connect form, finding the schema by the Connect format's
-// compiled table, whose prefix is the message's schema part.
-func (f *Avro) event(dst, msg []byte, c *cdc.Commit, role byte) ([]byte, error) {
+// tableSchema returns the registered schema of an event's key ('k') or
+// value ('v') and the Connect format's compiled table, deriving the
+// schema from that table's Connect schema on first use. The compiled
+// table keeps it, so that an event finds it without a map or a lock.
+func (f *Avro) tableSchema(c *cdc.Commit, role byte) (*avroSchema, *connectTable, error) {
 	ct, err := f.conn.table(&c.Table)
 	if err != nil {
-		return dst, err
+		return nil, nil, err
 	}
-	prefix := ct.valuePrefix
-	// Named only when an error needs it: a name per event is not free.
-	what := func() string { return tableWhat(&c.Table) }
+	prefix, slot := ct.valuePrefix, ct.avroValue
 	if role == 'k' {
-		prefix, what = ct.keyPrefix, func() string { return "key of " + tableWhat(&c.Table) }
+		prefix, slot = ct.keyPrefix, ct.avroKey
 	}
-	if !bytes.HasPrefix(msg, prefix) || len(msg) <= len(prefix) {
-		return dst, fmt.Errorf("%s: not a Connect message", what())
+	if s := slot.Load(); s != nil {
+		return s, ct, nil
 	}
-	tr := tableRole{ct, role}
-	f.mu.Lock()
-	s, ok := f.byTable[tr]
-	f.mu.Unlock()
-	if !ok {
-		const open, mid = len(`{"schema":`), len(`,"payload":`)
-		if s, err = f.schema(role, prefix[open:len(prefix)-mid], role == 'k', f.tableTopic(&c.Table), what()); err != nil {
-			return dst, err
-		}
-		f.mu.Lock()
-		// A reloaded table is a new compiled table of the same schema
-		// text, so this map is bounded on its own.
-		if len(f.byTable) >= avroCacheMax {
-			clear(f.byTable)
-		}
-		f.byTable[tr] = s
-		f.mu.Unlock()
+	const open, mid = len(`{"schema":`), len(`,"payload":`)
+	s, err := f.schema(role, prefix[open:len(prefix)-mid], role == 'k', f.tableTopic(&c.Table), recordWhat(c, role))
+	if err != nil {
+		return nil, nil, err
 	}
-	return f.appendWire(dst, s, msg[len(prefix):len(msg)-1], what)
+	if role == 'v' && !directEnvelope(s.conv) {
+		return nil, nil, fmt.Errorf("%s: the envelope schema has fields the Avro writer does not know", recordWhat(c, role))
+	}
+	slot.Store(s)
+	return s, ct, nil
+}
+
+// recordWhat names an event's key or value record in errors; it is
+// called only when one needs it: a name per event is not free.
+func recordWhat(c *cdc.Commit, role byte) string {
+	if role == 'k' {
+		return "key of " + tableWhat(&c.Table)
+	}
+	return tableWhat(&c.Table)
+}
+
+// avroErr names the record and the subject in an error of the Avro
+// writer itself; a value the Connect form refuses is named as that form
+// names it.
+func avroErr(err error, s *avroSchema, c *cdc.Commit, role byte) error {
+	if errors.Is(err, errAvroJSON) {
+		return fmt.Errorf("%s: encode Avro (subject %s): %w", recordWhat(c, role), s.subject, err)
+	}
+	return err
 }
 
 // tableWhat names the table and its schema version in errors about its
@@ -243,38 +244,33 @@ func tableWhat(t *cdc.TableInfo) string {
 // AppendKey appends the event's key in the wire format. On error it
 // returns dst unchanged.
 func (f *Avro) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, error) {
-	bp := scratchPool.Get().(*[]byte)
-	defer scratchPool.Put(bp)
-	msg, err := f.conn.AppendKey((*bp)[:0], c, e)
-	*bp = msg[:0]
-	if err != nil {
-		return dst, err
+	s, ct, err := f.tableSchema(c, 'k')
+	if err == nil {
+		var out []byte
+		if out, err = f.appendKeyBody(append(dst, s.header[:]...), s.conv, ct, c, e); err == nil {
+			return out, nil
+		}
+		err = avroErr(err, s, c, 'k')
 	}
-	out, err := f.event(dst, msg, c, 'k')
-	if err != nil {
-		return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
-	}
-	return out, nil
+	return dst, fmt.Errorf("encode key of event %s: %w", eventID(c, e), err)
 }
 
 // AppendValue appends the event's envelope in the wire format; tsMs is
 // the processing time. On error it returns dst unchanged.
 func (f *Avro) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64) ([]byte, error) {
-	if err := f.transactionSchemas(); err != nil {
-		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
+	err := f.transactionSchemas()
+	if err == nil {
+		var s *avroSchema
+		var ct *connectTable
+		if s, ct, err = f.tableSchema(c, 'v'); err == nil {
+			var out []byte
+			if out, err = f.appendEnvelope(append(dst, s.header[:]...), s.conv, ct, c, e, tsMs); err == nil {
+				return out, nil
+			}
+			err = avroErr(err, s, c, 'v')
+		}
 	}
-	bp := scratchPool.Get().(*[]byte)
-	defer scratchPool.Put(bp)
-	msg, err := f.conn.AppendValue((*bp)[:0], c, e, tsMs)
-	*bp = msg[:0]
-	if err != nil {
-		return dst, err
-	}
-	out, err := f.event(dst, msg, c, 'v')
-	if err != nil {
-		return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
-	}
-	return out, nil
+	return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
 }
 
 // EncodeSchemaChange encodes the schema-change record in the wire format.

@@ -15,7 +15,8 @@ import (
 
 // This file turns a debezium-connect-json payload straight into the Avro
 // binary body of the schema deriveAvro derived from the same Connect
-// schema. It is written here, rather than decoding the JSON into Go values
+// schema: the schema-change and transaction records, and the values
+// avro_encode.go has no direct path for. It is written here, rather than decoding the JSON into Go values
 // for twmb/avro to encode, because that detour costs some thirty
 // allocations per event and most of the format's time; twmb/avro parses
 // the schema before it is registered, and the tests decode what this

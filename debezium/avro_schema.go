@@ -231,6 +231,23 @@ func (e *avroNameError) Error() string {
 	return fmt.Sprintf("%s%s %q is not a valid Avro name; set debezium.%s to avro or avro_unicode", at, e.what, e.name, e.setting)
 }
 
+// avroPrimitives are Connect's primitive types: the Avro type of each,
+// and the converter's kind.
+var avroPrimitives = map[string]struct {
+	kind byte
+	avro string
+}{
+	"boolean": {'b', "boolean"},
+	"int8":    {'i', "int"},
+	"int16":   {'i', "int"},
+	"int32":   {'i', "int"},
+	"int64":   {'l', "long"},
+	"float":   {'f', "float"},
+	"double":  {'d', "double"},
+	"string":  {'s', "string"},
+	"bytes":   {'y', "bytes"},
+}
+
 // derive returns the Avro schema of cs (a union with null when cs is
 // optional, unless bare) and its converter.
 func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any, *avroValue, error) {
@@ -238,29 +255,11 @@ func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any
 	v := &avroValue{optional: cs.Optional && !bare, nullSecond: len(cs.Default) > 0}
 	named := false // base is a named type's definition
 	var ref string // the name of a record defined before
-	switch cs.Type {
-	case "boolean":
-		v.kind = 'b'
-		base = append(base, avroMember{"type", "boolean"})
-	case "int8", "int16", "int32":
-		v.kind = 'i'
-		base = append(base, avroMember{"type", "int"})
-	case "int64":
-		v.kind = 'l'
-		base = append(base, avroMember{"type", "long"})
-	case "float":
-		v.kind = 'f'
-		base = append(base, avroMember{"type", "float"})
-	case "double":
-		v.kind = 'd'
-		base = append(base, avroMember{"type", "double"})
-	case "string":
-		v.kind = 's'
-		base = append(base, avroMember{"type", "string"})
-	case "bytes":
-		v.kind = 'y'
-		base = append(base, avroMember{"type", "bytes"})
-		if cs.Name == connectDecimal {
+	switch prim, primitive := avroPrimitives[cs.Type]; {
+	case primitive:
+		v.kind = prim.kind
+		base = append(base, avroMember{"type", prim.avro})
+		if cs.Type == "bytes" && cs.Name == connectDecimal {
 			scale, _ := strconv.Atoi(cs.Parameters["scale"])
 			prec := avroDecimalPrecisionDefault
 			if p, ok := cs.Parameters["connect.decimal.precision"]; ok {
@@ -268,7 +267,7 @@ func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any
 			}
 			base = append(base, avroMember{"scale", scale}, avroMember{"precision", prec})
 		}
-	case "array":
+	case cs.Type == "array":
 		v.kind = 'a'
 		items, iv, err := d.derive(cs.Items, false, path+"[]")
 		if err != nil {
@@ -276,7 +275,7 @@ func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any
 		}
 		v.elem = iv
 		base = append(base, avroMember{"type", "array"}, avroMember{"items", items})
-	case "map":
+	case cs.Type == "map":
 		kv, vv := cs.Keys, cs.Values
 		if kv.Type == "string" && !kv.Optional {
 			v.kind = 'm'
@@ -314,7 +313,7 @@ func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any
 			entry = append(entry, avroMember{"connect.internal.type", avroMapEntry})
 		}
 		base = append(base, avroMember{"type", "array"}, avroMember{"items", entry})
-	case "struct":
+	case cs.Type == "struct":
 		v.kind = 'r'
 		full := ""
 		if cs.Name != "" {

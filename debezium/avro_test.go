@@ -688,10 +688,13 @@ func TestAvroCachesBounded(t *testing.T) {
 		}
 	}
 	f.mu.Lock()
-	n, m := len(f.byTable), len(f.schemas)
+	m := len(f.schemas)
 	f.mu.Unlock()
-	if n > avroCacheMax || m > avroCacheMax {
-		t.Fatalf("caches hold %d and %d entries, bound %d", n, m, avroCacheMax)
+	f.conn.cache.mu.Lock()
+	n := len(f.conn.cache.tables) // each holds its registered schemas
+	f.conn.cache.mu.Unlock()
+	if n > connectCacheMax || m > avroCacheMax {
+		t.Fatalf("caches hold %d tables and %d schemas, bounds %d and %d", n, m, connectCacheMax, avroCacheMax)
 	}
 	if p := posts.Load(); p != 1 {
 		t.Fatalf("%d registrations of one schema", p)

@@ -54,6 +54,10 @@ type connectTable struct {
 	// connectSchemaOpen); flat caches the flattened value's prefix.
 	rowSchema []byte
 	flat      *atomic.Pointer[connectFlat]
+	// avroValue and avroKey hold the registered Avro schemas of the
+	// envelope and the key, for the debezium-avro format that owns this
+	// format; a new key layout has a slot of its own.
+	avroValue, avroKey *atomic.Pointer[avroSchema]
 }
 
 type connectCacheKey struct {
@@ -116,7 +120,7 @@ func (f *ConnectJSON) compile(t *cdc.TableInfo) *connectTable {
 		ct.err = fmt.Errorf("table %s.%s: %w", t.Namespace, t.Name, err)
 		return ct
 	}
-	ct.rowSchema, ct.flat = row, new(atomic.Pointer[connectFlat])
+	ct.rowSchema, ct.flat, ct.avroValue = row, new(atomic.Pointer[connectFlat]), new(atomic.Pointer[avroSchema])
 	v := append([]byte(nil), `{"schema":`...)
 	v = connectEnvelopeSchema(v, row, f.schemaName(t, "Envelope"))
 	ct.valuePrefix = append(v, `,"payload":`...)
@@ -149,6 +153,7 @@ func (f *ConnectJSON) compileKey(ct *connectTable, t *cdc.TableInfo) error {
 	k = appendJSONString(k, f.schemaName(t, "Key"))
 	k = append(k, `},"payload":`...)
 	ct.key, ct.keyNames, ct.keyPrefix = key, append([]string(nil), t.KeyFields...), k
+	ct.avroKey = new(atomic.Pointer[avroSchema])
 	return nil
 }
 

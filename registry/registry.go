@@ -236,6 +236,20 @@ func (c *Client) Schema(ctx context.Context, id int) (string, error) {
 	return got.Schema, nil
 }
 
+// Registered returns the subject and the schema text this client
+// registered and got id for, if it did: what a schema read back by that
+// id must be.
+func (c *Client) Registered(id int) (subject, schema string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, got := range c.ids {
+		if got == id {
+			return k.subject, k.schema, true
+		}
+	}
+	return "", "", false
+}
+
 // fail turns an error of the sr client into one line naming the registry
 // and what was asked, marked permanent when asking again cannot help.
 func (c *Client) fail(what string, err error) error {

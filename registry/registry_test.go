@@ -1,13 +1,16 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -129,5 +132,51 @@ func TestSubject(t *testing.T) {
 		if got := Subject(tc.strategy, "shop.orders", "icecdc.shop.orders.Envelope", tc.key); got != tc.want {
 			t.Errorf("%s key %v: %s, want %s", tc.strategy, tc.key, got, tc.want)
 		}
+	}
+}
+
+// TestSchemaBadAnswers: a schema read by id that is not Avro is refused
+// naming its type, and an answer without end is cut at
+// MaxResponseBytes: the client holds a bounded part of it, and says so
+// in one line naming the registry and the id.
+func TestSchemaBadAnswers(t *testing.T) {
+	// Not a fake registry: these answers are no registry's.
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/schemas/ids/7":
+			w.Write([]byte(`{"schema":"syntax = \"proto3\";","schemaType":"PROTOBUF"}`))
+		case "/schemas/ids/8":
+			w.Write([]byte(`{"schema":"`))
+			chunk := bytes.Repeat([]byte("x"), 1<<16)
+			for {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer reg.Close()
+	cl, err := New(Config{URL: reg.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.Schema(context.Background(), 7)
+	if err == nil || !cdc.IsPermanent(err) || err.Error() != "schema registry "+reg.URL+": schema id 7: not an Avro schema (type PROTOBUF)" {
+		t.Fatalf("protobuf: %v", err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = cl.Schema(context.Background(), 8)
+	runtime.ReadMemStats(&after)
+	if err == nil || !cdc.IsPermanent(err) || !strings.HasPrefix(err.Error(), "schema registry "+reg.URL+": schema id 8: answer longer than") {
+		t.Fatalf("endless: %v", err)
+	}
+	// Reading the bound whole, with the copies of a growing buffer, is a
+	// few times the bound; an unbounded read would not return at all.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16*MaxResponseBytes {
+		t.Fatalf("allocated %d bytes for an answer cut at %d", grew, MaxResponseBytes)
 	}
 }

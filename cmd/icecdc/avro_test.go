@@ -262,19 +262,27 @@ func TestConfigAvro(t *testing.T) {
 	}
 }
 
-// TestChangesAvro: icecdc changes --format debezium-avro registers the
-// schemas and prints each record as the JSON of the Avro value read back
-// from the registry; without --schema-registry-url it says what it needs.
-func TestChangesAvro(t *testing.T) {
+// avroChanges returns the arguments of icecdc changes --format
+// debezium-avro on an orders table of one insert, and a registry that
+// closes when the test ends.
+func avroChanges(t *testing.T) ([]string, *srfake.Registry) {
 	ctx := context.Background()
 	env, tbl := newOrders(ctx, t)
 	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10.5)}); err != nil {
 		t.Fatal(err)
 	}
 	reg := srfake.New()
-	defer reg.Close()
-	args := []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
-		"--table", "bookshop.orders", "--format", "debezium-avro", "--with-key"}
+	t.Cleanup(reg.Close)
+	return []string{"changes", "--catalog-uri", env.CatalogURI, "--warehouse", env.Warehouse, "--catalog-name", scenario.CatalogName,
+		"--table", "bookshop.orders", "--format", "debezium-avro"}, reg
+}
+
+// TestChangesAvro: icecdc changes --format debezium-avro registers the
+// schemas and prints each record as the JSON of the Avro value read back
+// from the registry; without --schema-registry-url it says what it needs.
+func TestChangesAvro(t *testing.T) {
+	args, reg := avroChanges(t)
+	args = append(args, "--with-key")
 	out, errOut, code := runCmd(args...)
 	if code == 0 || !strings.Contains(errOut, "needs --schema-registry-url") {
 		t.Fatalf("without a registry: exit %d, %s", code, errOut)
@@ -291,4 +299,114 @@ func TestChangesAvro(t *testing.T) {
 	if _, ok := reg.GetSchema("icecdc.bookshop.orders-value", 1); !ok {
 		t.Fatal("the value schema is not registered")
 	}
+}
+
+// TestRunAvroRegistryFlag: icecdc run --schema-registry-url gives
+// debezium-avro its registry when the file names none, and overrides the
+// one the file names; without either the check names both.
+func TestRunAvroRegistryFlag(t *testing.T) {
+	ctx := context.Background()
+	brokers := newKafka(t)
+	env, tbl := newOrders(ctx, t)
+	if _, err := scenario.Append(ctx, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10)}); err != nil {
+		t.Fatal(err)
+	}
+	reg := srfake.New()
+	defer reg.Close()
+	cl, err := registry.New(registry.Config{URL: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic_partitions: 1}}\nformat: debezium-avro", brokers[0])
+	bare := writeConfig(t, "shop-cdc", catalog, sink, filepath.Join(t.TempDir(), "state.db"))
+	if _, _, err := runOnce(t, ctx, "-c", bare); err == nil ||
+		!strings.Contains(err.Error(), "schema_registry.url: required with format debezium-avro (or --schema-registry-url on icecdc run)") {
+		t.Fatalf("no registry anywhere: %v", err)
+	}
+	// The file's registry is a closed port: only the flag's can serve.
+	dead := writeConfig(t, "shop-cdc", catalog, sink+"\nschema_registry: {url: 'http://"+freeAddr(t)+"'}", filepath.Join(t.TempDir(), "state.db"))
+	for _, cfg := range []string{bare, dead} {
+		if _, logs, err := runOnce(t, ctx, "-c", cfg, "--schema-registry-url", reg.URL()); err != nil {
+			t.Fatalf("%v\n%s", err, logs)
+		}
+	}
+	recs, err := readCommitted(ctx, brokers, "icecdc.bookshop.orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want the insert once per run", len(recs))
+	}
+	for _, r := range recs {
+		v, id := avroRecord(t, cl, r.Value)
+		if _, ok := reg.GetSchema("icecdc.bookshop.orders-value", 1); !ok || id == 0 || v["after"] == nil {
+			t.Fatalf("record %v (schema %d) not of the registered value schema", v, id)
+		}
+	}
+}
+
+// TestChangesAvroBadRegistry: icecdc changes --format debezium-avro reads
+// each record back by its schema id; a registry that then does not know
+// the id, answers a schema that is not Avro, answers another Avro schema
+// than the one registered, or sends an answer without end fails the
+// command with one line naming the registry (without credentials), the
+// id and the subject, and prints no record.
+func TestChangesAvroBadRegistry(t *testing.T) {
+	args, reg := avroChanges(t)
+	var mode atomic.Value
+	mode.Store("")
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch mode.Load().(string) {
+		case "unknown":
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error_code":40403,"message":"Schema not found"}`))
+		case "protobuf":
+			w.Write([]byte(`{"schema":"syntax = \"proto3\"; message Order { int64 order_id = 1; }","schemaType":"PROTOBUF"}`))
+		case "other":
+			w.Write([]byte(`{"schema":"{\"type\":\"record\",\"name\":\"Envelope\",\"namespace\":\"icecdc.bookshop.orders\",\"fields\":[{\"name\":\"op\",\"type\":\"string\"}]}"}`))
+		case "endless":
+			io.Copy(w, io.MultiReader(strings.NewReader(`{"schema":"`), endless{}))
+		default:
+			return false
+		}
+		return true
+	})
+	u := strings.Replace(reg.URL(), "http://", "http://icecdc:Pw-Qr4@", 1)
+	args = append(args, "--schema-registry-url", u)
+	for _, tc := range []struct{ mode, want string }{
+		{"unknown", "HTTP 404: Schema not found (subject icecdc.bookshop.orders-value)"},
+		{"protobuf", "not an Avro schema (type PROTOBUF) (subject icecdc.bookshop.orders-value)"},
+		{"other", "(subject icecdc.bookshop.orders-value): the registry answers another schema than the one registered under that id"},
+		{"endless", "answer longer than"},
+	} {
+		mode.Store(tc.mode)
+		out, errOut, code := runCmd(args...)
+		msg := strings.TrimSpace(errOut)
+		if code == 0 || out != "" || strings.Count(msg, "\n") > 0 || strings.Contains(msg, "Pw-") {
+			t.Fatalf("%s: exit %d, printed %q, said %q", tc.mode, code, out, msg)
+		}
+		if !strings.Contains(msg, "schema registry "+reg.URL()+": schema id ") || !strings.Contains(msg, tc.want) {
+			t.Fatalf("%s: %q lacks the registry, the id or %q", tc.mode, msg, tc.want)
+		}
+		t.Logf("%s: %s", tc.mode, msg)
+	}
+	mode.Store("")
+	if out, errOut, code := runCmd(args...); code != 0 || !strings.Contains(out, `"op"`) {
+		t.Fatalf("a registry that answers: exit %d, %s%s", code, out, errOut)
+	}
+}
+
+// endless reads x for ever.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
 }

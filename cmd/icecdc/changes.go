@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -358,20 +359,42 @@ func (p *avroPrinter) render(ctx context.Context, buf []byte, from int) ([]byte,
 		return buf, fmt.Errorf("changes: a record not in the wire format")
 	}
 	id := int(binary.BigEndian.Uint32(rec[1:5]))
+	// Errors name the registry (without credentials), the id and the
+	// subject the id was registered under.
+	what := fmt.Sprintf("schema registry %s: schema id %d", p.reg.URL(), id)
+	subject, own, registered := p.reg.Registered(id)
+	if registered {
+		what += " (subject " + subject + ")"
+	}
 	sch, ok := p.schemas[id]
 	if !ok {
 		text, err := p.reg.Schema(ctx, id)
 		if err != nil {
+			if registered {
+				return buf, fmt.Errorf("changes: %w (subject %s)", err, subject)
+			}
 			return buf, fmt.Errorf("changes: %w", err)
 		}
 		if sch, err = avro.Parse(text); err != nil {
-			return buf, fmt.Errorf("changes: schema id %d of %s: %w", id, p.reg.URL(), err)
+			return buf, fmt.Errorf("changes: %s: %w", what, err)
+		}
+		if registered {
+			// The registry may normalize the text it keeps: compare
+			// Avro's canonical forms.
+			mine, err := avro.Parse(own)
+			if err != nil || !bytes.Equal(mine.Canonical(), sch.Canonical()) {
+				return buf, fmt.Errorf("changes: %s: the registry answers another schema than the one registered under that id", what)
+			}
 		}
 		p.schemas[id] = sch
 	}
 	var v any
-	if _, err := sch.Decode(rec[5:], &v); err != nil {
-		return buf, fmt.Errorf("changes: decode a record with schema id %d: %w", id, err)
+	rest, err := sch.Decode(rec[5:], &v)
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("%d bytes left after the record: not this schema's", len(rest))
+	}
+	if err != nil {
+		return buf, fmt.Errorf("changes: %s: decode a record: %w", what, err)
 	}
 	out, err := sch.EncodeJSON(v)
 	if err != nil {

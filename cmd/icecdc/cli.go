@@ -187,13 +187,14 @@ func singleDashLongFlags(root *cobra.Command, args []string) []string {
 // configFlags name the config file and the settings a flag may override;
 // each command offers the overrides it has a use for.
 type configFlags struct {
-	path, listen, statePath, sinkType string
+	path, listen, statePath, sinkType, registryURL string
 }
 
 const (
 	overrideListen = 1 << iota
 	overrideState
 	overrideSink
+	overrideRegistry
 )
 
 func (f *configFlags) register(cmd *cobra.Command, overrides int) {
@@ -212,14 +213,23 @@ func (f *configFlags) register(cmd *cobra.Command, overrides int) {
 		fl.StringVar(&f.sinkType, "sink", "", "override sink.type: kafka | webhook | stdout | file")
 		names = append(names, "sink")
 	}
+	if overrides&overrideRegistry != 0 {
+		fl.StringVar(&f.registryURL, "schema-registry-url", "", "override schema_registry.url: the schema registry of format debezium-avro (Confluent's API)")
+		names = append(names, "schema-registry-url")
+	}
 	groupFlags(fl, "Configuration", names...)
 }
 
 // load reads the config file with the overrides given.
 func (f *configFlags) load() (*Config, error) {
+	// Applied before the file is checked: the check then sees the
+	// settings the command runs with.
 	cfg, err := loadConfig(f.path, func(c *Config) {
 		if f.sinkType != "" {
 			c.Sink.Type = f.sinkType
+		}
+		if f.registryURL != "" {
+			c.SchemaRegistry.URL = f.registryURL
 		}
 	})
 	if err != nil {

@@ -58,10 +58,10 @@ func TestMainVersionAndHelp(t *testing.T) {
 // take only the overrides they use; the others are unknown flags there.
 func TestMainOffersFlagsWhereTheyMeanSomething(t *testing.T) {
 	for cmd, flags := range map[string]struct{ has, not []string }{
-		"run":      {has: []string{"--config", "--listen", "--state", "--sink", "--once", "--adopt-state"}},
-		"status":   {has: []string{"--config", "--listen", "--state"}, not: []string{"--sink", "--once"}},
-		"reset":    {has: []string{"--config", "--state", "--table", "--all", "--timeout"}, not: []string{"--sink", "--listen"}},
-		"snapshot": {has: []string{"--config", "--listen", "--table", "--timeout"}, not: []string{"--sink", "--state"}},
+		"run":      {has: []string{"--config", "--listen", "--state", "--sink", "--once", "--adopt-state", "--schema-registry-url"}},
+		"status":   {has: []string{"--config", "--listen", "--state"}, not: []string{"--sink", "--once", "--schema-registry-url"}},
+		"reset":    {has: []string{"--config", "--state", "--table", "--all", "--timeout"}, not: []string{"--sink", "--listen", "--schema-registry-url"}},
+		"snapshot": {has: []string{"--config", "--listen", "--table", "--timeout"}, not: []string{"--sink", "--state", "--schema-registry-url"}},
 	} {
 		help, _, _ := runCmd(cmd, "--help")
 		for _, f := range flags.has {

@@ -439,7 +439,9 @@ func (c *Config) validateAvro() []error {
 	if c.Sink.Type == "kafka" && c.Sink.Kafka.CloudEvents {
 		errs = append(errs, fmt.Errorf("config: sink.kafka.cloudevents: its headers say application/json; not with format %s", formatDebeziumAvro))
 	}
-	if err := c.SchemaRegistry.Validate(); err != nil {
+	if c.SchemaRegistry.URL == "" {
+		errs = append(errs, fmt.Errorf("config: schema_registry.url: required with format %s (or --schema-registry-url on icecdc run)", formatDebeziumAvro))
+	} else if err := c.SchemaRegistry.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	return errs

@@ -46,7 +46,8 @@ and checkpoint what the sink confirmed. The first SIGINT or SIGTERM drains and e
 unless every table reached its head); a second exits at once.`,
 		Example: `  icecdc run -c icecdc.yaml
   icecdc run -c icecdc.yaml --sink stdout --state /tmp/try.db    # try a config without touching its sink
-  icecdc run -c icecdc.yaml --once                              # deliver up to each table's head, then exit`,
+  icecdc run -c icecdc.yaml --once                              # deliver up to each table's head, then exit
+  icecdc run -c icecdc.yaml --schema-registry-url http://localhost:8081   # debezium-avro's registry`,
 		Args:                  noArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,7 +58,7 @@ unless every table reached its head); a second exits at once.`,
 			return cmdRun(cmd.Context(), cfg, once, adopt, e.stdout, e.stderr)
 		},
 	}
-	f.register(cmd, overrideListen|overrideState|overrideSink)
+	f.register(cmd, overrideListen|overrideState|overrideSink|overrideRegistry)
 	fl := cmd.Flags()
 	fl.BoolVar(&once, "once", false, "deliver every table up to its current head, then exit (1 when a table could not be read)")
 	fl.BoolVar(&adopt, "adopt-state", false, "accept a state file that is empty or holds only other pipelines' checkpoints, "+
