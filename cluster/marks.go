@@ -43,8 +43,14 @@ func (m *Member) SaveMarks(ctx context.Context, marks map[int32]string) error {
 	if m.instance != "" {
 		req.InstanceID = kmsg.StringPtr(m.instance)
 	}
+	// OffsetCommit v10 names the topic by its id, earlier versions by
+	// its name: the request carries both, as franz-go's own commits do.
+	id, err := m.topicID(ctx)
+	if err != nil {
+		return err
+	}
 	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = m.o.Config.Topic
+	rt.Topic, rt.TopicID = m.o.Config.Topic, id
 	for p, meta := range marks {
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset, rp.Metadata = p, 0, kmsg.StringPtr(meta)
@@ -63,6 +69,24 @@ func (m *Member) SaveMarks(ctx context.Context, marks map[int32]string) error {
 		}
 	}
 	return nil
+}
+
+// topicID is the coordination topic's id, looked up once.
+func (m *Member) topicID(ctx context.Context) ([16]byte, error) {
+	m.idMu.Lock()
+	defer m.idMu.Unlock()
+	if m.coordID != ([16]byte{}) {
+		return m.coordID, nil
+	}
+	ts, err := kadm.NewClient(m.cl).ListTopics(ctx, m.o.Config.Topic)
+	if err == nil {
+		err = ts.Error()
+	}
+	if err != nil {
+		return [16]byte{}, fmt.Errorf("cluster: coordination topic %s: %w", m.o.Config.Topic, err)
+	}
+	m.coordID = ts[m.o.Config.Topic].ID
+	return m.coordID, nil
 }
 
 // LoadMarks returns the committed marks of parts; a partition that has

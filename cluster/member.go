@@ -90,6 +90,9 @@ type Member struct {
 	// holds 4 bytes a table rather than a copy of each.
 	byPart map[int32][]int32
 
+	idMu    sync.Mutex
+	coordID [16]byte // the coordination topic's id, for SaveMarks
+
 	mu        sync.Mutex
 	running   map[string]*runner // by table name
 	closing   bool

@@ -41,11 +41,8 @@ type Channel struct {
 	// Tables are the tables signals may name.
 	Tables []string
 	Target Target
-	// FromEnd starts a group without a committed offset at the topic's
-	// end instead of its start (a cluster member's group of its own).
-	FromEnd bool
-	Notify  *Notifier // nil: bad signals are logged only
-	Log     *slog.Logger
+	Notify *Notifier // nil: bad signals are logged only
+	Log    *slog.Logger
 
 	mu        sync.Mutex
 	inflight  []*inflight // by offset
@@ -99,24 +96,12 @@ func (c *Channel) Run(ctx context.Context) error {
 
 // prepare creates the topic if needed and returns where to read from.
 func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, error) {
-	for {
-		_, err := adm.CreateTopic(ctx, 1, -1, nil, c.Topic)
-		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
-			break
-		}
-		c.Log.Warn("create the signal topic", "topic", c.Topic, "err", err)
-		select {
-		case <-ctx.Done():
-			return kgo.Offset{}, ctx.Err()
-		case <-time.After(time.Second):
-		}
+	if err := createTopic(ctx, adm, c.Topic, c.Log); err != nil {
+		return kgo.Offset{}, err
 	}
 	for {
 		offs, err := adm.FetchOffsets(ctx, c.Group)
 		none := kgo.NewOffset().AtStart()
-		if c.FromEnd {
-			none = kgo.NewOffset().AtEnd()
-		}
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			return none, nil // a group that never committed
 		}
@@ -130,6 +115,23 @@ func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, er
 		select {
 		case <-ctx.Done():
 			return kgo.Offset{}, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// createTopic creates the signal topic, with one partition, unless it
+// exists; it retries until it can or ctx ends (ctx's error).
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, log *slog.Logger) error {
+	for {
+		_, err := adm.CreateTopic(ctx, 1, -1, nil, topic)
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
+		}
+		log.Warn("create the signal topic", "topic", topic, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
