@@ -279,16 +279,13 @@ func (rt *router) retry(ctx context.Context, table string, f func() error) error
 			logged = true
 			rt.log.Info("signal: waiting for the table's pipeline", "table", table, "err", err)
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !cdc.Sleep(ctx, backoff) {
 			return ctx.Err()
-		case <-t.C:
 		}
 		backoff = min(2*backoff, rt.retryMax)
 	}
 }
+
 
 // reject logs and notifies a refused signal.
 func (rt *router) reject(a Action, reason string) {

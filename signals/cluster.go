@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // Marks are a cluster's coordination partitions as signals see them
@@ -164,12 +166,8 @@ func (c *ClusterChannel) load(parts []int32) {
 			return
 		}
 		c.Log.Warn("signals: read the partitions' marks; retrying", "partitions", parts, "err", err, "backoff", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-c.base.Done():
-			t.Stop()
+		if !cdc.Sleep(c.base, backoff) {
 			return
-		case <-t.C:
 		}
 		backoff = min(2*backoff, c.RetryMax)
 		c.mu.Lock()
