@@ -250,7 +250,11 @@ func (m *memberTargets) Snapshot(ctx context.Context, table string, req cdc.Snap
 		return cdc.SnapshotInfo{}, signals.ErrNotOwned
 	}
 	si, err := p.Snapshot(ctx, table, req)
-	if errors.Is(err, cdc.ErrNotServing) {
+	// A table this member follows that has nothing to read refuses the
+	// request, as in one process; any other table not served is starting,
+	// stopped or moving: its owner (this member once it serves it, or the
+	// next) acts on the signal.
+	if errors.Is(err, cdc.ErrNotServing) && !errors.Is(err, cdc.ErrNothingToRead) {
 		return si, fmt.Errorf("%w: %v", signals.ErrNotOwned, err)
 	}
 	return si, err
