@@ -30,7 +30,9 @@ type notReadable struct{}
 
 func (notReadable) Error() string { return ErrNotServing.Error() }
 
-func (notReadable) Is(target error) bool { return target == ErrNotServing || target == ErrNothingToRead }
+func (notReadable) Is(target error) bool {
+	return target == ErrNotServing || target == ErrNothingToRead
+}
 
 // ErrBadSnapshotRequest is an on-demand snapshot the table refuses as
 // asked (a filter naming an unknown column): nothing changed.

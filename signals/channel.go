@@ -286,7 +286,6 @@ func (rt *router) retry(ctx context.Context, table string, f func() error) error
 	}
 }
 
-
 // reject logs and notifies a refused signal.
 func (rt *router) reject(a Action, reason string) {
 	rt.log.Warn("signal refused", "reason", reason)
