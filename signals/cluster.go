@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -130,14 +131,14 @@ func (c *ClusterChannel) router() *router {
 func (c *ClusterChannel) Assigned(parts []int32) {
 	c.init()
 	c.mu.Lock()
-	var load []int32
+	load := map[int32]*partSignals{}
 	for _, p := range parts {
 		if c.parts[p] != nil {
 			continue
 		}
 		ctx, cancel := context.WithCancel(c.base)
-		c.parts[p] = &partSignals{ctx: ctx, cancel: cancel, marked: map[int64]bool{}, seen: map[int64]bool{}}
-		load = append(load, p)
+		ps := &partSignals{ctx: ctx, cancel: cancel, marked: map[int64]bool{}, seen: map[int64]bool{}}
+		c.parts[p], load[p] = ps, ps
 	}
 	c.mu.Unlock()
 	if len(load) == 0 {
@@ -150,10 +151,13 @@ func (c *ClusterChannel) Assigned(parts []int32) {
 	}()
 }
 
-// load reads the marks of parts until it can or they are given up.
-func (c *ClusterChannel) load(parts []int32) {
+// load reads the marks of parts until it can or they are given up. A
+// partition given up and taken again meanwhile is the later Assigned's
+// to load: its mark may have changed since this one read it.
+func (c *ClusterChannel) load(load map[int32]*partSignals) {
 	backoff := 100 * time.Millisecond
 	var marks map[int32]string
+	parts := slices.Sorted(maps.Keys(load))
 	for {
 		ctx, cancel := context.WithTimeout(c.base, 10*time.Second)
 		var err error
@@ -171,7 +175,7 @@ func (c *ClusterChannel) load(parts []int32) {
 		}
 		backoff = min(2*backoff, c.RetryMax)
 		c.mu.Lock()
-		parts = slices.DeleteFunc(parts, func(p int32) bool { return c.parts[p] == nil })
+		parts = slices.DeleteFunc(parts, func(p int32) bool { return c.parts[p] != load[p] })
 		c.mu.Unlock()
 		if len(parts) == 0 {
 			return
@@ -180,8 +184,8 @@ func (c *ClusterChannel) load(parts []int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range parts {
-		ps := c.parts[p]
-		if ps == nil || ps.loaded {
+		ps := load[p]
+		if c.parts[p] != ps {
 			continue // given up meanwhile
 		}
 		ps.loaded = true
