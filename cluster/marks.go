@@ -12,10 +12,12 @@ import (
 
 // Marks are a short text per coordination partition that its owner keeps
 // in the group's committed offsets (the metadata of the partition's
-// offset, which stays 0: the topic has no records). Only the partition's
-// owner in the group's current generation can write one, as Kafka checks
-// the member id and generation of every commit: a member that gave the
-// partition up or was fenced cannot overwrite what the next owner wrote.
+// offset, which stays 0: the topic has no records). A member writes
+// only the marks of the partitions it owns, and Kafka takes a commit only
+// from a member of the group's current generation (it checks the member
+// id and generation): a member that gave a partition up in an earlier
+// generation, left, or was fenced cannot overwrite what the next owner
+// wrote.
 // Signals keep there how far the partition's tables have read the
 // signal topic.
 

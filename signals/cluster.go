@@ -18,7 +18,8 @@ import (
 
 // Marks are a cluster's coordination partitions as signals see them
 // (*cluster.Member): each table belongs to one partition, and the
-// partition's owner keeps a mark per partition that only it can write.
+// partition's owner keeps the partition's mark (only a member of the
+// group's current generation can write one).
 type Marks interface {
 	PartitionOf(table string) int32
 	LoadMarks(ctx context.Context, parts []int32) (map[int32]string, error)
