@@ -17,6 +17,23 @@ var ErrUnknownTable = errors.New("the pipeline follows no such table")
 // is starting or stopping, or the table stopped on an error.
 var ErrNotServing = errors.New("the table is not being followed")
 
+// ErrNothingToRead is an on-demand snapshot of a table that is followed
+// but has no rows to read now (no commit delivered yet, a snapshot from
+// before row lineage, or the checkpoint's snapshot gone). Such an error
+// is ErrNotServing too, with the same text: it tells a table that
+// refuses the request from one not served at all (starting, stopped, on
+// another member).
+var ErrNothingToRead = errors.New("nothing to read")
+
+// notReadable is ErrNotServing that is also ErrNothingToRead.
+type notReadable struct{}
+
+func (notReadable) Error() string { return ErrNotServing.Error() }
+
+func (notReadable) Is(target error) bool {
+	return target == ErrNotServing || target == ErrNothingToRead
+}
+
 // ErrBadSnapshotRequest is an on-demand snapshot the table refuses as
 // asked (a filter naming an unknown column): nothing changed.
 var ErrBadSnapshotRequest = errors.New("bad snapshot request")
@@ -447,7 +464,7 @@ func (f *follower) filterRows(c *Commit, evs []Event, text string) ([]Event, err
 // checkpointSnapshot is the snapshot a Done checkpoint stands at.
 func (f *follower) checkpointSnapshot(ctx context.Context) (SnapshotInfo, error) {
 	if f.cp.SnapshotID == 0 {
-		return SnapshotInfo{}, fmt.Errorf("%w: no commit of the table has been delivered yet, so there are no rows to read; ask again once one is", ErrNotServing)
+		return SnapshotInfo{}, fmt.Errorf("%w: no commit of the table has been delivered yet, so there are no rows to read; ask again once one is", notReadable{})
 	}
 	snaps, _, err := f.spec.Source.Retained(ctx)
 	if err != nil {
@@ -456,10 +473,10 @@ func (f *follower) checkpointSnapshot(ctx context.Context) (SnapshotInfo, error)
 	for _, s := range snaps {
 		if s.ID == f.cp.SnapshotID {
 			if !s.HasLineage {
-				return SnapshotInfo{}, fmt.Errorf("%w: snapshot %d predates the table's row lineage; ask again after the next commit", ErrNotServing, s.ID)
+				return SnapshotInfo{}, fmt.Errorf("%w: snapshot %d predates the table's row lineage; ask again after the next commit", notReadable{}, s.ID)
 			}
 			return s, nil
 		}
 	}
-	return SnapshotInfo{}, fmt.Errorf("%w: the checkpoint's snapshot %d is no longer on the branch (expired or rolled back)", ErrNotServing, f.cp.SnapshotID)
+	return SnapshotInfo{}, fmt.Errorf("%w: the checkpoint's snapshot %d is no longer on the branch (expired or rolled back)", notReadable{}, f.cp.SnapshotID)
 }

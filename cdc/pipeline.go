@@ -351,6 +351,10 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 
+// Sleep waits d, or less if ctx ends first (false then): the backoff
+// wait of the pipeline's retries, for the packages that retry alike.
+func Sleep(ctx context.Context, d time.Duration) bool { return sleep(ctx, d) }
+
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -61,6 +61,16 @@ type Options struct {
 	// RetryInitial and RetryMax bound the backoff of a table whose
 	// source cannot be loaded (default 500ms and 30s).
 	RetryInitial, RetryMax time.Duration
+	// Assigned, if set, is called with the coordination partitions the
+	// group gave this member, once their tables are started; Revoked
+	// with those it gives up (or lost, with lost true), before their
+	// tables are stopped: the group hands a partition to its next owner
+	// only after Revoked returned, so what runs for one partition at a
+	// time (the heartbeats of partition 0, the signals of a partition's
+	// tables) never runs on two members at once. Both are called from
+	// the group's callbacks and must return quickly.
+	Assigned func(parts []int32)
+	Revoked  func(parts []int32, lost bool)
 }
 
 // Member is one process of a cluster: it joins the group and follows the
@@ -79,6 +89,9 @@ type Member struct {
 	// every member indexes every table of the pipeline, so the index
 	// holds 4 bytes a table rather than a copy of each.
 	byPart map[int32][]int32
+
+	idMu    sync.Mutex
+	coordID [16]byte // the coordination topic's id, for SaveMarks
 
 	mu        sync.Mutex
 	running   map[string]*runner // by table name
@@ -408,6 +421,9 @@ func (m *Member) assigned(ctx context.Context, cl *kgo.Client, parts map[string]
 	if len(tables) > 0 {
 		m.log.Info("cluster: tables assigned", "generation", m.gen.Load(), "tables", names(tables))
 	}
+	if ps := parts[m.o.Config.Topic]; len(ps) > 0 && m.o.Assigned != nil {
+		m.o.Assigned(ps)
+	}
 	if m.o.Ready != nil {
 		m.readyOnce.Do(func() { close(m.o.Ready) })
 	}
@@ -415,6 +431,9 @@ func (m *Member) assigned(ctx context.Context, cl *kgo.Client, parts map[string]
 
 func (m *Member) revoked(_ context.Context, cl *kgo.Client, parts map[string][]int32) {
 	m.o.Metrics.Rebalances.WithLabelValues("revoked").Inc()
+	if ps := parts[m.o.Config.Topic]; len(ps) > 0 && m.o.Revoked != nil {
+		m.o.Revoked(ps, false)
+	}
 	tables := m.tablesOf(parts)
 	m.stop(tables, "released")
 	m.noteGeneration(cl)
@@ -425,6 +444,9 @@ func (m *Member) revoked(_ context.Context, cl *kgo.Client, parts map[string][]i
 
 func (m *Member) lost(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
 	m.o.Metrics.Rebalances.WithLabelValues("lost").Inc()
+	if ps := parts[m.o.Config.Topic]; len(ps) > 0 && m.o.Revoked != nil {
+		m.o.Revoked(ps, true)
+	}
 	tables := m.tablesOf(parts)
 	m.stop(tables, "lost")
 	if len(tables) > 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -40,11 +41,8 @@ type Channel struct {
 	// Tables are the tables signals may name.
 	Tables []string
 	Target Target
-	// FromEnd starts a group without a committed offset at the topic's
-	// end instead of its start (a cluster member's group of its own).
-	FromEnd bool
-	Notify  *Notifier // nil: bad signals are logged only
-	Log     *slog.Logger
+	Notify *Notifier // nil: bad signals are logged only
+	Log    *slog.Logger
 
 	mu        sync.Mutex
 	inflight  []*inflight // by offset
@@ -98,24 +96,12 @@ func (c *Channel) Run(ctx context.Context) error {
 
 // prepare creates the topic if needed and returns where to read from.
 func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, error) {
-	for {
-		_, err := adm.CreateTopic(ctx, 1, -1, nil, c.Topic)
-		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
-			break
-		}
-		c.Log.Warn("create the signal topic", "topic", c.Topic, "err", err)
-		select {
-		case <-ctx.Done():
-			return kgo.Offset{}, ctx.Err()
-		case <-time.After(time.Second):
-		}
+	if err := createTopic(ctx, adm, c.Topic, c.Log); err != nil {
+		return kgo.Offset{}, err
 	}
 	for {
 		offs, err := adm.FetchOffsets(ctx, c.Group)
 		none := kgo.NewOffset().AtStart()
-		if c.FromEnd {
-			none = kgo.NewOffset().AtEnd()
-		}
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			return none, nil // a group that never committed
 		}
@@ -134,6 +120,23 @@ func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, er
 	}
 }
 
+// createTopic creates the signal topic, with one partition, unless it
+// exists; it retries until it can or ctx ends (ctx's error).
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, log *slog.Logger) error {
+	for {
+		_, err := adm.CreateTopic(ctx, 1, -1, nil, topic)
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
+		}
+		log.Warn("create the signal topic", "topic", topic, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // handle acts on one record; its offset is committed once it and every
 // record before it are done.
 func (c *Channel) handle(ctx context.Context, r *kgo.Record, wg *sync.WaitGroup) {
@@ -141,76 +144,152 @@ func (c *Channel) handle(ctx context.Context, r *kgo.Record, wg *sync.WaitGroup)
 	c.mu.Lock()
 	c.inflight = append(c.inflight, f)
 	c.mu.Unlock()
-	if string(r.Key) != c.Key {
-		c.Log.Info("signal for another connector passed over", "offset", r.Offset, "key", string(r.Key), "want", c.Key)
+	rt := c.router()
+	d := rt.decode(r)
+	switch {
+	case d.none != "":
+		rt.passOver(r, d.none)
+		c.done(ctx, f)
+		return
+	case d.err != nil:
+		rt.reject(d.a, d.err.Error())
 		c.done(ctx, f)
 		return
 	}
-	if len(bytes.TrimSpace(r.Value)) == 0 || bytes.Equal(bytes.TrimSpace(r.Value), []byte("null")) {
-		// A tombstone (a compacted signal topic) asks for nothing.
-		c.done(ctx, f)
-		return
-	}
-	a, err := Parse(r.Value, c.Tables)
-	if a.Signal.ID == "" {
-		// Notifications need an id: a signal without one is named by
-		// where it is.
-		a.Signal.ID = fmt.Sprintf("%s@%d", c.Topic, r.Offset)
-	}
-	if err != nil {
-		c.reject(a, fmt.Sprintf("%v (offset %d)", err, r.Offset))
-		c.done(ctx, f)
-		return
-	}
-	if a.Signal.Type != TypeExecuteSnapshot {
-		for _, t := range a.Tables {
-			if err := c.Target.ControlSnapshot(t, a.Control); err != nil && !errors.Is(err, ErrNotOwned) {
-				c.reject(a, fmt.Sprintf("signal %q (%s): %v", a.Signal.ID, a.Signal.Type, err))
-			}
-		}
-		c.Log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "tables", a.Tables)
-		c.done(ctx, f)
-		return
-	}
-	c.Log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "snapshot", a.Kind, "tables", a.Tables, "filters", a.Filters)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		var twg sync.WaitGroup
-		var shutdown bool
-		var smu sync.Mutex
-		for _, t := range a.Tables {
-			twg.Add(1)
-			go func() {
-				defer twg.Done()
-				req := cdc.SnapshotRequest{ID: a.Signal.ID, Kind: a.Kind, Filter: a.Filters[t]}
-				si, err := c.Target.Snapshot(ctx, t, req)
-				switch {
-				case err == nil:
-					c.Log.Info("signal: snapshot started", "id", a.Signal.ID, "table", t, "snapshot", si.ID)
-				case ctx.Err() != nil:
-					smu.Lock()
-					shutdown = true // not durable: read again after the restart
-					smu.Unlock()
-				case errors.Is(err, ErrNotOwned):
-				case errors.Is(err, cdc.ErrSnapshotStopped):
-					c.Log.Info("signal: snapshot stopped before it started", "id", a.Signal.ID, "table", t)
-				default:
-					c.reject(Action{Signal: a.Signal, Kind: a.Kind, Tables: []string{t}}, fmt.Sprintf("signal %q (%s): %v", a.Signal.ID, a.Signal.Type, err))
-				}
-			}()
-		}
-		twg.Wait()
-		if !shutdown {
+		if rt.act(ctx, d.a, d.a.Tables) {
 			c.done(ctx, f)
-		}
+		} // else not durable: read again after the restart
 	}()
 }
 
+func (c *Channel) router() *router {
+	return &router{topic: c.Topic, key: c.Key, tables: c.Tables, target: c.Target, notify: c.Notify, log: c.Log}
+}
+
+// router turns signal records into actions on a Target; Channel and
+// ClusterChannel share it.
+type router struct {
+	topic, key string
+	tables     []string
+	target     Target
+	notify     *Notifier
+	log        *slog.Logger
+	// retryMax bounds the backoff of a table not served yet (a cluster
+	// member's table whose pipeline is starting); 0: not retried.
+	retryMax time.Duration
+}
+
+// decoded is one signal record as read: an action, or why it asks
+// nothing (none), or why it is refused (err).
+type decoded struct {
+	a    Action
+	none string
+	err  error
+}
+
+func (rt *router) decode(r *kgo.Record) decoded {
+	if string(r.Key) != rt.key {
+		return decoded{none: "signal for another connector passed over"}
+	}
+	if len(bytes.TrimSpace(r.Value)) == 0 || bytes.Equal(bytes.TrimSpace(r.Value), []byte("null")) {
+		// A tombstone (a compacted signal topic) asks for nothing.
+		return decoded{none: "-"}
+	}
+	a, err := Parse(r.Value, rt.tables)
+	if a.Signal.ID == "" {
+		// Notifications need an id: a signal without one is named by
+		// where it is.
+		a.Signal.ID = fmt.Sprintf("%s@%d", rt.topic, r.Offset)
+	}
+	if err != nil {
+		return decoded{a: a, err: fmt.Errorf("%v (offset %d)", err, r.Offset)}
+	}
+	return decoded{a: a}
+}
+
+// passOver logs a record that asks nothing.
+func (rt *router) passOver(r *kgo.Record, why string) {
+	if why != "-" {
+		rt.log.Info(why, "offset", r.Offset, "key", string(r.Key), "want", rt.key)
+	}
+}
+
+// act runs a's signal on tables (of a.Tables) and reports whether it is
+// done: false when ctx ended first (not durable: the signal is read
+// again), or, with retryMax set, when ctx ended while a table was not
+// served yet.
+func (rt *router) act(ctx context.Context, a Action, tables []string) bool {
+	if a.Signal.Type != TypeExecuteSnapshot {
+		for _, t := range tables {
+			err := rt.retry(ctx, t, func() error { return rt.target.ControlSnapshot(t, a.Control) })
+			switch {
+			case err == nil, errors.Is(err, ErrNotOwned) && rt.retryMax == 0:
+			case ctx.Err() != nil:
+				return false
+			default:
+				rt.reject(a, fmt.Sprintf("signal %q (%s): %v", a.Signal.ID, a.Signal.Type, err))
+			}
+		}
+		rt.log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "tables", tables)
+		return true
+	}
+	rt.log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "snapshot", a.Kind, "tables", tables, "filters", a.Filters)
+	var twg sync.WaitGroup
+	var shutdown atomic.Bool
+	for _, t := range tables {
+		twg.Add(1)
+		go func() {
+			defer twg.Done()
+			req := cdc.SnapshotRequest{ID: a.Signal.ID, Kind: a.Kind, Filter: a.Filters[t]}
+			var si cdc.SnapshotInfo
+			err := rt.retry(ctx, t, func() (err error) {
+				si, err = rt.target.Snapshot(ctx, t, req)
+				return err
+			})
+			switch {
+			case err == nil:
+				rt.log.Info("signal: snapshot started", "id", a.Signal.ID, "table", t, "snapshot", si.ID)
+			case ctx.Err() != nil:
+				shutdown.Store(true)
+			case errors.Is(err, ErrNotOwned) && rt.retryMax == 0:
+			case errors.Is(err, cdc.ErrSnapshotStopped):
+				rt.log.Info("signal: snapshot stopped before it started", "id", a.Signal.ID, "table", t)
+			default:
+				rt.reject(Action{Signal: a.Signal, Kind: a.Kind, Tables: []string{t}}, fmt.Sprintf("signal %q (%s): %v", a.Signal.ID, a.Signal.Type, err))
+			}
+		}()
+	}
+	twg.Wait()
+	return !shutdown.Load()
+}
+
+// retry calls f until it returns anything but ErrNotOwned or ctx ends,
+// with a backoff up to retryMax (f once when retryMax is 0).
+func (rt *router) retry(ctx context.Context, table string, f func() error) error {
+	backoff := 10 * time.Millisecond
+	for logged := false; ; {
+		err := f()
+		if rt.retryMax == 0 || !errors.Is(err, ErrNotOwned) || ctx.Err() != nil {
+			return err
+		}
+		if !logged && backoff >= rt.retryMax {
+			logged = true
+			rt.log.Info("signal: waiting for the table's pipeline", "table", table, "err", err)
+		}
+		if !cdc.Sleep(ctx, backoff) {
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, rt.retryMax)
+	}
+}
+
 // reject logs and notifies a refused signal.
-func (c *Channel) reject(a Action, reason string) {
-	c.Log.Warn("signal refused", "reason", reason)
-	c.Notify.Rejected(a.Signal, a.Kind, a.Tables, reason)
+func (rt *router) reject(a Action, reason string) {
+	rt.log.Warn("signal refused", "reason", reason)
+	rt.notify.Rejected(a.Signal, a.Kind, a.Tables, reason)
 }
 
 // done marks f done and commits the offset past the done prefix.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -80,6 +81,21 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	defer stopWatch()
 	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, health, log)
 	tables := clusterTables(ts, cat)
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.spec.Name
+	}
+	sigs, err := clusterSignals(cfg, log, targets, names, notifier)
+	if err != nil {
+		return err
+	}
+	// The member that owns partition 0 writes the heartbeats.
+	gate := &heartbeatGate{}
+	stopHeartbeats, err := startGatedHeartbeats(ctx, cfg, enc, shared, log, gate)
+	if err != nil {
+		return err
+	}
+	defer stopHeartbeats() // before the shared sink closes: a webhook ping uses it
 	member, err = cluster.New(cluster.Options{
 		Pipeline: cfg.Name, Version: version, Fingerprint: configFingerprint(cfg),
 		Config: cfg.Cluster, Kafka: kc, ExactlyOnce: eo, Sink: shared, Tables: tables,
@@ -106,25 +122,36 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		},
 		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
 		Released: func(table string) { metrics.Forget(table); health.Forget(table) },
+		Assigned: func(parts []int32) {
+			if slices.Contains(parts, 0) {
+				gate.set(true)
+			}
+			if sigs != nil {
+				sigs.Assigned(parts)
+			}
+		},
+		Revoked: func(parts []int32, lost bool) {
+			if slices.Contains(parts, 0) {
+				gate.set(false)
+			}
+			if sigs != nil {
+				sigs.Revoked(parts, lost)
+			}
+		},
 	})
 	if err != nil {
 		return err
 	}
 	log.Info("icecdc started in cluster mode", "pipeline", cfg.Name, "group", cfg.Cluster.Group, "member", member.Name(),
 		"tables", len(tables), "sink", cfg.Sink.Type, "version", version)
-	// Every member reads every signal, under a group of its own (its
-	// name), and acts on the tables it owns.
-	names := make([]string, len(ts))
-	for i, t := range ts {
-		names[i] = t.spec.Name
+	if sigs != nil {
+		sigs.Marks = member
+		sctx, stopSignals := context.WithCancel(ctx)
+		now := make(chan struct{})
+		close(now) // the channel reads for the partitions as they come
+		waitSignals := runSignals(sctx, log, now, sigs.Run)
+		defer func() { stopSignals(); waitSignals() }()
 	}
-	sctx, stopSignals := context.WithCancel(ctx)
-	waitSignals, err := startSignals(sctx, cfg, log, targets, names, notifier, ready, member.Name())
-	if err != nil {
-		stopSignals()
-		return err
-	}
-	defer func() { stopSignals(); waitSignals() }()
 	err = member.Run(ctx)
 	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return err
@@ -228,7 +255,11 @@ func (m *memberTargets) Snapshot(ctx context.Context, table string, req cdc.Snap
 		return cdc.SnapshotInfo{}, signals.ErrNotOwned
 	}
 	si, err := p.Snapshot(ctx, table, req)
-	if errors.Is(err, cdc.ErrNotServing) {
+	// A table this member follows that has nothing to read refuses the
+	// request, as in one process; any other table not served is starting,
+	// stopped or moving: its owner (this member once it serves it, or the
+	// next) acts on the signal.
+	if errors.Is(err, cdc.ErrNotServing) && !errors.Is(err, cdc.ErrNothingToRead) {
 		return si, fmt.Errorf("%w: %v", signals.ErrNotOwned, err)
 	}
 	return si, err

@@ -41,8 +41,6 @@ func (c *Config) checkHeartbeat() []error {
 		// A file or stdout holds change events only: a heartbeat line
 		// would be read as an event by whoever replays it.
 		return bad("sink %s has no place for heartbeats (kafka writes them to their topic, webhook POSTs them)", c.Sink.Type)
-	case c.Cluster.Enabled():
-		return bad("not in cluster mode, whose members would each write their own")
 	}
 	return nil
 }
@@ -53,6 +51,53 @@ func (c *Config) checkHeartbeat() []error {
 // stop ends them and waits until the last one is done. A failed heartbeat
 // is logged once until one succeeds again; the next one replaces it.
 func startHeartbeats(ctx context.Context, cfg *Config, enc cdc.Encoder, sink cdc.Sink, log *slog.Logger) (stop func(), err error) {
+	return startGatedHeartbeats(ctx, cfg, enc, sink, log, nil)
+}
+
+// heartbeatGate lets one cluster member at a time write the heartbeats:
+// the owner of the coordination topic's partition 0. Debezium writes one
+// heartbeat stream per connector (key {serverName}, the topic prefix);
+// a consumer or lag monitor reads liveness from it, so the members do
+// not each write one (the stream would multiply by the member count),
+// and it goes on from whichever member the group gives partition 0 to
+// when its owner leaves or dies (within the session timeout).
+type heartbeatGate struct {
+	mu sync.Mutex // held while a heartbeat is sent
+	on bool
+}
+
+// set opens or closes the gate; closing waits for a heartbeat in flight,
+// so that the member gives partition 0 up only once its last heartbeat
+// is acked or failed: the next owner's heartbeats never overlap it.
+func (g *heartbeatGate) set(on bool) {
+	g.mu.Lock()
+	g.on = on
+	g.mu.Unlock()
+}
+
+// send calls f if the gate is open (always, for a nil gate).
+func (g *heartbeatGate) send(f func() error) error {
+	if g == nil {
+		return f()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.on {
+		return nil
+	}
+	return f()
+}
+
+// heartbeatSendTimeout bounds one heartbeat's send, so that closing the
+// gate (in the group's revoke) waits little for a broker that is away:
+// the interval, within 500ms to 5s.
+func heartbeatSendTimeout(ms int64) time.Duration {
+	return min(max(time.Duration(ms)*time.Millisecond, 500*time.Millisecond), 5*time.Second)
+}
+
+// startGatedHeartbeats is startHeartbeats that sends only while gate
+// (nil: always) is open.
+func startGatedHeartbeats(ctx context.Context, cfg *Config, enc cdc.Encoder, sink cdc.Sink, log *slog.Logger, gate *heartbeatGate) (stop func(), err error) {
 	ms := cfg.Debezium.HeartbeatIntervalMs
 	if ms <= 0 {
 		return func() {}, nil
@@ -104,7 +149,11 @@ func startHeartbeats(ctx context.Context, cfg *Config, enc cdc.Encoder, sink cdc
 				return
 			case <-t.C:
 			}
-			err := send(ctx, time.Now().UnixMilli())
+			err := gate.send(func() error {
+				sctx, cancel := context.WithTimeout(ctx, heartbeatSendTimeout(ms))
+				defer cancel()
+				return send(sctx, time.Now().UnixMilli())
+			})
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return

@@ -190,4 +190,10 @@ func TestConfigHeartbeat(t *testing.T) {
 	if want := "config: debezium.heartbeat.interval.ms: sink file has no place for heartbeats"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("file sink: %v, want %q", err, want)
 	}
+	// In cluster mode the owner of partition 0 writes them (see
+	// TestClusterHeartbeats).
+	cluster := "name: p\ntables: [{name: shop.orders}]\nsink: {type: kafka, kafka: {brokers: [\"k:9092\"], checkpoint_topic: cps}}\ncluster: {type: kafka, group: g}\n"
+	if _, err := parseConfig([]byte(cluster+"debezium: {heartbeat.interval.ms: 1000}\n"), env(nil)); err != nil {
+		t.Errorf("cluster mode: %v", err)
+	}
 }

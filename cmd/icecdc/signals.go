@@ -70,10 +70,7 @@ func newNotifier(ctx context.Context, cfg *Config, log *slog.Logger) (n *signals
 
 // startSignals reads the signal topic, when enabled, for target once the
 // pipeline is ready; wait returns when ctx ended and the channel stopped.
-// A cluster member gives its name: it reads under a group of its own
-// (signal.kafka.groupId.<member>) from the topic's end on, since its
-// name is new with each process.
-func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target signals.Target, tables []string, n *signals.Notifier, ready <-chan struct{}, member string) (wait func(), err error) {
+func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target signals.Target, tables []string, n *signals.Notifier, ready <-chan struct{}) (wait func(), err error) {
 	sc := cfg.Debezium.Config
 	if !sc.Signals() {
 		return func() {}, nil
@@ -82,11 +79,34 @@ func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target sig
 	if err != nil {
 		return nil, err
 	}
-	ch := &signals.Channel{Opts: opts, Topic: sc.Topic(cfg.Debezium.prefix()), Group: sc.GroupID(), Key: cfg.Debezium.prefix(),
-		Tables: tables, Target: target, Notify: n, Log: log.With("signal_topic", sc.Topic(cfg.Debezium.prefix()))}
-	if member != "" {
-		ch.Group, ch.FromEnd = ch.Group+"."+member, true
+	topic := sc.Topic(cfg.Debezium.prefix())
+	ch := &signals.Channel{Opts: opts, Topic: topic, Group: sc.GroupID(), Key: cfg.Debezium.prefix(),
+		Tables: tables, Target: target, Notify: n, Log: log.With("signal_topic", topic)}
+	return runSignals(ctx, log, ready, ch.Run), nil
+}
+
+// clusterSignals is the signal channel of a cluster member (nil when
+// signals are off): every member reads the topic, and the owner of a
+// table's coordination partition acts on its signals, from the
+// partition's mark in the group on (see signals.ClusterChannel). Its
+// Marks are the member's, set once the member is made.
+func clusterSignals(cfg *Config, log *slog.Logger, target signals.Target, tables []string, n *signals.Notifier) (*signals.ClusterChannel, error) {
+	sc := cfg.Debezium.Config
+	if !sc.Signals() {
+		return nil, nil
 	}
+	opts, err := signalClientOpts(cfg, sc.Brokers(cfg.Sink.Kafka.Brokers), "icecdc-signals")
+	if err != nil {
+		return nil, err
+	}
+	topic := sc.Topic(cfg.Debezium.prefix())
+	return &signals.ClusterChannel{Opts: opts, Topic: topic, Key: cfg.Debezium.prefix(),
+		Tables: tables, Target: target, Notify: n, Log: log.With("signal_topic", topic)}, nil
+}
+
+// runSignals runs a signal channel once ready is closed; wait returns
+// when ctx ended and the channel stopped.
+func runSignals(ctx context.Context, log *slog.Logger, ready <-chan struct{}, run func(context.Context) error) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -96,11 +116,11 @@ func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target sig
 		case <-ctx.Done():
 			return
 		}
-		if err := ch.Run(ctx); err != nil && ctx.Err() == nil {
+		if err := run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("signals stopped", "err", err)
 		}
 	}()
-	return wg.Wait, nil
+	return wg.Wait
 }
 
 // tableNames are the names signals may give.

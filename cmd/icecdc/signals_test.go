@@ -97,6 +97,26 @@ func TestMemberTargets(t *testing.T) {
 	if err := m.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); !errors.Is(err, signals.ErrNotOwned) {
 		t.Fatalf("a control for a table whose pipeline stopped: %v", err)
 	}
+	// A table the member follows that has nothing to read (no commit
+	// yet) refuses the signal itself: it is not another member's, so the
+	// signal is refused rather than left for an owner that never takes it.
+	empty := cdctest.New(cdctest.Info("shop", "empty"))
+	pe := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.empty", Source: empty, Start: cdc.Start{Kind: cdc.StartEarliest}}},
+		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: &cdctest.Sink{}, Store: store, Poll: time.Millisecond,
+		Ready: make(chan struct{})}
+	m.set("shop.empty", pe)
+	ectx, ecancel := context.WithCancel(t.Context())
+	defer ecancel()
+	go func() { done <- pe.Run(ectx) }()
+	<-pe.Ready
+	_, err = m.Snapshot(hang, "shop.empty", cdc.SnapshotRequest{ID: "4", Kind: "incremental"})
+	if !errors.Is(err, cdc.ErrNothingToRead) || errors.Is(err, signals.ErrNotOwned) || !strings.Contains(err.Error(), "no commit of the table has been delivered yet") {
+		t.Fatalf("a followed table with nothing to read: %v, want its refusal, not another member's", err)
+	}
+	ecancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestNotifierSinkChannel: with notification.enabled.channels: sink the
