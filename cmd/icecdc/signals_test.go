@@ -81,7 +81,14 @@ func TestMemberTargets(t *testing.T) {
 	<-p.Ready
 	hang, stop := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard only
 	defer stop()
-	if si, err := m.Snapshot(hang, "shop.orders", cdc.SnapshotRequest{ID: "2", Kind: "incremental"}); err != nil || si.ID != first.ID {
+	// Ready is the pipeline serving, not its first commit delivered: until
+	// that commit is, the table refuses with ErrNothingToRead, so ask again.
+	si, err := m.Snapshot(hang, "shop.orders", cdc.SnapshotRequest{ID: "2", Kind: "incremental"})
+	for errors.Is(err, cdc.ErrNothingToRead) && hang.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+		si, err = m.Snapshot(hang, "shop.orders", cdc.SnapshotRequest{ID: "2", Kind: "incremental"})
+	}
+	if err != nil || si.ID != first.ID {
 		t.Fatalf("the owned table's snapshot: %+v, %v", si, err)
 	}
 	if err := m.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
