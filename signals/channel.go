@@ -236,7 +236,12 @@ func (rt *router) act(ctx context.Context, a Action, tables []string) bool {
 		rt.log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "tables", tables)
 		return true
 	}
-	rt.log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "snapshot", a.Kind, "tables", tables, "filters", a.Filters)
+	// A filter's literals may be a masked column's values: logged as ?.
+	filters := make(map[string]string, len(a.Filters))
+	for t, f := range a.Filters {
+		filters[t] = cdc.RedactFilter(f)
+	}
+	rt.log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "snapshot", a.Kind, "tables", tables, "filters", filters)
 	var twg sync.WaitGroup
 	var shutdown atomic.Bool
 	for _, t := range tables {

@@ -120,7 +120,7 @@ func Parse(value []byte, tables []string) (Action, error) {
 				return fail("data.additional-conditions[%d].filter: empty", i)
 			}
 			if _, err := cdc.ParseRowFilter(c.Filter); err != nil {
-				return fail("data.additional-conditions[%d].filter %q: %v", i, c.Filter, err)
+				return fail("data.additional-conditions[%d].filter %q: %v", i, cdc.RedactFilter(c.Filter), err)
 			}
 			hit := false
 			for _, t := range a.Tables {
@@ -137,7 +137,7 @@ func Parse(value []byte, tables []string) (Action, error) {
 		}
 		if data.AdditionalCondition != "" {
 			if _, err := cdc.ParseRowFilter(data.AdditionalCondition); err != nil {
-				return fail("data.additional-condition %q: %v", data.AdditionalCondition, err)
+				return fail("data.additional-condition %q: %v", cdc.RedactFilter(data.AdditionalCondition), err)
 			}
 		}
 	case TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot:

@@ -46,4 +46,15 @@ func TestParse(t *testing.T) {
 			t.Errorf("%s: %v; want one line saying %s", tc.value, err, tc.want)
 		}
 	}
+	// A filter that does not parse is refused without its literals: they
+	// may be a masked column's values.
+	for _, v := range []string{
+		`{"id": "12", "type": "execute-snapshot", "data": {"data-collections": ["shop.orders"], "additional-condition": "email = 'ann@example.com' AND"}}`,
+		`{"id": "13", "type": "execute-snapshot", "data": {"data-collections": ["shop.orders"], "additional-conditions": [{"data-collection": "shop.orders", "filter": "email = 'ann@example.com' OR OR id = 1"}]}}`,
+	} {
+		_, err := signals.Parse([]byte(v), tables)
+		if err == nil || strings.Contains(err.Error(), "ann@example.com") {
+			t.Errorf("%s: %v; want a refusal without the filter's literals", v, err)
+		}
+	}
 }
