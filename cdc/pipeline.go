@@ -76,9 +76,15 @@ type Pipeline struct {
 	// MaxPoll is the longest wait between two checks of a table that does
 	// not change (see schedule.go): its wait doubles from Poll up to
 	// MaxPoll, and is Poll again after a change. A table its catalog
-	// watches (Watched) waits for the catalog's wake-up, at most MaxPoll.
+	// watches (Watched) waits for the catalog's wake-up instead, looking
+	// every MaxPoll whether the catalog still covers it.
 	// Default (or less than Poll): Poll.
 	MaxPoll time.Duration
+	// WatchedReload is how often, at least, a watched table that its
+	// catalog keeps covering is loaded on its own, as a safety net: after
+	// between one and two WatchedReload, at random (see schedule.go;
+	// default twenty MaxPoll, at least ten minutes).
+	WatchedReload time.Duration
 	// IdleAfter is how long a table must not change before its source is
 	// told to drop its caches (Idler; default twice MaxPoll, at least a
 	// minute).

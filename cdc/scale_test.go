@@ -1,0 +1,94 @@
+package cdc_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun/driver/sqliteshim"
+
+	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/sinks/file"
+	"github.com/icecdc/icecdc/source"
+	"github.com/icecdc/icecdc/state"
+)
+
+// watchedCounting is a countingSource that keeps its table's Watched.
+type watchedCounting struct {
+	*countingSource
+	w cdc.Watched
+}
+
+func (s *watchedCounting) Changes() (<-chan struct{}, bool) { return s.w.Changes() }
+
+// TestCoveredSQLTableLoadsOnlyOnChange: a table of a shared SQLite
+// catalog, which the catalog's bulk check covers, is not loaded over
+// a hundred max intervals of an unchanged catalog; a commit is delivered
+// through the check's wake-up; and once the check fails (its catalog
+// gone), the table polls on its own again.
+func TestCoveredSQLTableLoadsOnlyOnChange(t *testing.T) {
+	h := newHarness(t)
+	h.append(1, 3)
+	o := source.Options{CatalogURI: h.env.CatalogURI, Warehouse: h.env.Warehouse}
+	cat := source.NewCatalog(o, 2)
+	defer cat.Close()
+	o.Table, o.Catalog = "shop.orders", cat
+	src, err := source.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &watchedCounting{countingSource: &countingSource{Source: src}, w: src}
+	store, err := state.Open(h.state, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	fs, err := file.Open(h.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close(h.ctx)
+	earliest, _ := cdc.ParseStart("earliest")
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	health := &cdc.Health{}
+	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: time.Millisecond, MaxPoll: time.Millisecond,
+		WatchedReload: time.Hour, Health: health, Tables: []cdc.TableSpec{{Name: "shop.orders", Source: cs, Start: earliest}}}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	go cdc.WatchCatalog(ctx, cat, time.Millisecond, time.Millisecond, health, nil)
+	delivered := func(seq int64) func() bool {
+		return func() bool {
+			cp, ok, _ := store.Load(ctx, "p", "shop.orders")
+			return ok && cp.Done && cp.Seq == seq
+		}
+	}
+	waitFor(t, "first commit delivered", delivered(1))
+	waitFor(t, "covered", func() bool { _, c := src.Changes(); return c })
+	refreshes := cs.refreshes.Load()
+	time.Sleep(100 * time.Millisecond) // a hundred max intervals, and as many checks
+	if n := cs.refreshes.Load() - refreshes; n != 0 {
+		t.Fatalf("a covered table of an unchanged catalog was loaded %d times", n)
+	}
+	h.append(4, 5)
+	waitFor(t, "commit woken by the check delivered", delivered(2))
+	if n := cs.refreshes.Load() - refreshes; n < 1 || n > 3 {
+		t.Fatalf("%d loads for one commit, want one or two", n)
+	}
+	// The check fails from now on (so do the table's loads): the table
+	// polls on its own.
+	db, err := sql.Open(sqliteshim.ShimName, strings.TrimPrefix(h.env.CatalogURI, "sql://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("ALTER TABLE iceberg_tables RENAME TO gone"); err != nil {
+		t.Fatal(err)
+	}
+	refreshes = cs.refreshes.Load()
+	waitFor(t, "uncovered table polls", func() bool { return cs.refreshes.Load() > refreshes+2 })
+	cancel()
+	<-done
+}
