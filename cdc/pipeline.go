@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,17 @@ type Pipeline struct {
 	// operations (see Shaping) before the encoder sees an event.
 	Shaping *Shaping
 
+	// MaxActive bounds the tables that load or read at once (default
+	// four per core, at least 16): when thousands of tables start with a
+	// backlog each, the memory of their reads follows the bound, not the
+	// tables. A table waits for a slot before each load and catch-up, and
+	// holds it until its catch-up's batches were delivered; an idle
+	// table's poll is a short hold. A long read (a large initial read)
+	// keeps its slot throughout.
+	MaxActive int
+
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
+	active   chan struct{}    // MaxActive's slots
 }
 
 // OnceAttempts is how many attempts in a row a table may fail under
@@ -186,6 +197,12 @@ func (p *Pipeline) defaults() {
 	}
 	if p.HoldInterval <= 0 {
 		p.HoldInterval = time.Minute
+	}
+	if p.MaxActive <= 0 {
+		p.MaxActive = max(16, 4*runtime.GOMAXPROCS(0))
+	}
+	if p.active == nil {
+		p.active = make(chan struct{}, p.MaxActive)
 	}
 }
 
@@ -283,23 +300,9 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 	loaded := false
 	failures := 0
 	for {
-		var err error
-		if !loaded {
-			err = f.load(ctx)
-			loaded = err == nil
-		}
-		if err == nil {
-			readyOnce()
-			err = f.catchUp(ctx)
-			if errors.Is(err, errReadHeld) {
-				err = nil // a paused read: poll again
-			}
-			if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
-				err = f.resync(ctx, err)
-				if err == nil {
-					continue // the resync read starts at once
-				}
-			}
+		again, err := f.step(ctx, &loaded, readyOnce)
+		if again {
+			continue // the resync read starts at once
 		}
 		if err != nil {
 			loaded = false // after any error, the position comes from the store or sink again
@@ -346,6 +349,38 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		}
 		backoff = min(2*backoff, f.p.RetryMax)
 	}
+}
+
+// step is one load (when not loaded) and catch-up of the table, in one of
+// the pipeline's MaxActive slots; again: a resync read is to start at
+// once.
+func (f *follower) step(ctx context.Context, loaded *bool, ready func()) (again bool, err error) {
+	if active := f.p.active; active != nil {
+		select {
+		case active <- struct{}{}:
+			defer func() { <-active }()
+		case <-ctx.Done():
+			return false, nil
+		}
+	}
+	if !*loaded {
+		err = f.load(ctx)
+		*loaded = err == nil
+	}
+	if err == nil {
+		ready()
+		err = f.catchUp(ctx)
+		if errors.Is(err, errReadHeld) {
+			err = nil // a paused read: poll again
+		}
+		if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
+			err = f.resync(ctx, err)
+			if err == nil {
+				return true, nil
+			}
+		}
+	}
+	return false, err
 }
 
 // stops reports whether err stops a table instead of being retried.

@@ -3,13 +3,16 @@ package cdc_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -91,4 +94,48 @@ func TestCoveredSQLTableLoadsOnlyOnChange(t *testing.T) {
 	waitFor(t, "uncovered table polls", func() bool { return cs.refreshes.Load() > refreshes+2 })
 	cancel()
 	<-done
+}
+
+// activeSource counts the tables inside a Commit at once.
+type activeSource struct {
+	*cdctest.Source
+	in, peak *atomic.Int64
+}
+
+func (s *activeSource) Commit(ctx context.Context, si cdc.SnapshotInfo) (*cdc.Commit, error) {
+	n := s.in.Add(1)
+	defer s.in.Add(-1)
+	for {
+		old := s.peak.Load()
+		if n <= old || s.peak.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // so that reads left unbounded overlap
+	return s.Source.Commit(ctx, si)
+}
+
+// TestMaxActiveBoundsReads: sixty tables, each with a backlog, start at
+// once; no more than MaxActive of them read at the same time, and every
+// one is delivered.
+func TestMaxActiveBoundsReads(t *testing.T) {
+	f := newFast(t)
+	var in, peak atomic.Int64
+	var specs []cdc.TableSpec
+	for i := range 60 {
+		src := cdctest.New(cdctest.Info("shop", fmt.Sprintf("t%d", i)))
+		src.Append(cdctest.Inserts(1, 2)...)
+		specs = append(specs, cdc.TableSpec{Name: fmt.Sprintf("shop.t%d", i), Source: &activeSource{Source: src, in: &in, peak: &peak},
+			Start: cdc.Start{Kind: cdc.StartEarliest}})
+	}
+	p := &cdc.Pipeline{Name: "p", Tables: specs, Encoder: newEncoder("p"), Sink: f.sink, Store: f.store, Once: true, MaxActive: 3}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.sink.IDs()); n != 120 {
+		t.Fatalf("%d events delivered, want 120", n)
+	}
+	if m := peak.Load(); m > 3 {
+		t.Fatalf("%d tables read at once, want at most MaxActive 3", m)
+	}
 }
