@@ -363,13 +363,14 @@ func (f *follower) step(ctx context.Context, loaded *bool, ready func()) (again 
 			return false, nil
 		}
 	}
+	fresh := false
 	if !*loaded {
 		err = f.load(ctx)
-		*loaded = err == nil
+		*loaded, fresh = err == nil, err == nil
 	}
 	if err == nil {
 		ready()
-		err = f.catchUp(ctx)
+		err = f.catchUp(ctx, fresh)
 		if errors.Is(err, errReadHeld) {
 			err = nil // a paused read: poll again
 		}
@@ -504,14 +505,19 @@ func (f *follower) logResume() {
 }
 
 // catchUp delivers every snapshot after the checkpoint. An idle poll —
-// the metadata is the one already delivered — costs the Refresh alone.
-func (f *follower) catchUp(ctx context.Context) error {
+// the metadata is the one already delivered — costs the Refresh alone;
+// fresh: load has just refreshed the source (and left it not synced), so
+// the catch-up goes on from that load without a second one.
+func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 	src := f.spec.Source
 	start := time.Now()
-	changed, err := src.Refresh(ctx)
-	if err != nil {
-		f.synced = false
-		return err
+	changed := false
+	if !fresh {
+		var err error
+		if changed, err = src.Refresh(ctx); err != nil {
+			f.synced = false
+			return err
+		}
 	}
 	f.changed = changed || !f.synced
 	if err := f.serveSnapshots(ctx); err != nil {
