@@ -136,10 +136,11 @@ type Pipeline struct {
 	// operations (see Shaping) before the encoder sees an event.
 	Shaping *Shaping
 
-	// MaxActive bounds the tables that load or read at once (default
-	// four per core, at least 16): when thousands of tables start with a
-	// backlog each, the memory of their reads follows the bound, not the
-	// tables. A table waits for a slot before each load and catch-up, and
+	// MaxActive bounds the tables that load or read at once (default 16
+	// per core, at least 64: enough that their waits for the catalog, the
+	// sink and the state file's fsyncs overlap): when thousands of tables
+	// start with a backlog each, the memory of their reads follows the
+	// bound, not the tables. A table waits for a slot before each load and catch-up, and
 	// holds it until its catch-up's batches were delivered; an idle
 	// table's poll is a short hold. A long read (a large initial read)
 	// keeps its slot throughout.
@@ -199,7 +200,7 @@ func (p *Pipeline) defaults() {
 		p.HoldInterval = time.Minute
 	}
 	if p.MaxActive <= 0 {
-		p.MaxActive = max(16, 4*runtime.GOMAXPROCS(0))
+		p.MaxActive = max(64, 16*runtime.GOMAXPROCS(0))
 	}
 	if p.active == nil {
 		p.active = make(chan struct{}, p.MaxActive)

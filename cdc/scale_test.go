@@ -43,16 +43,7 @@ func TestCoveredSQLTableLoadsOnlyOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &watchedCounting{countingSource: &countingSource{Source: src}, w: src}
-	store, err := state.Open(h.state, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	fs, err := file.Open(h.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close(h.ctx)
+	store, fs := h.storeAndFile()
 	earliest, _ := cdc.ParseStart("earliest")
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
@@ -155,4 +146,21 @@ func TestFirstDeliveryLoadsOnce(t *testing.T) {
 	if n := f.src.Calls("Refresh"); n != 1 {
 		t.Fatalf("%d loads for the first delivery, want 1", n)
 	}
+}
+
+// storeAndFile opens the harness's state file and its file sink, closed
+// when the test ends.
+func (h *harness) storeAndFile() (*state.Store, *file.Sink) {
+	h.t.Helper()
+	store, err := state.Open(h.state, state.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { store.Close() })
+	fs, err := file.Open(h.out)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { fs.Close(h.ctx) })
+	return store, fs
 }
