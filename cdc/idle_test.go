@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
-	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
-	"github.com/icecdc/icecdc/state"
 )
 
 // countingSource counts the calls an idle poll must avoid.
@@ -44,16 +42,7 @@ func TestIdlePollSkipsWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := &countingSource{Source: src}
-	store, err := state.Open(h.state, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	fs, err := file.Open(h.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close(h.ctx)
+	store, fs := h.storeAndFile()
 	earliest, _ := cdc.ParseStart("earliest")
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()

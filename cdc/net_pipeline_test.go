@@ -17,7 +17,6 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
-	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
@@ -181,16 +180,7 @@ func TestPipelineUnknownSubscribedColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := state.Open(h.state, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	fs, err := file.Open(h.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close(h.ctx)
+	store, fs := h.storeAndFile()
 	st, _ := cdc.ParseStart("earliest")
 	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: 20 * time.Millisecond,
 		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Columns: []string{"status", "colour"}}}}

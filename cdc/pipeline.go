@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,9 +77,15 @@ type Pipeline struct {
 	// MaxPoll is the longest wait between two checks of a table that does
 	// not change (see schedule.go): its wait doubles from Poll up to
 	// MaxPoll, and is Poll again after a change. A table its catalog
-	// watches (Watched) waits for the catalog's wake-up, at most MaxPoll.
+	// watches (Watched) waits for the catalog's wake-up instead, looking
+	// every MaxPoll whether the catalog still covers it.
 	// Default (or less than Poll): Poll.
 	MaxPoll time.Duration
+	// WatchedReload is how often, at least, a watched table that its
+	// catalog keeps covering is loaded on its own, as a safety net: after
+	// between one and two WatchedReload, at random (see schedule.go;
+	// default twenty MaxPoll, at least ten minutes).
+	WatchedReload time.Duration
 	// IdleAfter is how long a table must not change before its source is
 	// told to drop its caches (Idler; default twice MaxPoll, at least a
 	// minute).
@@ -129,7 +136,18 @@ type Pipeline struct {
 	// operations (see Shaping) before the encoder sees an event.
 	Shaping *Shaping
 
+	// MaxActive bounds the tables that load or read at once (default 16
+	// per core, at least 64: enough that their waits for the catalog, the
+	// sink and the state file's fsyncs overlap): when thousands of tables
+	// start with a backlog each, the memory of their reads follows the
+	// bound, not the tables. A table waits for a slot before each load and catch-up, and
+	// holds it until its catch-up's batches were delivered; an idle
+	// table's poll is a short hold. A long read (a large initial read)
+	// keeps its slot throughout.
+	MaxActive int
+
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
+	active   chan struct{}    // MaxActive's slots
 }
 
 // OnceAttempts is how many attempts in a row a table may fail under
@@ -180,6 +198,12 @@ func (p *Pipeline) defaults() {
 	}
 	if p.HoldInterval <= 0 {
 		p.HoldInterval = time.Minute
+	}
+	if p.MaxActive <= 0 {
+		p.MaxActive = max(64, 16*runtime.GOMAXPROCS(0))
+	}
+	if p.active == nil {
+		p.active = make(chan struct{}, p.MaxActive)
 	}
 }
 
@@ -277,23 +301,9 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 	loaded := false
 	failures := 0
 	for {
-		var err error
-		if !loaded {
-			err = f.load(ctx)
-			loaded = err == nil
-		}
-		if err == nil {
-			readyOnce()
-			err = f.catchUp(ctx)
-			if errors.Is(err, errReadHeld) {
-				err = nil // a paused read: poll again
-			}
-			if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
-				err = f.resync(ctx, err)
-				if err == nil {
-					continue // the resync read starts at once
-				}
-			}
+		again, err := f.step(ctx, &loaded, readyOnce)
+		if again {
+			continue // the resync read starts at once
 		}
 		if err != nil {
 			loaded = false // after any error, the position comes from the store or sink again
@@ -340,6 +350,39 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 		}
 		backoff = min(2*backoff, f.p.RetryMax)
 	}
+}
+
+// step is one load (when not loaded) and catch-up of the table, in one of
+// the pipeline's MaxActive slots; again: a resync read is to start at
+// once.
+func (f *follower) step(ctx context.Context, loaded *bool, ready func()) (again bool, err error) {
+	if active := f.p.active; active != nil {
+		select {
+		case active <- struct{}{}:
+			defer func() { <-active }()
+		case <-ctx.Done():
+			return false, nil
+		}
+	}
+	fresh := false
+	if !*loaded {
+		err = f.load(ctx)
+		*loaded, fresh = err == nil, err == nil
+	}
+	if err == nil {
+		ready()
+		err = f.catchUp(ctx, fresh)
+		if errors.Is(err, errReadHeld) {
+			err = nil // a paused read: poll again
+		}
+		if errors.Is(err, ErrHistory) && f.p.OnHistoryLoss == ResyncOnHistoryLoss && ctx.Err() == nil {
+			err = f.resync(ctx, err)
+			if err == nil {
+				return true, nil
+			}
+		}
+	}
+	return false, err
 }
 
 // stops reports whether err stops a table instead of being retried.
@@ -467,14 +510,19 @@ func (f *follower) logResume() {
 }
 
 // catchUp delivers every snapshot after the checkpoint. An idle poll —
-// the metadata is the one already delivered — costs the Refresh alone.
-func (f *follower) catchUp(ctx context.Context) error {
+// the metadata is the one already delivered — costs the Refresh alone;
+// fresh: load has just refreshed the source (and left it not synced), so
+// the catch-up goes on from that load without a second one.
+func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 	src := f.spec.Source
 	start := time.Now()
-	changed, err := src.Refresh(ctx)
-	if err != nil {
-		f.synced = false
-		return err
+	changed := false
+	if !fresh {
+		var err error
+		if changed, err = src.Refresh(ctx); err != nil {
+			f.synced = false
+			return err
+		}
 	}
 	f.changed = changed || !f.synced
 	if err := f.serveSnapshots(ctx); err != nil {

@@ -67,16 +67,7 @@ func TestPipelineNeedsEncoder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	store, err := state.Open(h.state, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	fs, err := file.Open(h.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close(h.ctx)
+	store, fs := h.storeAndFile()
 	p := &cdc.Pipeline{Name: "p", Store: store, Sink: fs, Once: true,
 		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}}}
 	if err := p.Run(h.ctx); err == nil || err.Error() != "pipeline p: no encoder" {
@@ -334,16 +325,7 @@ func TestPipelineTableIsolation(t *testing.T) {
 		}
 		return src
 	}
-	store, err := state.Open(h.state, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	fs, err := file.Open(h.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close(h.ctx)
+	store, fs := h.storeAndFile()
 	earliest, _ := cdc.ParseStart("earliest")
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()

@@ -129,10 +129,18 @@ type ChangeChecker interface {
 	CheckChanges(ctx context.Context) error
 }
 
+// CheckFailer is a ChangeChecker told when a check failed (not
+// throttled): its tables are then no longer covered, so that they poll on
+// their own until a check succeeds again.
+type CheckFailer interface {
+	CheckFailed()
+}
+
 // WatchCatalog runs c's checks every interval, slowed down while the
 // catalog throttles, until ctx ends. A failed check is logged (its first
-// failure at WARN, then at DEBUG until one succeeds): the tables it
-// watches are still polled at their max interval.
+// failure at WARN, then at DEBUG until one succeeds) and uncovers the
+// tables it watches (CheckFailer): they are polled at their max interval
+// meanwhile.
 func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval time.Duration, h *Health, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -144,6 +152,9 @@ func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval ti
 			return
 		}
 		err := c.CheckChanges(ctx)
+		if cf, ok := c.(CheckFailer); ok && err != nil && !IsThrottled(err) && ctx.Err() == nil {
+			cf.CheckFailed()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -191,8 +202,10 @@ func (f *follower) markIdle(changed bool) {
 
 // nextPoll is how long a table waits before its next check after a
 // successful one: the floor again after a change, else twice the last
-// wait up to the max; a watched table waits for its wake-up, at most the
-// max.
+// wait up to the max. A watched table waits for its catalog's wake-up,
+// and reloads on its own only every WatchedReload (jittered, so that the
+// reloads of many tables spread out); idle stops that wait early once
+// the catalog no longer covers the table.
 func (f *follower) nextPoll(changed bool) time.Duration {
 	p := f.p
 	f.markIdle(changed)
@@ -203,9 +216,22 @@ func (f *follower) nextPoll(changed bool) time.Duration {
 		f.wait = min(2*f.wait, p.MaxPoll)
 	}
 	if f.watched() {
-		return p.MaxPoll
+		return max(jitter(2*p.watchedReload()), p.MaxPoll)
 	}
 	return f.wait
+}
+
+// watchedReload is Pipeline.WatchedReload or its default: twenty max
+// intervals, at least ten minutes. The catalog's check reads the very
+// pointer a load reads (sql: the table's iceberg_tables row; hadoop: its
+// version-hint.text), so the reload is a safety net only, and rare: at
+// 10,000 tables, one every max interval would be hundreds of loads a
+// second.
+func (p *Pipeline) watchedReload() time.Duration {
+	if p.WatchedReload > 0 {
+		return p.WatchedReload
+	}
+	return max(20*p.MaxPoll, 10*time.Minute)
 }
 
 // watched reports whether the table's catalog checks it in bulk.
@@ -220,25 +246,42 @@ func (f *follower) watched() bool {
 
 // idle waits d (at least the catalog's throttle delay), or until the
 // table's catalog says it changed or an on-demand snapshot is asked for;
-// false when ctx ended.
+// false when ctx ended. A watched table looks again every max interval
+// whether its catalog still covers it (a check that failed or no longer
+// finds it uncovers it), and ends the wait if not: then it polls on its
+// own. Each look is also when an unchanged table is told to idle.
 func (f *follower) idle(ctx context.Context, d time.Duration) bool {
 	d = max(d, f.p.Health.ThrottleDelay())
 	var wake <-chan struct{}
 	if w, ok := f.spec.Source.(Watched); ok {
 		wake, _ = w.Changes()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	case <-f.p.requests.woken(f.spec.Name):
-	case <-wake:
-		f.wait = 0 // a change: poll at the floor again
-		if d := f.p.Health.ThrottleDelay(); d > 0 && !sleep(ctx, d) {
-			return false
+	end := time.Now().Add(d)
+	for {
+		step := time.Until(end)
+		if wake != nil {
+			step = min(step, max(f.p.MaxPoll, f.p.Poll))
 		}
+		t := time.NewTimer(step)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		case <-f.p.requests.woken(f.spec.Name):
+			t.Stop()
+			return true
+		case <-wake:
+			t.Stop()
+			f.wait = 0 // a change: poll at the floor again
+			if d := f.p.Health.ThrottleDelay(); d > 0 && !sleep(ctx, d) {
+				return false
+			}
+			return true
+		}
+		if !time.Now().Before(end) || !f.watched() {
+			return true
+		}
+		f.markIdle(false)
 	}
-	return true
 }

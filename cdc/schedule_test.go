@@ -31,13 +31,24 @@ func runScheduled(t *testing.T, f *fast, src cdc.Source, poll, maxPoll, idleAfte
 // runScheduledPipeline is runScheduled, also returning the pipeline.
 func runScheduledPipeline(t *testing.T, f *fast, src cdc.Source, poll, maxPoll, idleAfter time.Duration) (*cdc.Pipeline, func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
+	p := scheduledPipeline(f, src, poll, maxPoll, idleAfter)
+	return p, startPipeline(t, p)
+}
+
+// scheduledPipeline is a pipeline of src alone, on the schedule given.
+func scheduledPipeline(f *fast, src cdc.Source, poll, maxPoll, idleAfter time.Duration) *cdc.Pipeline {
+	return &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Encoder: newEncoder("p"), Sink: f.sink, Store: f.store, Poll: poll, MaxPoll: maxPoll, IdleAfter: idleAfter,
 		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
+}
+
+// startPipeline runs p until the returned stop is called.
+func startPipeline(t *testing.T, p *cdc.Pipeline) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	return p, func() {
+	return func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
@@ -117,4 +128,54 @@ func TestIdleTableBacksOff(t *testing.T) {
 	src.Append(cdctest.Inserts(2, 1)...)
 	waitFor(t, "commit after idling delivered", func() bool { return len(f.sink.IDs()) == 2 })
 	waitFor(t, "idle again", func() bool { return src.idles.Load() == 2 })
+}
+
+// TestCoveredTableIsNotReloaded: a table its catalog covers is not
+// refreshed at its max interval (here 1ms) while the catalog reports no
+// change: over fifty max intervals it is not refreshed once, and is still
+// told to idle. Once the catalog no longer covers it (a failed check), it
+// polls on its own again; the safety reload is an hour away.
+func TestCoveredTableIsNotReloaded(t *testing.T) {
+	f := newFast(t)
+	src := &coverSource{watchedSource: watchedSource{Source: f.src, wake: make(chan struct{}, 1)}}
+	src.cover.Store(true)
+	src.Append(cdctest.Inserts(1, 1)...)
+	p := scheduledPipeline(f, src, time.Millisecond, time.Millisecond, 5*time.Millisecond)
+	p.WatchedReload = time.Hour
+	defer startPipeline(t, p)()
+	waitFor(t, "first commit delivered", func() bool { return len(f.sink.IDs()) == 1 })
+	refreshes := src.Calls("Refresh")
+	time.Sleep(50 * time.Millisecond) // fifty max intervals, none of which may reload
+	if n := src.Calls("Refresh") - refreshes; n != 0 {
+		t.Fatalf("a covered unchanged table was refreshed %d times at its max interval", n)
+	}
+	waitFor(t, "told to idle", func() bool { return src.idles.Load() == 1 })
+	src.cover.Store(false)
+	waitFor(t, "uncovered table polls on its own", func() bool { return src.Calls("Refresh") > refreshes+2 })
+}
+
+// coverSource is a watchedSource whose coverage a test switches.
+type coverSource struct {
+	watchedSource
+	cover atomic.Bool
+}
+
+func (s *coverSource) Changes() (<-chan struct{}, bool) { return s.wake, s.cover.Load() }
+
+// TestCoveredTableSafetyReload: a covered table is still reloaded on its
+// own now and then (WatchedReload, 5ms here), in case a wake-up was lost.
+func TestCoveredTableSafetyReload(t *testing.T) {
+	f := newFast(t)
+	src := &watchedSource{Source: f.src, wake: make(chan struct{}, 1), covered: true}
+	src.Append(cdctest.Inserts(1, 1)...)
+	p := scheduledPipeline(f, src, time.Millisecond, time.Millisecond, 0)
+	p.WatchedReload = 5 * time.Millisecond
+	defer startPipeline(t, p)()
+	waitFor(t, "first commit delivered", func() bool { return len(f.sink.IDs()) == 1 })
+	refreshes := src.Calls("Refresh")
+	src.Append(cdctest.Inserts(2, 1)...) // no wake-up: only the safety reload finds it
+	waitFor(t, "commit found by the safety reload", func() bool { return len(f.sink.IDs()) == 2 })
+	if src.Calls("Refresh") == refreshes {
+		t.Fatal("delivered without a refresh")
+	}
 }

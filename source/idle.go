@@ -33,3 +33,18 @@ func (t *Table) Idle() {
 }
 
 var _ cdc.Idler = (*Table)(nil)
+
+// CheckFailed implements cdc.CheckFailer: a failed change check told
+// nothing about the catalog's tables, so none is covered until a check
+// succeeds again, and each polls on its own meanwhile (kept out of
+// CheckChanges, whose checks per catalog type only report).
+func (c *Catalog) CheckFailed() {
+	w := &c.h.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.tables {
+		e.covered = false
+	}
+}
+
+var _ cdc.CheckFailer = (*Catalog)(nil)

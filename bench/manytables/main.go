@@ -6,13 +6,19 @@
 //
 // With -icecdc, it also runs that daemon (file sink, poll: 1s) and
 // reports, from the one run: the time until every table's first commit
-// was delivered, the daemon's idle CPU, its peak RSS, its open file
+// was delivered (and the daemon's CPU time until then, which a loaded
+// machine does not stretch as it does the wall time), its idle CPU, its peak RSS, its open file
 // descriptors and metric series, the median time from a writer's commit
 // to its event in the sink file, and the writer's commits that failed
-// with SQLITE_BUSY (a writer starved by the daemon's reads).
+// with SQLITE_BUSY (a writer starved by the daemon's reads), and the
+// machine's load average at the end.
 //
 //	go build -o /tmp/icecdc ./cmd/icecdc
 //	go run ./bench/manytables -dir /tmp/many -tables 1000 -icecdc /tmp/icecdc
+//
+// The daemon inherits the environment: ICECDC_CPUPROFILE=FILE and
+// ICECDC_HEAPPROFILE=FILE profile it (the heap profile is written when
+// the run ends). -reuse runs again on the tables of an earlier run.
 package main
 
 import (
@@ -136,9 +142,10 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 	// First delivery: one event per table.
 	tail := &tailer{path: events}
 	var first time.Duration
+	var firstCPU int64 // the daemon's CPU time until then, in clock ticks
 	for deadline := time.Now().Add(30 * time.Minute); ; {
 		if tail.lines() >= len(names) {
-			first = time.Since(start)
+			first, firstCPU = time.Since(start), cpuTicks(pid)
 			break
 		}
 		select {
@@ -201,8 +208,8 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 		slices.Sort(lat)
 		median = lat[len(lat)/2].Round(time.Millisecond).String()
 	}
-	fmt.Printf("tables=%d first_delivery_all=%s idle_cpu=%.1f%% rss_peak=%dMiB open_fds=%d metric_series=%d commit_to_delivery_median=%s (%d of %d commits seen) writer_stalls=%d (of %d failed commits)\n",
-		len(names), first.Round(100*time.Millisecond), idleCPU, rss>>10, fds, series, median, len(lat), commits, stalls, failed)
+	fmt.Printf("tables=%d first_delivery_all=%s (%.1fs of CPU) idle_cpu=%.1f%% rss_peak=%dMiB open_fds=%d metric_series=%d (%.1f per table) commit_to_delivery_median=%s (%d of %d commits seen) writer_stalls=%d (of %d failed commits) load_average=%s\n",
+		len(names), first.Round(100*time.Millisecond), float64(firstCPU)/clockTicks, idleCPU, rss>>10, fds, series, float64(series)/float64(len(names)), median, len(lat), commits, stalls, failed, loadAverage())
 	return nil
 }
 
@@ -245,6 +252,18 @@ func (t *tailer) find(needle []byte) bool {
 		return true
 	}
 	return false
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages, for the
+// figures' context: the daemon's CPU time is its own, its latencies are
+// not.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(raw))
+	return strings.Join(f[:min(3, len(f))], "/")
 }
 
 // clockTicks is Linux's USER_HZ.

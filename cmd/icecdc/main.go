@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -42,6 +43,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+
+	if path := os.Getenv("ICECDC_HEAPPROFILE"); path != "" {
+		// A heap profile at the command's end (after a collection: what
+		// is still in use then, and what was allocated over the run).
+		defer func() {
+			runtime.GC()
+			f, err := os.Create(path)
+			if err == nil {
+				err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "icecdc: ICECDC_HEAPPROFILE %s: %v\n", path, err)
+			}
+		}()
 	}
 
 	err := execute(ctx, args, stdout, stderr)
