@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/internal/unwraptest"
+	"github.com/icecdc/icecdc/registry"
+)
+
+// sameJSON reports whether a decoded Avro value and a Connect payload
+// hold the same values, compared as the JSON each makes.
+func sameJSON(t *testing.T, avroValue any, payload []byte) (got, want string) {
+	t.Helper()
+	var p any
+	if err := json.Unmarshal(payload, &p); err != nil {
+		t.Fatalf("payload %s: %v", payload, err)
+	}
+	a, err := json.Marshal(avroValue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(p)
+	return string(a), string(b)
+}
+
+// TestRunAvroUnwrapKafka: `icecdc run` with debezium-avro and
+// transforms.unwrap writes, for every delete mode, what AvroConverter
+// makes of the flattened Connect records: each record, read back by the
+// schema the registry holds under its id, holds the payload that
+// ExtractNewRecordState's rules (internal/unwraptest) make of the
+// debezium-connect-json envelope records of the same events; tombstones
+// and headers are the same. The value schema is the table's .Value,
+// registered under <topic>-value. The same daemon writes its heartbeats
+// in the wire format, registered under the heartbeat topic's subjects.
+func TestRunAvroUnwrapKafka(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	brokers := newKafka(t)
+	reg := srfake.New()
+	defer reg.Close()
+	cl, err := registry.New(registry.Config{URL: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, tbl := newOrders(ctx, t)
+	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20), scenario.Order(3, "cy", "new", 30)}, 2, paid, 1)
+	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	run := func(name, format, rest string, want int) []unwraptest.Record {
+		t.Helper()
+		sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: '%s.{table}', topic_partitions: 1}}\nformat: %s\n%s", brokers[0], name, format, rest)
+		return kafkaRecords(ctx, t, brokers, name, catalog, sink, name+".orders", want)
+	}
+	envelope := run("envelope", formatDebeziumConnect, "", 6) // 3 c, u, d, tombstone
+	const fields = "op,table,source.ts_ms,source.snapshot:snap,transaction.id"
+	for _, mode := range []string{"tombstone", "drop", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone"} {
+		t.Run(mode, func(t *testing.T) {
+			o := unwraptest.Options{Mode: mode, AddFields: strings.Split(fields, ","), AddHeaders: strings.Split(fields, ","), Connect: true}
+			var want []unwraptest.Record
+			for _, r := range envelope {
+				out, err := unwraptest.Apply(o, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, out...)
+			}
+			name := "avro-" + mode
+			got := run(name, formatDebeziumAvro, fmt.Sprintf("schema_registry: {url: '%s'}\ndebezium: {heartbeat.interval.ms: 20}\n"+
+				"transforms: {unwrap: {type: io.debezium.transforms.ExtractNewRecordState, delete.tombstone.handling.mode: %s, add.fields: '%s', add.headers: '%s'}}",
+				reg.URL(), mode, fields, fields), len(want))
+			if len(got) != len(want) {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if h, w := fmt.Sprint(got[i].Headers), fmt.Sprint(want[i].Headers); h != w {
+					t.Fatalf("record %d: headers %s, want %s", i, h, w)
+				}
+				key, _ := avroRecord(t, cl, got[i].Key)
+				if g, w := sameJSON(t, key, splitConnect(t, string(want[i].Key)).Payload); g != w {
+					t.Fatalf("record %d: key %s, want %s", i, g, w)
+				}
+				if want[i].Value == nil {
+					if got[i].Value != nil {
+						t.Fatalf("record %d: % x, want a tombstone", i, got[i].Value)
+					}
+					continue
+				}
+				cr := splitConnect(t, string(want[i].Value))
+				if string(cr.Payload) == "null" {
+					if got[i].Value != nil {
+						t.Fatalf("record %d: % x, want a null value", i, got[i].Value)
+					}
+					continue
+				}
+				value, id := avroRecord(t, cl, got[i].Value)
+				if g, w := sameJSON(t, value, cr.Payload); g != w {
+					t.Fatalf("record %d: value %s, want %s", i, g, w)
+				}
+				if !subjectHasVersionWithID(reg, name+".orders-value", id) {
+					t.Fatalf("record %d: schema id %d is not %s's", i, id, name+".orders-value")
+				}
+				if text, _ := cl.Schema(ctx, id); !strings.Contains(text, `"name":"Value","namespace":"icecdc.bookshop.orders"`) {
+					t.Fatalf("record %d: value schema %s, want icecdc.bookshop.orders.Value", i, text)
+				}
+			}
+		})
+	}
+	// A daemon that waits for its heartbeats, whatever the speed of the
+	// runs above.
+	cfg := writeConfig(t, "beats", catalog, fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: 'beats.{table}', topic_partitions: 1}}\nformat: debezium-avro\n"+
+		"schema_registry: {url: '%s'}\ndebezium: {topic.prefix: shop, heartbeat.interval.ms: 20}\ntransforms: {unwrap: {delete.tombstone.handling.mode: rewrite}}", brokers[0], reg.URL()),
+		filepath.Join(t.TempDir(), "state.db"))
+	d := startDaemon(t, "-c", cfg)
+	var beats []*kgo.Record
+	d.waitFor(t, "three heartbeats", func() bool {
+		beats, _ = readCommitted(ctx, brokers, "__debezium-heartbeat.shop")
+		return len(beats) >= 3
+	})
+	d.stop(t)
+	checkAvroHeartbeats(t, cl, reg, beats, "shop")
+}
+
+// checkAvroHeartbeats checks heartbeat records in the wire format: key
+// {serverName}, value {ts_ms} not going back, with Debezium's schema
+// names, registered under the heartbeat topic's subjects.
+func checkAvroHeartbeats(t *testing.T, cl *registry.Client, reg *srfake.Registry, beats []*kgo.Record, server string) {
+	t.Helper()
+	last := int64(0)
+	for i, r := range beats {
+		k, kid := avroRecord(t, cl, r.Key)
+		v, vid := avroRecord(t, cl, r.Value)
+		ts, _ := v["ts_ms"].(int64)
+		if k["serverName"] != server || len(k) != 1 || len(v) != 1 || ts < last {
+			t.Fatalf("heartbeat %d: key %v value %v (after ts_ms %d)", i, k, v, last)
+		}
+		last = ts
+		for _, s := range []struct {
+			id            int
+			subject, name string
+		}{{kid, r.Topic + "-key", `"name":"ServerNameKey","namespace":"io.debezium.connector.common"`}, {vid, r.Topic + "-value", `"name":"Heartbeat","namespace":"io.debezium.connector.common"`}} {
+			text, _ := cl.Schema(context.Background(), s.id)
+			if !subjectHasVersionWithID(reg, s.subject, s.id) || !strings.Contains(text, s.name) {
+				t.Fatalf("heartbeat %d: schema %d (%s) is not %s's %s", i, s.id, text, s.subject, s.name)
+			}
+		}
+	}
+}
+
+func subjectHasVersionWithID(reg *srfake.Registry, subject string, id int) bool {
+	for v := 1; v < 100; v++ {
+		s, ok := reg.GetSchema(subject, v)
+		if !ok {
+			return false
+		}
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
