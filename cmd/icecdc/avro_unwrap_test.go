@@ -167,3 +167,80 @@ func subjectHasVersionWithID(reg *srfake.Registry, subject string, id int) bool 
 	}
 	return false
 }
+
+// TestChangesUnwrapAvro: icecdc changes --unwrap --format debezium-avro
+// prints, for every delete mode, with add.fields and without (the value
+// schema then is the after field's, an optional struct), the records of
+// changes --unwrap --format debezium-connect-json read back from the
+// registry: each key and value line holds the Connect line's payload, a
+// tombstone is null.
+func TestChangesUnwrapAvro(t *testing.T) {
+	_, catArgs, _ := bookshop(t)
+	reg := srfake.New()
+	defer reg.Close()
+	canonical := func(s string) string {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatalf("%.200s: %v", s, err)
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	for _, mode := range []string{"tombstone", "drop", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone"} {
+		for _, fields := range []string{"", "op,source.sequence_number,name:pipeline,source.ts_ms"} {
+			args := append([]string{"changes", "--with-key", "--unwrap", "--unwrap-option", "delete.tombstone.handling.mode=" + mode}, catArgs...)
+			if fields != "" {
+				args = append(args, "--unwrap-option", "add.fields="+fields)
+			}
+			conn, errOut, code := runCmd(append(args, "--format", formatDebeziumConnect)...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", mode, code, errOut)
+			}
+			avroOut, errOut, code := runCmd(append(args, "--format", formatDebeziumAvro, "--schema-registry-url", reg.URL())...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", mode, code, errOut)
+			}
+			want := strings.Split(strings.TrimSuffix(conn, "\n"), "\n")
+			got := strings.Split(strings.TrimSuffix(avroOut, "\n"), "\n")
+			if len(got) != len(want) {
+				t.Fatalf("%s %q: %d lines, want %d:\n%s", mode, fields, len(got), len(want), avroOut)
+			}
+			for i := range got {
+				gk, gv, _ := strings.Cut(got[i], "\t")
+				wk, wv, _ := strings.Cut(want[i], "\t")
+				if canonical(gk) != canonical(string(splitConnect(t, wk).Payload)) {
+					t.Fatalf("%s %q line %d: key %s, want the payload of %s", mode, fields, i, gk, wk)
+				}
+				if wv != "null" {
+					wv = string(splitConnect(t, wv).Payload)
+				}
+				if canonical(gv) != canonical(wv) {
+					t.Fatalf("%s %q line %d: value %s, want the payload of %s", mode, fields, i, gv, want[i])
+				}
+			}
+		}
+	}
+	for _, subject := range []string{"icecdc.bookshop.orders-key", "icecdc.bookshop.orders-value"} {
+		if _, ok := reg.GetSchema(subject, 1); !ok {
+			t.Fatalf("nothing registered under %s", subject)
+		}
+	}
+}
+
+// TestConfigAvroUnwrap: debezium-avro takes transforms.unwrap (its
+// add.fields checked against the Connect envelope, which the Avro records
+// carry) and heartbeats, which it refused before it had their Avro form.
+func TestConfigAvroUnwrap(t *testing.T) {
+	base := strings.Replace(goodConfig, "format: debezium-json\n", "", 1)
+	base = base[:strings.Index(base, "sink:")] + "sink:\n  type: kafka\n  kafka: {brokers: ['localhost:9092']}\nstate: {path: /var/lib/icecdc/state.db}\n" +
+		"format: debezium-avro\nschema_registry: {url: 'http://reg:8081'}\n"
+	getenv := env(map[string]string{"ICECDC_WEBHOOK_SECRET": testSecret})
+	ok := base + "debezium: {heartbeat.interval.ms: 1000}\ntransforms: {unwrap: {delete.tombstone.handling.mode: rewrite, add.fields: 'op,source.ts_ms,ts_us', add.headers: op}}\n"
+	if _, err := parseConfig([]byte(ok), getenv); err != nil {
+		t.Fatalf("debezium-avro with unwrap and heartbeats: %v", err)
+	}
+	bad := base + "transforms: {unwrap: {add.fields: 'source.nope'}}\n"
+	if _, err := parseConfig([]byte(bad), getenv); err == nil || !strings.Contains(err.Error(), `transforms.unwrap.add.fields: "source.nope"`) {
+		t.Fatalf("add.fields source.nope: %v", err)
+	}
+}
