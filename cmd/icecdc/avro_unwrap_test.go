@@ -244,3 +244,71 @@ func TestConfigAvroUnwrap(t *testing.T) {
 		t.Fatalf("add.fields source.nope: %v", err)
 	}
 }
+
+// TestRunAvroRoutesFlattenedRecords: ByLogicalTableRouter and
+// transforms.unwrap over debezium-avro, in both orders, write what
+// AvroConverter makes of the same chain's debezium-connect-json records:
+// record by record the key and value payloads and the headers, with the
+// value schema named as the Connect one (the shared topic's .Value when
+// the router ran first, the table's own when unwrap did), registered
+// under the routed topic's subject.
+func TestRunAvroRoutesFlattenedRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, tbl := newOrders(ctx, t)
+	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)}, 2, paid, 1)
+	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	reg := srfake.New()
+	defer reg.Close()
+	cl, err := registry.New(registry.Config{URL: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const route = `route: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: 'icecdc\.(orders)', topic.replacement: 'shop.routed', key.field.regex: '.+\.(orders)', key.field.replacement: 'shop.$1'}`
+	const unwrap = `unwrap: {delete.tombstone.handling.mode: rewrite-with-tombstone, add.fields: 'op,table,source.ts_ms', add.headers: 'op,table'}`
+	run := func(t *testing.T, name, format, transforms string) []unwraptest.Record {
+		t.Helper()
+		brokers := newKafka(t)
+		sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: 'icecdc.{table}', topic_partitions: 1}}\nformat: %s\nschema_registry: {url: '%s'}\ntransforms:\n%s",
+			brokers[0], format, reg.URL(), transforms)
+		if format != formatDebeziumAvro {
+			sink = strings.Replace(sink, "\nschema_registry: {url: '"+reg.URL()+"'}", "", 1)
+		}
+		return kafkaRecords(ctx, t, brokers, name, catalog, sink, "shop.routed", 5) // 2 c, u, d, tombstone
+	}
+	for _, order := range []string{"route,unwrap", "unwrap,route"} {
+		t.Run(strings.ReplaceAll(order, ",", "-"), func(t *testing.T) {
+			block := "  " + route + "\n  " + unwrap
+			valueName := `"name":"Value","namespace":"shop.routed"`
+			if order == "unwrap,route" {
+				block = "  " + unwrap + "\n  " + route
+				valueName = `"name":"Value","namespace":"icecdc.bookshop.orders"`
+			}
+			want := run(t, "c"+order[:1], formatDebeziumConnect, block)
+			got := run(t, "a"+order[:1], formatDebeziumAvro, block)
+			if len(got) != len(want) {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if h, w := fmt.Sprint(got[i].Headers), fmt.Sprint(want[i].Headers); h != w {
+					t.Fatalf("record %d: headers %s, want %s", i, h, w)
+				}
+				key, kid := avroRecord(t, cl, got[i].Key)
+				if g, w := sameJSON(t, key, splitConnect(t, string(want[i].Key)).Payload); g != w || !subjectHasVersionWithID(reg, "shop.routed-key", kid) {
+					t.Fatalf("record %d: key %s (schema %d), want %s under shop.routed-key", i, g, kid, w)
+				}
+				if want[i].Value == nil {
+					if got[i].Value != nil {
+						t.Fatalf("record %d: % x, want a tombstone", i, got[i].Value)
+					}
+					continue
+				}
+				value, id := avroRecord(t, cl, got[i].Value)
+				text, _ := cl.Schema(ctx, id)
+				if g, w := sameJSON(t, value, splitConnect(t, string(want[i].Value)).Payload); g != w || !strings.Contains(text, valueName) || !subjectHasVersionWithID(reg, "shop.routed-value", id) {
+					t.Fatalf("record %d: value %s (schema %d: %.300s), want %s as %s under shop.routed-value", i, g, id, text, w, valueName)
+				}
+			}
+		})
+	}
+}
