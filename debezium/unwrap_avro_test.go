@@ -76,15 +76,7 @@ func TestAvroUnwrapDecodesToTheConnectPayload(t *testing.T) {
 		for fi, fields := range unwrapFieldSets {
 			for _, keyed := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/fields%d/keyed=%v", mode, fi, keyed), func(t *testing.T) {
-					opts := UnwrapOptions{DeleteHandling: mode, AddFields: fields, AddHeaders: fields, AddFieldsPrefix: "__", AddHeadersPrefix: "__"}
-					ua, err := NewUnwrap(f, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					uc, err := NewUnwrap(conn, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
+					ua, uc := unwrapBoth(t, f, conn, UnwrapOptions{DeleteHandling: mode, AddFields: fields, AddHeaders: fields, AddFieldsPrefix: "__", AddHeadersPrefix: "__"})
 					c := goldenCommit(keyed)
 					evs := unwrapEvents()
 					records := 0
@@ -189,15 +181,7 @@ func TestAvroRoutedUnwrap(t *testing.T) {
 	}
 	for _, mode := range deleteHandlings {
 		for _, unwrapFirst := range []bool{false, true} {
-			opts := UnwrapOptions{DeleteHandling: mode, AddFields: []string{"op", "table", "source.ts_ms"}, AddFieldsPrefix: "__"}
-			ua, err := NewUnwrap(f, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			uc, err := NewUnwrap(conn, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ua, uc := unwrapBoth(t, f, conn, UnwrapOptions{DeleteHandling: mode, AddFields: []string{"op", "table", "source.ts_ms"}, AddFieldsPrefix: "__"})
 			ra := &Routed{Inner: ua, Router: r, TopicOf: topicOf, SchemaBase: topicOf, Flattened: unwrapFirst}
 			rc := &Routed{Inner: uc, Router: r, TopicOf: topicOf, SchemaBase: topicOf, Flattened: unwrapFirst}
 			for _, name := range []string{"orders_eu", "orders_us", "returns"} {
@@ -223,4 +207,17 @@ func TestAvroRoutedUnwrap(t *testing.T) {
 			}
 		}
 	}
+}
+
+// unwrapBoth returns the flattened forms of f and conn by opts.
+func unwrapBoth(t *testing.T, f *Avro, conn *ConnectJSON, opts UnwrapOptions) (ua, uc *Unwrap) {
+	t.Helper()
+	ua, err := NewUnwrap(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uc, err = NewUnwrap(conn, opts); err != nil {
+		t.Fatal(err)
+	}
+	return ua, uc
 }

@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
-	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/internal/unwraptest"
 	"github.com/icecdc/icecdc/registry"
 )
@@ -52,9 +53,7 @@ func TestRunAvroUnwrapKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, tbl := newOrders(ctx, t)
-	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20), scenario.Order(3, "cy", "new", 30)}, 2, paid, 1)
-	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	catalog := ordersChanged(ctx, t, 3)
 	run := func(name, format, rest string, want int) []unwraptest.Record {
 		t.Helper()
 		sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: '%s.{table}', topic_partitions: 1}}\nformat: %s\n%s", brokers[0], name, format, rest)
@@ -65,53 +64,12 @@ func TestRunAvroUnwrapKafka(t *testing.T) {
 	for _, mode := range []string{"tombstone", "drop", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone"} {
 		t.Run(mode, func(t *testing.T) {
 			o := unwraptest.Options{Mode: mode, AddFields: strings.Split(fields, ","), AddHeaders: strings.Split(fields, ","), Connect: true}
-			var want []unwraptest.Record
-			for _, r := range envelope {
-				out, err := unwraptest.Apply(o, r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, out...)
-			}
+			want := applyOracle(t, o, envelope)
 			name := "avro-" + mode
 			got := run(name, formatDebeziumAvro, fmt.Sprintf("schema_registry: {url: '%s'}\ndebezium: {heartbeat.interval.ms: 20}\n"+
 				"transforms: {unwrap: {type: io.debezium.transforms.ExtractNewRecordState, delete.tombstone.handling.mode: %s, add.fields: '%s', add.headers: '%s'}}",
 				reg.URL(), mode, fields, fields), len(want))
-			if len(got) != len(want) {
-				t.Fatalf("%d records, want %d", len(got), len(want))
-			}
-			for i := range got {
-				if h, w := fmt.Sprint(got[i].Headers), fmt.Sprint(want[i].Headers); h != w {
-					t.Fatalf("record %d: headers %s, want %s", i, h, w)
-				}
-				key, _ := avroRecord(t, cl, got[i].Key)
-				if g, w := sameJSON(t, key, splitConnect(t, string(want[i].Key)).Payload); g != w {
-					t.Fatalf("record %d: key %s, want %s", i, g, w)
-				}
-				if want[i].Value == nil {
-					if got[i].Value != nil {
-						t.Fatalf("record %d: % x, want a tombstone", i, got[i].Value)
-					}
-					continue
-				}
-				cr := splitConnect(t, string(want[i].Value))
-				if string(cr.Payload) == "null" {
-					if got[i].Value != nil {
-						t.Fatalf("record %d: % x, want a null value", i, got[i].Value)
-					}
-					continue
-				}
-				value, id := avroRecord(t, cl, got[i].Value)
-				if g, w := sameJSON(t, value, cr.Payload); g != w {
-					t.Fatalf("record %d: value %s, want %s", i, g, w)
-				}
-				if !subjectHasVersionWithID(reg, name+".orders-value", id) {
-					t.Fatalf("record %d: schema id %d is not %s's", i, id, name+".orders-value")
-				}
-				if text, _ := cl.Schema(ctx, id); !strings.Contains(text, `"name":"Value","namespace":"icecdc.bookshop.orders"`) {
-					t.Fatalf("record %d: value schema %s, want icecdc.bookshop.orders.Value", i, text)
-				}
-			}
+			checkAvroRecords(t, cl, reg, got, want, name+".orders", `"name":"Value","namespace":"icecdc.bookshop.orders"`)
 		})
 	}
 	// A daemon that waits for its heartbeats, whatever the speed of the
@@ -155,17 +113,15 @@ func checkAvroHeartbeats(t *testing.T, cl *registry.Client, reg *srfake.Registry
 	}
 }
 
+// subjectHasVersionWithID reports whether the registry at reg holds the
+// schema id under subject, by its subjects-of-an-id API.
 func subjectHasVersionWithID(reg *srfake.Registry, subject string, id int) bool {
-	for v := 1; v < 100; v++ {
-		s, ok := reg.GetSchema(subject, v)
-		if !ok {
-			return false
-		}
-		if s.ID == id {
-			return true
-		}
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		return false
 	}
-	return false
+	subjects, err := cl.SubjectsByID(context.Background(), id)
+	return err == nil && slices.Contains(subjects, subject)
 }
 
 // TestChangesUnwrapAvro: icecdc changes --unwrap --format debezium-avro
@@ -255,9 +211,7 @@ func TestConfigAvroUnwrap(t *testing.T) {
 func TestRunAvroRoutesFlattenedRecords(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, tbl := newOrders(ctx, t)
-	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)}, 2, paid, 1)
-	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	catalog := ordersChanged(ctx, t, 2)
 	reg := srfake.New()
 	defer reg.Close()
 	cl, err := registry.New(registry.Config{URL: reg.URL()})
@@ -286,29 +240,40 @@ func TestRunAvroRoutesFlattenedRecords(t *testing.T) {
 			}
 			want := run(t, "c"+order[:1], formatDebeziumConnect, block)
 			got := run(t, "a"+order[:1], formatDebeziumAvro, block)
-			if len(got) != len(want) {
-				t.Fatalf("%d records, want %d", len(got), len(want))
-			}
-			for i := range got {
-				if h, w := fmt.Sprint(got[i].Headers), fmt.Sprint(want[i].Headers); h != w {
-					t.Fatalf("record %d: headers %s, want %s", i, h, w)
-				}
-				key, kid := avroRecord(t, cl, got[i].Key)
-				if g, w := sameJSON(t, key, splitConnect(t, string(want[i].Key)).Payload); g != w || !subjectHasVersionWithID(reg, "shop.routed-key", kid) {
-					t.Fatalf("record %d: key %s (schema %d), want %s under shop.routed-key", i, g, kid, w)
-				}
-				if want[i].Value == nil {
-					if got[i].Value != nil {
-						t.Fatalf("record %d: % x, want a tombstone", i, got[i].Value)
-					}
-					continue
-				}
-				value, id := avroRecord(t, cl, got[i].Value)
-				text, _ := cl.Schema(ctx, id)
-				if g, w := sameJSON(t, value, splitConnect(t, string(want[i].Value)).Payload); g != w || !strings.Contains(text, valueName) || !subjectHasVersionWithID(reg, "shop.routed-value", id) {
-					t.Fatalf("record %d: value %s (schema %d: %.300s), want %s as %s under shop.routed-value", i, g, id, text, w, valueName)
-				}
-			}
+			checkAvroRecords(t, cl, reg, got, want, "shop.routed", valueName)
 		})
+	}
+}
+
+// checkAvroRecords holds debezium-avro records of topic to the
+// debezium-connect-json records of the same events and transforms, one
+// by one: the same headers; key and value, read back by the schema their
+// id names, hold the Connect payloads, under the topic's subjects, the
+// value schema's text holding valueName; a tombstone or a null Connect
+// value is a tombstone.
+func checkAvroRecords(t *testing.T, cl *registry.Client, reg *srfake.Registry, got, want []unwraptest.Record, topic, valueName string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if h, w := fmt.Sprint(got[i].Headers), fmt.Sprint(want[i].Headers); h != w {
+			t.Fatalf("record %d: headers %s, want %s", i, h, w)
+		}
+		key, kid := avroRecord(t, cl, got[i].Key)
+		if g, w := sameJSON(t, key, splitConnect(t, string(want[i].Key)).Payload); g != w || !subjectHasVersionWithID(reg, topic+"-key", kid) {
+			t.Fatalf("record %d: key %s (schema %d), want %s under %s-key", i, g, kid, w, topic)
+		}
+		if want[i].Value == nil || string(splitConnect(t, string(want[i].Value)).Payload) == "null" {
+			if got[i].Value != nil {
+				t.Fatalf("record %d: % x, want a tombstone as Connect's %s", i, got[i].Value, want[i].Value)
+			}
+			continue
+		}
+		value, id := avroRecord(t, cl, got[i].Value)
+		text, _ := cl.Schema(context.Background(), id)
+		if g, w := sameJSON(t, value, splitConnect(t, string(want[i].Value)).Payload); g != w || !strings.Contains(text, valueName) || !subjectHasVersionWithID(reg, topic+"-value", id) {
+			t.Fatalf("record %d: value %s (schema %d: %.300s), want %s as %s under %s-value", i, g, id, text, w, valueName, topic)
+		}
 	}
 }
