@@ -3,8 +3,11 @@ package debezium
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr/srfake"
@@ -156,6 +159,37 @@ func TestAvroHeartbeats(t *testing.T) {
 	if out, err := none.AppendHeartbeatKey([]byte("x"), "shop"); err == nil || string(out) != "x" || !strings.Contains(err.Error(), "no heartbeat topic") {
 		t.Fatalf("without a heartbeat topic: %q, %v", out, err)
 	}
+}
+
+// TestAvroHeartbeatRegistryDown: a registry that answers 500 fails the
+// heartbeat with an error to retry, naming the record and the subject,
+// and leaves dst as it was; the next heartbeat, once the registry is
+// back, registers and is written.
+func TestAvroHeartbeatRegistryDown(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	var down atomic.Bool
+	down.Store(true)
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if !down.Load() {
+			return false
+		}
+		http.Error(w, `{"error_code":50001,"message":"Error in the backend data store"}`, http.StatusInternalServerError)
+		return true
+	})
+	const topic = "__debezium-heartbeat.shop"
+	f, cl := newAvroFormat(t, reg.URL(), ConnectOptions{}, AvroOptions{HeartbeatTopic: topic})
+	out, err := f.AppendHeartbeatValue([]byte("x"), 1)
+	if err == nil || string(out) != "x" || !errors.Is(err, cdc.ErrRetry) || !strings.Contains(err.Error(), "heartbeat record") || !strings.Contains(err.Error(), topic+"-value") {
+		t.Fatalf("registry down: %q, %v", out, err)
+	}
+	down.Store(false)
+	v, err := f.AppendHeartbeatValue(nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, _ := newConnect(t, ConnectOptions{}).AppendHeartbeatValue(nil, 1)
+	sameAvroRecord(t, reg, cl, v, cv, "io.debezium.connector.common.Heartbeat", topic+"-value", "heartbeat value")
 }
 
 // TestAvroRoutedUnwrap: router and unwrap over debezium-avro, in either
