@@ -34,6 +34,9 @@ type AvroOptions struct {
 	// TransactionTopic and SchemaChangeTopic name the topics of those
 	// records (their subjects follow from them).
 	TransactionTopic, SchemaChangeTopic string
+	// HeartbeatTopic is the topic of the heartbeat records; empty: the
+	// format writes none.
+	HeartbeatTopic string
 	// SchemaNames and FieldNames are Debezium's schema.name.adjustment.mode
 	// and field.name.adjustment.mode; default none.
 	SchemaNames, FieldNames NameAdjustment
@@ -64,7 +67,7 @@ type Avro struct {
 // avroCacheKey names a derived schema: the record's role and the Connect
 // schema's text, which holds the table's names.
 type avroCacheKey struct {
-	role   byte // 'k' key, 'v' value, 'K'/'V' schema change, 't'/'T' transaction
+	role   byte // 'k' key, 'v' value, 'K'/'V' schema change, 't'/'T' transaction, 'h'/'H' heartbeat
 	schema string
 }
 

@@ -191,8 +191,8 @@ func (r *Routed) AppendKey(dst []byte, c *cdc.Commit, e *cdc.Event) ([]byte, err
 	if !rt.ok {
 		return r.Inner.AppendKey(dst, c, e)
 	}
-	if a, ok := r.Inner.(*Avro); ok {
-		return r.appendAvro(dst, a, c, 'k', func(dst []byte) ([]byte, error) { return r.connectOf(a).AppendKey(dst, c, e) },
+	if a, conn, ok := avroBeneath(r.Inner); ok {
+		return a.appendConnect(dst, c, 'k', func(dst []byte) ([]byte, error) { return r.connectOf(conn).AppendKey(dst, c, e) },
 			func() string { return "encode key of event " + eventID(c, e) })
 	}
 	start := len(dst)
@@ -242,11 +242,11 @@ func (r *Routed) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64
 	if !rt.ok || r.SchemaBase == nil || r.Flattened {
 		return r.Inner.AppendValue(dst, c, e, tsMs)
 	}
-	if a, ok := r.Inner.(*Avro); ok {
+	if a, conn, ok := avroBeneath(r.Inner); ok {
 		if err := a.transactionSchemas(); err != nil {
 			return dst, fmt.Errorf("encode event %s: %w", eventID(c, e), err)
 		}
-		return r.appendAvro(dst, a, c, 'v', func(dst []byte) ([]byte, error) { return r.connectOf(a).AppendValue(dst, c, e, tsMs) },
+		return a.appendConnect(dst, c, 'v', func(dst []byte) ([]byte, error) { return r.connectOf(conn).AppendValue(dst, c, e, tsMs) },
 			func() string { return "encode event " + eventID(c, e) })
 	}
 	start := len(dst)
@@ -300,33 +300,13 @@ func (r *Routed) AppendHeaders(dst []cdc.Header, c *cdc.Commit, e *cdc.Event, ts
 // routed Connect record: the router's Connect JSON (key field, renamed
 // schemas) transcoded by the Avro format, so that its schemas, registered
 // under the routed topic's subjects, carry the shared topic's names and
-// the key field, as Debezium's do. Unrouted tables keep the Avro format's
-// own path.
+// the key field, as Debezium's do; a flattened record is the router's
+// over the flattened Connect record, in either order of the transforms.
+// Unrouted tables keep the Avro format's own path.
 
-// connectOf is the router over a's Connect JSON.
-func (r *Routed) connectOf(a *Avro) *Routed {
-	return &Routed{Inner: a.conn, Router: r.Router, TopicOf: r.TopicOf, SchemaBase: r.SchemaBase}
-}
-
-// appendAvro appends the wire form of the routed Connect record that
-// connect appends; role is 'k' or 'v'.
-func (r *Routed) appendAvro(dst []byte, a *Avro, c *cdc.Commit, role byte, connect func([]byte) ([]byte, error), what func() string) ([]byte, error) {
-	bp := scratchPool.Get().(*[]byte)
-	defer scratchPool.Put(bp)
-	msg, err := connect((*bp)[:0])
-	*bp = msg[:0]
-	if err != nil {
-		return dst, err
-	}
-	name := tableWhat(&c.Table)
-	if role == 'k' {
-		name = "key of " + name
-	}
-	out, err := a.transcode(dst, msg, role, role == 'k', a.tableTopic(&c.Table), name)
-	if err != nil {
-		return dst, fmt.Errorf("%s: %w", what(), err)
-	}
-	return out, nil
+// connectOf is the router over conn, the Connect JSON of the records.
+func (r *Routed) connectOf(conn cdc.Encoder) *Routed {
+	return &Routed{Inner: conn, Router: r.Router, TopicOf: r.TopicOf, SchemaBase: r.SchemaBase, Flattened: r.Flattened}
 }
 
 // Unrouted returns the encoder a Routed wraps, or enc when it is not one:

@@ -2,6 +2,7 @@ package debezium
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/icecdc/icecdc/cdc"
 )
@@ -22,6 +23,13 @@ type Unwrap struct {
 	opts    UnwrapOptions
 	fields  []envRef
 	headers []envRef
+	// layout is the Unwrap whose flattened schemas the records share:
+	// nil for u itself (a Connect twin of debezium-avro's has its
+	// format's).
+	layout *Unwrap
+
+	twinOnce sync.Once
+	twin     *Unwrap
 }
 
 var (
@@ -119,6 +127,9 @@ func (u *Unwrap) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs int64
 		}
 	}
 	fl := flatRecord{before: e.Op == cdc.OpDelete, fields: u.fields, layout: u}
+	if u.layout != nil {
+		fl.layout = u.layout
+	}
 	if u.opts.DeleteHandling.rewrite() {
 		fl.deleted = "false"
 		if e.Op == cdc.OpDelete {

@@ -141,7 +141,7 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	}
 	if f.unwrap {
 		if enc == nil {
-			return fmt.Errorf("changes: --unwrap: format table has no flattened form (%s have)", strings.Join(unwrapFormats, " and "))
+			return fmt.Errorf("changes: --unwrap: format table has no flattened form (%s have)", strings.Join(unwrapFormats, ", "))
 		}
 		o, err := debezium.ParseUnwrapOptions(f.unwrapOpts)
 		if err != nil {

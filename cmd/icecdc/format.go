@@ -396,6 +396,9 @@ func newAvroEncoder(rc registry.Config, d DebeziumConfig, pipeline string, topic
 	if d.IncludeSchemaChanges {
 		o.SchemaChangeTopic = d.prefix() + ".schema-changes"
 	}
+	if d.HeartbeatIntervalMs > 0 {
+		o.HeartbeatTopic = d.heartbeatTopic()
+	}
 	env := debezium.Envelope{Pipeline: pipeline, Version: version}
 	enc, err := debezium.NewAvro(env, d.connectOptions(), o)
 	if err != nil {

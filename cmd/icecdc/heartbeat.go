@@ -117,9 +117,19 @@ func startGatedHeartbeats(ctx context.Context, cfg *Config, enc cdc.Encoder, sin
 		if err != nil {
 			return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: %w", err)
 		}
-		key := he.AppendHeartbeatKey(nil, server)
+		// Made at each send: debezium-avro registers the heartbeat
+		// schemas on the first, and a registry away at that time fails
+		// that heartbeat only.
 		send = func(ctx context.Context, tsMs int64) error {
-			return hb.Send(ctx, key, he.AppendHeartbeatValue(nil, tsMs))
+			key, err := he.AppendHeartbeatKey(nil, server)
+			if err != nil {
+				return err
+			}
+			value, err := he.AppendHeartbeatValue(nil, tsMs)
+			if err != nil {
+				return err
+			}
+			return hb.Send(ctx, key, value)
 		}
 		closeSend = func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

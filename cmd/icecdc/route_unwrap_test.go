@@ -29,9 +29,7 @@ import (
 func TestRunRoutesFlattenedRecords(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, tbl := newOrders(ctx, t)
-	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)}, 2, paid, 1)
-	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	catalog := ordersChanged(ctx, t, 2)
 	// Each run writes to a broker of its own; the table's topic
 	// icecdc.orders is routed to shop.routed.
 	const route = `route: {type: io.debezium.transforms.ByLogicalTableRouter, topic.regex: 'icecdc\.(orders)', topic.replacement: 'shop.routed', key.field.regex: '.+\.(orders)', key.field.replacement: 'shop.$1'}`

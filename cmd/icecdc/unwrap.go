@@ -20,7 +20,7 @@ type TransformsConfig map[string]map[string]string
 const unwrapName = "unwrap"
 
 // unwrapFormats are the formats with a flattened form.
-var unwrapFormats = []string{formatDebeziumJSON, formatDebeziumConnect}
+var unwrapFormats = []string{formatDebeziumJSON, formatDebeziumConnect, formatDebeziumAvro}
 
 // unwrap returns the unwrap options, or nil without the transform.
 func (t TransformsConfig) unwrap() (*debezium.UnwrapOptions, error) {
@@ -52,11 +52,16 @@ func (t TransformsConfig) check(format, sinkType string) []error {
 		return errs
 	}
 	if !slices.Contains(unwrapFormats, format) {
-		errs = append(errs, fmt.Errorf("config: transforms.unwrap: format %s has no flattened form (%s have)", format, strings.Join(unwrapFormats, " and ")))
+		errs = append(errs, fmt.Errorf("config: transforms.unwrap: format %s has no flattened form (%s have)", format, strings.Join(unwrapFormats, ", ")))
 	}
 	if slices.Contains(unwrapFormats, format) {
-		// add.fields names fields of the format's envelope.
-		if enc, err := newEncoder(format, DebeziumConfig{}, ""); err == nil {
+		// add.fields names fields of the format's envelope; debezium-avro's
+		// are the Connect format's, which needs no registry to check them.
+		f := format
+		if f == formatDebeziumAvro {
+			f = formatDebeziumConnect
+		}
+		if enc, err := newEncoder(f, DebeziumConfig{}, ""); err == nil {
 			if _, err := withUnwrap(enc, o); err != nil {
 				errs = append(errs, fmt.Errorf("config: %w", err))
 			}

@@ -25,9 +25,7 @@ func TestRunUnwrapKafka(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	brokers := newKafka(t)
-	env, tbl := newOrders(ctx, t)
-	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20), scenario.Order(3, "cy", "new", 30)}, 2, paid, 1)
-	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	catalog := ordersChanged(ctx, t, 3)
 	run := func(name, delivery, transforms string, want int) []unwraptest.Record {
 		t.Helper()
 		sink := fmt.Sprintf("{type: kafka, kafka: {brokers: ['%s'], topic: '%s.{table}', topic_partitions: 1, delivery: %s}}\n%s", brokers[0], name, delivery, transforms)
@@ -38,15 +36,7 @@ func TestRunUnwrapKafka(t *testing.T) {
 	for _, mode := range []string{"tombstone", "drop", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone"} {
 		for _, delivery := range []string{"at-least-once", "exactly-once"} {
 			t.Run(mode+"/"+delivery, func(t *testing.T) {
-				o := unwraptest.Options{Mode: mode, AddFields: fields, AddHeaders: fields, Connect: true}
-				var want []unwraptest.Record
-				for _, r := range envelope {
-					out, err := unwraptest.Apply(o, r)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want = append(want, out...)
-				}
+				want := applyOracle(t, unwraptest.Options{Mode: mode, AddFields: fields, AddHeaders: fields, Connect: true}, envelope)
 				got := run("flat-"+mode+"-"+delivery, delivery, fmt.Sprintf("transforms: {unwrap: {type: io.debezium.transforms.ExtractNewRecordState, delete.tombstone.handling.mode: %s, add.fields: 'op,table,source.ts_ms,source.snapshot:snap,transaction.id', add.headers: 'op,table,source.ts_ms,source.snapshot:snap,transaction.id'}}", mode), len(want))
 				if len(got) != len(want) {
 					t.Fatalf("%d records, want %d", len(got), len(want))
@@ -59,6 +49,31 @@ func TestRunUnwrapKafka(t *testing.T) {
 			})
 		}
 	}
+}
+
+// ordersChanged returns the catalog block of an orders table where n
+// orders (at most 3) were created, then order 2 paid and order 1 deleted.
+func ordersChanged(ctx context.Context, t *testing.T, n int) string {
+	t.Helper()
+	env, tbl := newOrders(ctx, t)
+	rows := []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20), scenario.Order(3, "cy", "new", 30)}
+	changeOrders(ctx, t, tbl, rows[:n], 2, paid, 1)
+	return fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+}
+
+// applyOracle returns what ExtractNewRecordState's rules make of the
+// envelope records.
+func applyOracle(t *testing.T, o unwraptest.Options, envelope []unwraptest.Record) []unwraptest.Record {
+	t.Helper()
+	var want []unwraptest.Record
+	for _, r := range envelope {
+		out, err := unwraptest.Apply(o, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, out...)
+	}
+	return want
 }
 
 // TestConfigUnwrap: transforms.unwrap takes ExtractNewRecordState's
