@@ -99,10 +99,10 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	old := t.io
 	t.io = &tableIO{open: tbl.FS, footers: t.footers}
 	t.tbl = tbl
-	t.reader = table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), t.io.get, nil)
+	t.reader = newReader(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), t.io.get)
 	t.geoReader = nil
 	if hasGeo(tbl.Metadata()) {
-		t.geoReader = table.New(tbl.Identifier(), newBinaryGeoMetadata(tbl.Metadata()), tbl.MetadataLocation(), t.io.get, nil)
+		t.geoReader = newReader(tbl.Identifier(), newBinaryGeoMetadata(tbl.Metadata()), tbl.MetadataLocation(), t.io.get)
 	}
 	t.v2Known, t.chain = false, nil
 	if err := old.close(); err != nil {
