@@ -26,23 +26,7 @@ func TestSQLCheckSkipsUnchangedCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := source.Options{CatalogURI: env.CatalogURI, Warehouse: env.Warehouse}
-	cat := source.NewCatalog(o, 2)
-	defer cat.Close()
-	var srcs []*source.Table
-	for _, name := range names {
-		to := o
-		to.Table, to.Catalog = name, cat
-		src, err := source.New(to)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
-		if _, err := src.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		srcs = append(srcs, src)
-	}
+	cat, srcs := sharedTables(t, source.Options{CatalogURI: env.CatalogURI, Warehouse: env.Warehouse}, 2, names)
 	checks := func(n int) int64 {
 		t.Helper()
 		before := source.SQLFullChecks()
