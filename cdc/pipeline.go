@@ -145,8 +145,13 @@ type Pipeline struct {
 	// table's poll is a short hold. A long read (a large initial read)
 	// keeps its slot throughout.
 	MaxActive int
+	// Warm bounds the tables that keep, between two changes, what their
+	// reads left (see warm.go; default 4 MaxActive): the table that
+	// changed longest ago is told to idle (Idler) as another changes.
+	Warm int
 
 	requests snapshotRequests // on-demand snapshots, see adhoc.go
+	warm     warmSet          // Warm's tables
 	active   chan struct{}    // MaxActive's slots
 }
 
@@ -205,6 +210,12 @@ func (p *Pipeline) defaults() {
 	if p.active == nil {
 		p.active = make(chan struct{}, p.MaxActive)
 	}
+	if p.Warm <= 0 {
+		p.Warm = 4 * p.MaxActive
+	}
+	if p.warm.max == 0 {
+		p.warm.max = p.Warm
+	}
 }
 
 // Run follows every table until ctx is done (then it returns nil after the
@@ -228,6 +239,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
+			f.warm.cool = make(chan struct{}, 1)
+			defer p.warm.leave(f)
 			_, f.batch.reuse = p.Sink.(NonRetainingSink)
 			f.builders[0].reuse, f.builders[1].reuse = f.batch.reuse, f.batch.reuse
 			err := f.run(ctx, ready.Done)
@@ -278,6 +291,7 @@ type follower struct {
 	changed    bool
 	lastChange time.Time // see markIdle
 	idled      bool
+	warm       warmEntry // see warm.go
 	// readFilter is the row filter of the read being delivered, and
 	// filter its last binding (see adhoc.go).
 	readFilter string
@@ -319,6 +333,9 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 				return nil
 			}
 			backoff = f.p.RetryInitial
+			if f.changed {
+				f.p.warm.touch(f)
+			}
 			if !f.idle(ctx, f.nextPoll(f.changed)) {
 				return nil
 			}

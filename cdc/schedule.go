@@ -176,8 +176,8 @@ func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval ti
 }
 
 // Idler is a Source that can drop what it keeps only to read its next
-// commits faster (caches, file indexes, open IO), rebuilding it when it
-// reads again. Idle is called by the table's follower, between two polls,
+// commits faster (caches, file indexes, open IO; a watched one its loaded
+// metadata too), rebuilding it when it reads again. Idle is called by the table's follower, between two polls,
 // once the table has not changed for Pipeline.IdleAfter.
 type Idler interface {
 	Idle()
@@ -194,6 +194,11 @@ func (f *follower) markIdle(changed bool) {
 	if f.idled || now.Sub(f.lastChange) < f.p.IdleAfter {
 		return
 	}
+	f.idleSource()
+}
+
+// idleSource tells the source to idle (Idler).
+func (f *follower) idleSource() {
 	if i, ok := f.spec.Source.(Idler); ok {
 		i.Idle()
 	}
@@ -208,6 +213,12 @@ func (f *follower) markIdle(changed bool) {
 // the catalog no longer covers the table.
 func (f *follower) nextPoll(changed bool) time.Duration {
 	p := f.p
+	if f.idled && !changed && f.watched() {
+		// An idle covered table reloaded without a change (the safety
+		// reload): what the reload loaded again, its metadata, is dropped
+		// again. A table polled on its own keeps it (see Idler).
+		f.idleSource()
+	}
 	f.markIdle(changed)
 	switch {
 	case changed || f.wait == 0:
@@ -271,6 +282,12 @@ func (f *follower) idle(ctx context.Context, d time.Duration) bool {
 		case <-f.p.requests.woken(f.spec.Name):
 			t.Stop()
 			return true
+		case <-f.warm.cool:
+			t.Stop()
+			if f.p.warm.cooled(f) {
+				f.idleSource() // tables that changed since came first (see warm.go)
+			}
+			continue
 		case <-wake:
 			t.Stop()
 			f.wait = 0 // a change: poll at the floor again

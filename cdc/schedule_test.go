@@ -2,6 +2,7 @@ package cdc_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,5 +178,55 @@ func TestCoveredTableSafetyReload(t *testing.T) {
 	waitFor(t, "commit found by the safety reload", func() bool { return len(f.sink.IDs()) == 2 })
 	if src.Calls("Refresh") == refreshes {
 		t.Fatal("delivered without a refresh")
+	}
+}
+
+// TestWarmBoundIdlesTablesThatChangedLongAgo: of tables that each
+// delivered a commit, only the Warm that changed last keep what their
+// reads left; the others are told to idle at once, not after IdleAfter
+// (an hour here). A commit to an idled table is still delivered, and it
+// is warm again: another leaves.
+func TestWarmBoundIdlesTablesThatChangedLongAgo(t *testing.T) {
+	f := newFast(t)
+	const tables, warm = 6, 2
+	var srcs []*watchedSource
+	p := &cdc.Pipeline{Name: "p", Encoder: newEncoder("p"), Sink: f.sink, Store: f.store,
+		Poll: time.Millisecond, MaxPoll: time.Hour, IdleAfter: time.Hour, Warm: warm, MaxActive: 1,
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
+	for i := range tables {
+		name := fmt.Sprintf("t%d", i)
+		src := &watchedSource{Source: cdctest.New(cdctest.Info("shop", name)), wake: make(chan struct{}, 1), covered: true}
+		src.Append(cdctest.Inserts(10*i+1, 1)...)
+		srcs = append(srcs, src)
+		p.Tables = append(p.Tables, cdc.TableSpec{Name: "shop." + name, Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}})
+	}
+	stop := startPipeline(t, p)
+	defer stop()
+	idled := func() (n int) {
+		for _, s := range srcs {
+			n += int(s.idles.Load())
+		}
+		return n
+	}
+	waitFor(t, "every table's commit delivered", func() bool { return len(f.sink.IDs()) == tables })
+	waitFor(t, "the tables beyond the bound idled", func() bool { return idled() >= tables-warm })
+	time.Sleep(50 * time.Millisecond)
+	if n := idled(); n != tables-warm {
+		t.Fatalf("%d tables idled, want %d: only those beyond the bound of %d, none for IdleAfter", n, tables-warm, warm)
+	}
+	var cold *watchedSource
+	for _, s := range srcs {
+		if s.idles.Load() == 1 {
+			cold = s
+			break
+		}
+	}
+	cold.Append(cdctest.Inserts(100, 1)...)
+	cold.wake <- struct{}{}
+	waitFor(t, "the idled table's new commit delivered", func() bool { return len(f.sink.IDs()) == tables+1 })
+	waitFor(t, "another table idled for it", func() bool { return idled() == tables-warm+1 })
+	time.Sleep(50 * time.Millisecond)
+	if n := cold.idles.Load(); n != 1 {
+		t.Fatalf("the table that just changed idled %d times, want 1 (it is warm again)", n)
 	}
 }

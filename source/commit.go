@@ -51,6 +51,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit,
 		return nil, errNotLoaded
 	}
 	defer recoverAs(&err, "table %s: snapshot %d", t.name(t.tbl), si.ID)
+	t.warm()
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {
 		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata (expired?)", t.name(t.tbl), si.ID)

@@ -20,6 +20,7 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Co
 		return nil, errNotLoaded
 	}
 	defer recoverAs(&err, "table %s: initial read of snapshot %d", t.name(t.tbl), si.ID)
+	t.warm()
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {
 		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata", t.name(t.tbl), si.ID)

@@ -311,5 +311,5 @@ func confine(o Options, st *store, tbl *table.Table, cat table.CatalogIO) *table
 		}
 		return &confinedIO{inner: fs, locs: locs}, nil
 	}
-	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, cat)
+	return table.New(tbl.Identifier(), withoutManifestListCache(tbl.Metadata()), tbl.MetadataLocation(), fsF, cat)
 }

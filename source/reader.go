@@ -17,19 +17,38 @@ import (
 // the commits' own reads go through the file index. At 10,000 followed
 // tables the empty caches were tens of MiB of the daemon's heap.
 func newReader(ident table.Identifier, md table.Metadata, loc string, fsF func(context.Context) (iceio.IO, error)) *table.Table {
-	return table.New(ident, noManifestListCache{md}, loc, fsF, nil)
+	return table.New(ident, withoutManifestListCache(md), loc, fsF, nil)
 }
 
 // noManifestListCache is md with read.manifest-list-cache.enabled false,
 // which table.New reads to leave its cache out; md's own properties are
-// not changed.
-type noManifestListCache struct{ table.Metadata }
+// not changed. The loaded table (confine) is made with it too: it is
+// kept for as long as the table is followed, and its cache would never
+// be used (the scans go through the reader).
+type noManifestListCache struct {
+	table.Metadata
+	props iceberg.Properties
+}
 
-func (m noManifestListCache) Properties() iceberg.Properties {
-	p := maps.Clone(m.Metadata.Properties())
+func withoutManifestListCache(md table.Metadata) table.Metadata {
+	if m, ok := md.(noManifestListCache); ok {
+		return m
+	}
+	p := maps.Clone(md.Properties())
 	if p == nil {
 		p = iceberg.Properties{}
 	}
 	p[table.ReadManifestListCacheEnabledKey] = "false"
-	return p
+	return noManifestListCache{Metadata: md, props: p}
+}
+
+func (m noManifestListCache) Properties() iceberg.Properties { return m.props }
+
+// Equals compares the metadata underneath: iceberg-go's Equals asserts
+// the other side's concrete type.
+func (m noManifestListCache) Equals(other table.Metadata) bool {
+	if o, ok := other.(noManifestListCache); ok {
+		other = o.Metadata
+	}
+	return m.Metadata.Equals(other)
 }

@@ -58,18 +58,17 @@ type Table struct {
 	// (nil: no shared catalog), see watch.go.
 	watch    *watchEntry
 	watchSet *watchSet
+	// dropped is what Idle kept of the metadata it dropped (nil: none
+	// dropped), see idle.go.
+	dropped *droppedMeta
 }
 
 var _ cdc.Source = (*Table)(nil)
 
 func newTable(o Options, load func(context.Context) (*table.Table, error), closeCatalog func()) *Table {
-	files := newFileIndex(defaultFileCacheSize)
-	if o.FileIndex != nil {
-		files.store, files.staged = o.FileIndex, map[string]*indexedManifest{}
-	}
-	return &Table{opts: o, load: load, closeCatalog: closeCatalog,
-		pool: newIOPool(o.IOConcurrency), footers: newFooterCache(defaultFooterBudget),
-		files: files, dels: newDeleteIndex(), eq: newEqCache(), stats: newStatsCache()}
+	// The caches are made by the first load that changes something
+	// (warm): a followed table that never changes costs none.
+	return &Table{opts: o, load: load, closeCatalog: closeCatalog, pool: newIOPool(o.IOConcurrency)}
 }
 
 // errNotLoaded is returned by a Table whose first Refresh has not
@@ -91,11 +90,25 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	if v := tbl.Metadata().Version(); v < 3 {
 		return false, fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
 	}
+	if d := t.dropped; d != nil && t.tbl == nil {
+		// The metadata Idle dropped: unchanged if the catalog still
+		// names the same file, as it was.
+		t.dropped = nil
+		t.adopt(tbl)
+		return d.loc != tbl.MetadataLocation() || d.sum != summarize(tbl.Metadata(), t.opts.Branch), t.invalid
+	}
 	if t.tbl == tbl || t.tbl != nil && t.tbl.MetadataLocation() == tbl.MetadataLocation() && t.tbl.Metadata().Equals(tbl.Metadata()) {
 		return false, t.invalid
 	}
+	t.adopt(tbl)
+	return true, t.invalid
+}
+
+// adopt makes tbl the loaded metadata.
+func (t *Table) adopt(tbl *table.Table) {
 	// One IO per loaded metadata (a REST catalog may vend new credentials
 	// with it), opened on first use and shared by every read of it.
+	t.warm()
 	old := t.io
 	t.io = &tableIO{open: tbl.FS, footers: t.footers}
 	t.tbl = tbl
@@ -110,7 +123,6 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 	}
 	t.warnLocations()
 	t.invalid = t.checkSchemas()
-	return true, t.invalid
 }
 
 // warnLocations says in one WARN line, at the first load and whenever a
