@@ -7,8 +7,8 @@
 // With -icecdc, it also runs that daemon (file sink, poll: 1s) and
 // reports, from the one run: the time until every table's first commit
 // was delivered (and the daemon's CPU time until then, which a loaded
-// machine does not stretch as it does the wall time), its idle CPU, its peak RSS, its open file
-// descriptors and metric series, the median time from a writer's commit
+// machine does not stretch as it does the wall time), its idle CPU, its peak RSS (and RSS at the end), its open file
+// descriptors and metric series, the median and 90th percentile time from a writer's commit
 // to its event in the sink file, and the writer's commits that failed
 // with SQLITE_BUSY (a writer starved by the daemon's reads), and the
 // machine's load average at the end.
@@ -51,7 +51,7 @@ func main() {
 	dir := flag.String("dir", "", "directory to build the catalog in")
 	n := flag.Int("tables", 1000, "tables to create in namespace many")
 	bin := flag.String("icecdc", "", "an icecdc binary: run it on the catalog and report what it costs")
-	commits := flag.Int("commits", 8, "with -icecdc: commits a writer makes, one every 1-2 s, once every table was delivered")
+	commits := flag.Int("commits", 30, "with -icecdc: commits a writer makes, one every 1-2 s, once every table was delivered")
 	idle := flag.Duration("idle", 20*time.Second, "with -icecdc: how long the daemon's idle CPU is measured")
 	poll := flag.Duration("poll", time.Second, "with -icecdc: the daemon's poll.interval")
 	maxPoll := flag.Duration("max-interval", 0, "with -icecdc: the daemon's poll.max_interval (0: its default)")
@@ -202,14 +202,15 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	rss := peakRSS(pid)
-	median := "n/a"
+	rss, rssNow := peakRSS(pid), statusKiB(pid, "VmRSS:")
+	median, p90 := "n/a", "n/a"
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		median = lat[len(lat)/2].Round(time.Millisecond).String()
+		p90 = lat[len(lat)*9/10].Round(time.Millisecond).String()
 	}
-	fmt.Printf("tables=%d first_delivery_all=%s (%.1fs of CPU) idle_cpu=%.1f%% rss_peak=%dMiB open_fds=%d metric_series=%d (%.1f per table) commit_to_delivery_median=%s (%d of %d commits seen) writer_stalls=%d (of %d failed commits) load_average=%s\n",
-		len(names), first.Round(100*time.Millisecond), float64(firstCPU)/clockTicks, idleCPU, rss>>10, fds, series, float64(series)/float64(len(names)), median, len(lat), commits, stalls, failed, loadAverage())
+	fmt.Printf("tables=%d first_delivery_all=%s (%.1fs of CPU) idle_cpu=%.1f%% rss_peak=%dMiB rss_end=%dMiB open_fds=%d metric_series=%d (%.1f per table) commit_to_delivery_median=%s p90=%s (%d of %d commits seen) writer_stalls=%d (of %d failed commits) load_average=%s\n",
+		len(names), first.Round(100*time.Millisecond), float64(firstCPU)/clockTicks, idleCPU, rss>>10, rssNow>>10, fds, series, float64(series)/float64(len(names)), median, p90, len(lat), commits, stalls, failed, loadAverage())
 	return nil
 }
 
@@ -283,10 +284,13 @@ func cpuTicks(pid int) int64 {
 }
 
 // peakRSS is VmHWM of pid, in KiB.
-func peakRSS(pid int) int64 {
+func peakRSS(pid int) int64 { return statusKiB(pid, "VmHWM:") }
+
+// statusKiB is the field of /proc/PID/status named by key, in KiB.
+func statusKiB(pid int, key string) int64 {
 	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for line := range strings.Lines(string(raw)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, key); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb
 		}
