@@ -146,8 +146,18 @@ func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval ti
 		log = slog.New(slog.DiscardHandler)
 	}
 	failing := false
+	// The checks start on a grid of interval, not interval after the last
+	// check ended: a change waits for its check half an interval on
+	// average, whatever a check takes.
+	// A check that took longer than interval is followed by a whole one.
+	next := time.Now()
 	for {
-		wait := max(interval, h.ThrottleDelay())
+		iv := max(interval, h.ThrottleDelay())
+		next = next.Add(iv)
+		wait := time.Until(next)
+		if wait <= 0 {
+			next, wait = time.Now().Add(iv), iv
+		}
 		if !sleep(ctx, wait) {
 			return
 		}
