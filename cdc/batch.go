@@ -65,6 +65,13 @@ func (bb *batchBuilder) start(c *Commit, events int) {
 	bb.idPrefix = append(bb.idPrefix, ':')
 }
 
+// release drops the builder's buffers, which it keeps for the next batch
+// (an idle table's: see follower.idleSource); the next start makes new
+// ones.
+func (bb *batchBuilder) release() {
+	bb.vals, bb.keys, bb.ids, bb.offs, bb.headers, bb.idPrefix = nil, nil, nil, nil, nil, nil
+}
+
 func (bb *batchBuilder) size() int { return len(bb.vals) + len(bb.keys) }
 
 // add encodes one event; an event the encoder leaves out adds nothing.

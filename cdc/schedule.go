@@ -207,11 +207,15 @@ func (f *follower) markIdle(changed bool) {
 	f.idleSource()
 }
 
-// idleSource tells the source to idle (Idler).
+// idleSource tells the source to idle (Idler), and drops the buffers the
+// follower's batch builders keep from its last batches.
 func (f *follower) idleSource() {
 	if i, ok := f.spec.Source.(Idler); ok {
 		i.Idle()
 	}
+	f.batch.release()
+	f.builders[0].release()
+	f.builders[1].release()
 	f.idled = true
 }
 
