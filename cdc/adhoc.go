@@ -171,6 +171,7 @@ type tableRequests struct {
 	// wake tells the table's follower, idle until its next poll (which
 	// may be poll.max_interval away), that a request or control came.
 	wake     chan struct{}
+	notify   func() // see snapshotRequests.notify
 	pending  []pendingSnapshot
 	stopped  error // set once the table's follower returned
 	paused   bool  // asked: hold the read
@@ -215,6 +216,19 @@ func (t *tableRequests) poke() {
 	select {
 	case t.wake <- struct{}{}:
 	default:
+	}
+	if t.notify != nil {
+		t.notify()
+	}
+}
+
+// notify makes the table's requests call fn too, with r's lock held (a
+// parked follower's poke).
+func (r *snapshotRequests) notify(table string, fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.tables[table]; t != nil {
+		t.notify = fn
 	}
 }
 

@@ -236,14 +236,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.requests.open(p.Tables)
 	for _, spec := range p.Tables {
 		wg.Add(1)
-		go func() {
+		f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
+		f.warm.cool = make(chan struct{}, 1)
+		_, f.batch.reuse = p.Sink.(NonRetainingSink)
+		f.builders[0].reuse, f.builders[1].reuse = f.batch.reuse, f.batch.reuse
+		f.finish = func(err error) {
 			defer wg.Done()
-			f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
-			f.warm.cool = make(chan struct{}, 1)
-			defer p.warm.leave(f)
-			_, f.batch.reuse = p.Sink.(NonRetainingSink)
-			f.builders[0].reuse, f.builders[1].reuse = f.batch.reuse, f.batch.reuse
-			err := f.run(ctx, ready.Done)
+			p.warm.leave(f)
 			p.requests.stopped(spec.Name, err)
 			if cerr := spec.Source.Close(); cerr != nil {
 				f.log.Warn("close the table's source", "err", cerr)
@@ -253,7 +252,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 				errs = append(errs, &TableError{Table: spec.Name, Err: err})
 				mu.Unlock()
 			}
-		}()
+		}
+		go f.start(ctx, ready.Done)
 	}
 	go func() {
 		ready.Wait()
@@ -292,6 +292,13 @@ type follower struct {
 	lastChange time.Time // see markIdle
 	idled      bool
 	warm       warmEntry // see warm.go
+	// The loop's state (see start), and its wait (see idle, park).
+	ctx      context.Context
+	ls       loopState
+	finish   func(error)
+	iw       idleWait
+	pk       parking
+	notified bool // the source calls f.poke on its catalog's wake-ups
 	// readFilter is the row filter of the read being delivered, and
 	// filter its last binding (see adhoc.go).
 	readFilter string
@@ -302,42 +309,71 @@ type follower struct {
 	}
 }
 
-// run is the table's loop. It logs an error that stops the table ("table
-// stopped": a daemon's tables stop one by one, and each must be seen when
-// it does) and returns it.
-func (f *follower) run(ctx context.Context, ready func()) error {
-	m, h := f.p.Metrics, f.p.Health
-	m.TableUp.WithLabelValues(f.spec.Name).Set(1)
-	h.Track(f.spec.Name)
-	readyOnce := sync.OnceFunc(ready)
-	defer readyOnce()
-	backoff := f.p.RetryInitial
-	loaded := false
-	failures := 0
+// start begins the table's loop (loop), which ends with f.end. The loop
+// runs on goroutines of its own, but not while it waits parked (park).
+func (f *follower) start(ctx context.Context, ready func()) {
+	f.ctx = ctx
+	f.p.Metrics.TableUp.WithLabelValues(f.spec.Name).Set(1)
+	f.p.Health.Track(f.spec.Name)
+	f.ls = loopState{ready: sync.OnceFunc(ready), backoff: f.p.RetryInitial}
+	if n, ok := f.spec.Source.(ChangeNotifier); ok {
+		n.NotifyChanges(f.poke)
+		f.p.requests.notify(f.spec.Name, f.poke)
+		f.notified = true
+	}
+	f.loop()
+}
+
+// loopState is what the table's loop carries from one step to the next.
+type loopState struct {
+	ready    func()
+	backoff  time.Duration
+	loaded   bool
+	failures int
+}
+
+// end ends the table's loop with err (nil: shutdown, or Once done): an
+// error that stops the table is logged ("table stopped": a daemon's
+// tables stop one by one, and each must be seen when it does).
+func (f *follower) end(err error) {
+	f.ls.ready()
+	f.finish(err)
+}
+
+// loop is the table's loop, until it ends (end) or parks (park).
+func (f *follower) loop() {
+	ctx, m, h := f.ctx, f.p.Metrics, f.p.Health
+	ls := &f.ls
 	for {
-		again, err := f.step(ctx, &loaded, readyOnce)
+		again, err := f.step(ctx, &ls.loaded, ls.ready)
 		if again {
 			continue // the resync read starts at once
 		}
 		if err != nil {
-			loaded = false // after any error, the position comes from the store or sink again
+			ls.loaded = false // after any error, the position comes from the store or sink again
 		}
 		if ctx.Err() != nil {
-			return nil // shutdown: the last confirmed batch is checkpointed
+			f.end(nil) // shutdown: the last confirmed batch is checkpointed
+			return
 		}
 		switch {
 		case err == nil:
 			h.OK(f.spec.Name)
 			h.Checked(f.spec.Name, f.watched())
 			if f.p.Once {
-				return nil
+				f.end(nil)
+				return
 			}
-			backoff = f.p.RetryInitial
+			ls.backoff = f.p.RetryInitial
 			if f.changed {
 				f.p.warm.touch(f)
 			}
-			if !f.idle(ctx, f.nextPoll(f.changed)) {
-				return nil
+			switch f.idle(ctx, f.nextPoll(f.changed)) {
+			case waitStop:
+				f.end(nil)
+				return
+			case waitParked:
+				return
 			}
 			continue
 		case IsThrottled(err):
@@ -346,26 +382,30 @@ func (f *follower) run(ctx context.Context, ready func()) error {
 			h.Throttle(err, f.p.Poll, max(f.p.MaxPoll, f.p.RetryMax))
 			f.log.Debug("catalog throttled; retrying", "err", err)
 			if !sleep(ctx, jitter(h.ThrottleDelay())) {
-				return nil
+				f.end(nil)
+				return
 			}
 			continue
 		case stops(err):
 			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
 			h.Stop(f.spec.Name, component(err), err)
 			f.log.Error("table stopped", "err", err)
-			return err
+			f.end(err)
+			return
 		}
 		m.Retries.WithLabelValues(f.spec.Name).Inc()
 		h.Fail(f.spec.Name, component(err), err) // logs, rate-limited
-		if failures++; f.p.Once && failures >= OnceAttempts {
+		if ls.failures++; f.p.Once && ls.failures >= OnceAttempts {
 			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
-			return fmt.Errorf("%w (gave up after %d attempts)", err, failures)
+			f.end(fmt.Errorf("%w (gave up after %d attempts)", err, ls.failures))
+			return
 		}
-		f.log.Debug("retrying from the checkpoint", "err", err, "backoff", backoff)
-		if !sleep(ctx, jitter(backoff)) {
-			return nil
+		f.log.Debug("retrying from the checkpoint", "err", err, "backoff", ls.backoff)
+		if !sleep(ctx, jitter(ls.backoff)) {
+			f.end(nil)
+			return
 		}
-		backoff = min(2*backoff, f.p.RetryMax)
+		ls.backoff = min(2*ls.backoff, f.p.RetryMax)
 	}
 }
 

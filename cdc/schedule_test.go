@@ -3,6 +3,8 @@ package cdc_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -228,5 +230,80 @@ func TestWarmBoundIdlesTablesThatChangedLongAgo(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := cold.idles.Load(); n != 1 {
 		t.Fatalf("the table that just changed idled %d times, want 1 (it is warm again)", n)
+	}
+}
+
+// notifySource is a watchedSource that calls back on its wake-ups
+// (cdc.ChangeNotifier), as a table of a shared catalog does.
+type notifySource struct {
+	*watchedSource
+	mu sync.Mutex
+	fn func()
+}
+
+func (s *notifySource) NotifyChanges(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fn = fn
+}
+
+// wakeUp is the catalog's wake-up: the channel's value and the call.
+func (s *notifySource) wakeUp() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	s.mu.Lock()
+	fn := s.fn
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+// TestParkedTablesHoldNoGoroutine: covered tables whose source calls
+// back on wake-ups wait without a goroutine each: 300 idle tables hold
+// far fewer than 300 goroutines. A parked table still delivers a woken
+// commit, serves an on-demand snapshot, and ends when the pipeline does.
+func TestParkedTablesHoldNoGoroutine(t *testing.T) {
+	f := newFast(t)
+	const tables = 300
+	var srcs []*notifySource
+	p := &cdc.Pipeline{Name: "p", Encoder: newEncoder("p"), Sink: f.sink, Store: f.store,
+		Poll: time.Millisecond, MaxPoll: time.Hour, IdleAfter: time.Hour, Warm: 4,
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
+	for i := range tables {
+		name := fmt.Sprintf("t%d", i)
+		src := &notifySource{watchedSource: &watchedSource{Source: cdctest.New(cdctest.Info("shop", name)), wake: make(chan struct{}, 1), covered: true}}
+		src.Append(cdctest.Inserts(10*i+1, 1)...)
+		srcs = append(srcs, src)
+		p.Tables = append(p.Tables, cdc.TableSpec{Name: "shop." + name, Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}})
+	}
+	base := runtime.NumGoroutine()
+	stop := startPipeline(t, p)
+	waitFor(t, "every table's commit delivered", func() bool { return len(f.sink.IDs()) == tables })
+	waitFor(t, "the tables parked", func() bool { return runtime.NumGoroutine()-base < tables/10 })
+	idled := func() (n int) {
+		for _, s := range srcs {
+			n += int(s.idles.Load())
+		}
+		return n
+	}
+	waitFor(t, "all but the 4 warm tables idled", func() bool { return idled() == tables-4 })
+
+	src := srcs[7]
+	src.Append(cdctest.Inserts(9001, 1)...)
+	src.wakeUp()
+	waitFor(t, "the woken commit delivered", func() bool { return len(f.sink.IDs()) == tables+1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
+	defer cancel()
+	if _, err := p.Snapshot(ctx, "shop.t3", cdc.SnapshotRequest{ID: "s1"}); err != nil {
+		t.Fatalf("snapshot of a parked table: %v", err)
+	}
+	waitFor(t, "the snapshot's row delivered", func() bool { return len(f.sink.IDs()) == tables+2 })
+	stop() // returns only once every table's loop ended
+	if n := runtime.NumGoroutine() - base; n > 5 {
+		t.Errorf("%d goroutines left after the pipeline ended", n)
 	}
 }

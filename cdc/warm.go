@@ -48,6 +48,9 @@ func (w *warmSet) touch(f *follower) {
 		case g.warm.cool <- struct{}{}:
 		default:
 		}
+		if g.notified {
+			g.poke()
+		}
 	}
 }
 

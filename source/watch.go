@@ -43,6 +43,9 @@ import (
 type watchEntry struct {
 	ident []string
 	wake  chan struct{} // capacity 1: a wake-up pending is enough
+	// notify, when set, is called with each wake-up (see
+	// Table.NotifyChanges); guarded by watchSet.mu.
+	notify func()
 
 	// Guarded by watchSet.mu.
 	loaded  string // the metadata location the table loaded last
@@ -141,6 +144,9 @@ func (w *watchSet) apply(es []*watchEntry, judge func(e *watchEntry, loaded stri
 			select {
 			case e.wake <- struct{}{}:
 			default:
+			}
+			if e.notify != nil {
+				e.notify()
 			}
 		}
 	}
@@ -548,4 +554,15 @@ func (t *Table) Changes() (<-chan struct{}, bool) {
 	return t.watchSet.state(t.watch)
 }
 
-var _ cdc.Watched = (*Table)(nil)
+// NotifyChanges implements cdc.ChangeNotifier: fn is called, besides the
+// channel's wake-up, when a check finds the table changed.
+func (t *Table) NotifyChanges(fn func()) {
+	if t.watch == nil {
+		return
+	}
+	t.watchSet.mu.Lock()
+	defer t.watchSet.mu.Unlock()
+	t.watch.notify = fn
+}
+
+var _ cdc.ChangeNotifier = (*Table)(nil)
