@@ -61,7 +61,8 @@ type RecordShaper interface {
 var ErrHistory = errors.New("history does not continue from the checkpoint")
 
 // Pipeline follows tables and delivers their events to one sink. Each
-// table runs on its own goroutine; its checkpoint moves only after the
+// table runs on goroutines of its own (none while it waits parked, see
+// park.go); its checkpoint moves only after the
 // sink confirmed a batch, to the highest confirmed position. A transient
 // error reloads the checkpoint and retries with backoff; a permanent one
 // (sink ErrPermanent / ErrDisabled, ErrHistory) stops that table only.
