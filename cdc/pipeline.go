@@ -62,8 +62,8 @@ var ErrHistory = errors.New("history does not continue from the checkpoint")
 
 // Pipeline follows tables and delivers their events to one sink. Each
 // table runs on goroutines of its own (none while it waits parked, see
-// park.go); its checkpoint moves only after the
-// sink confirmed a batch, to the highest confirmed position. A transient
+// park.go); its checkpoint moves only after the sink confirmed a batch,
+// to the highest confirmed position. A transient
 // error reloads the checkpoint and retries with backoff; a permanent one
 // (sink ErrPermanent / ErrDisabled, ErrHistory) stops that table only.
 type Pipeline struct {
@@ -213,9 +213,6 @@ func (p *Pipeline) defaults() {
 	}
 	if p.Warm <= 0 {
 		p.Warm = 4 * p.MaxActive
-	}
-	if p.warm.max == 0 {
-		p.warm.max = p.Warm
 	}
 }
 

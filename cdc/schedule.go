@@ -148,8 +148,8 @@ func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval ti
 	failing := false
 	// The checks start on a grid of interval, not interval after the last
 	// check ended: a change waits for its check half an interval on
-	// average, whatever a check takes.
-	// A check that took longer than interval is followed by a whole one.
+	// average, whatever a check takes. A check that took longer than
+	// interval is followed by a whole one.
 	next := time.Now()
 	for {
 		iv := max(interval, h.ThrottleDelay())
@@ -187,8 +187,9 @@ func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval ti
 
 // Idler is a Source that can drop what it keeps only to read its next
 // commits faster (caches, file indexes, open IO; a watched one its loaded
-// metadata too), rebuilding it when it reads again. Idle is called by the table's follower, between two polls,
-// once the table has not changed for Pipeline.IdleAfter.
+// metadata too), rebuilding it when it reads again. Idle is called by the
+// table's follower, between two polls, once the table has not changed for
+// Pipeline.IdleAfter or has left the warm set (see warm.go).
 type Idler interface {
 	Idle()
 }
@@ -309,8 +310,6 @@ type idleWait struct {
 func (f *follower) idling(ctx context.Context) waitResult {
 	woken := f.p.requests.woken(f.spec.Name)
 	for {
-		var r waitResult
-		var ok bool
 		select {
 		case <-ctx.Done():
 			return waitStop
@@ -323,7 +322,7 @@ func (f *follower) idling(ctx context.Context) waitResult {
 			return f.woken(ctx)
 		default:
 		}
-		if r, ok = f.tick(); ok {
+		if r, ok := f.tick(); ok {
 			return r
 		}
 		if f.parks() {

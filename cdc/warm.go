@@ -15,7 +15,6 @@ import (
 // often stays warm.
 type warmSet struct {
 	mu   sync.Mutex
-	max  int
 	list list.List // of *follower, the most recent change first
 }
 
@@ -40,7 +39,7 @@ func (w *warmSet) touch(f *follower) {
 	} else {
 		e.elem = w.list.PushFront(f)
 	}
-	for w.list.Len() > w.max {
+	for w.list.Len() > f.p.Warm {
 		back := w.list.Back()
 		g := w.list.Remove(back).(*follower)
 		g.warm.elem, g.warm.cooled = nil, true

@@ -17,8 +17,8 @@ import (
 // Refresh tells then, from the summary, whether it changed. A table
 // polled on its own keeps its metadata, which each poll compares with the
 // catalog's answer (a REST server's 304 answers with it). Everything
-// dropped is rebuilt, as it was at the first load, by the next load that
-// changes something (warm). A daemon following thousands of tables calls
+// dropped is rebuilt, as it was at the first load, by the next load or
+// read (warm). A daemon following thousands of tables calls
 // it on those that stay idle (see cdc.Idler), so that their memory follows
 // the tables that change.
 func (t *Table) Idle() {
@@ -35,14 +35,15 @@ func (t *Table) Idle() {
 		t.io.footers = nil
 		t.io.mu.Unlock()
 	}
-	if t.tbl != nil && t.watch != nil && t.watchSet.covers(t.watch) {
+	if _, covered := t.Changes(); covered && t.tbl != nil {
 		t.dropped = &droppedMeta{loc: t.tbl.MetadataLocation(), sum: summarize(t.tbl.Metadata(), t.opts.Branch)}
 		t.tbl, t.reader, t.geoReader, t.io = nil, nil, nil, nil
 	}
 }
 
 // warm makes the caches Idle dropped (or that a new Table has not made
-// yet), before a load or read uses them; reads fan out only after.
+// yet): at each load of new metadata (adopt), and at the start of a read
+// (Commit, InitialRead) of a table that idled since, before it fans out.
 func (t *Table) warm() {
 	if t.footers == nil {
 		t.footers = newFooterCache(defaultFooterBudget)

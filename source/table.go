@@ -66,8 +66,8 @@ type Table struct {
 var _ cdc.Source = (*Table)(nil)
 
 func newTable(o Options, load func(context.Context) (*table.Table, error), closeCatalog func()) *Table {
-	// The caches are made by the first load that changes something
-	// (warm): a followed table that never changes costs none.
+	// The caches are made by the first load (warm), and dropped again by
+	// Idle: a followed table that stays idle costs none.
 	return &Table{opts: o, load: load, closeCatalog: closeCatalog, pool: newIOPool(o.IOConcurrency)}
 }
 

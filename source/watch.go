@@ -106,13 +106,6 @@ func (w *watchSet) generation() uint64 {
 	return w.gen
 }
 
-// covers reports whether the last check found the table.
-func (w *watchSet) covers(e *watchEntry) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return e.covered
-}
-
 func (w *watchSet) state(e *watchEntry) (<-chan struct{}, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -7,9 +7,10 @@
 // With -icecdc, it also runs that daemon (file sink, poll: 1s) and
 // reports, from the one run: the time until every table's first commit
 // was delivered (and the daemon's CPU time until then, which a loaded
-// machine does not stretch as it does the wall time), its idle CPU, its peak RSS (and RSS at the end), its open file
-// descriptors and metric series, the median and 90th percentile time from a writer's commit
-// to its event in the sink file, and the writer's commits that failed
+// machine does not stretch as it does the wall time), its idle CPU, its
+// peak RSS (and RSS at the end), its open file descriptors and metric
+// series, the median and 90th percentile time from a writer's commit to
+// its event in the sink file, and the writer's commits that failed
 // with SQLITE_BUSY (a writer starved by the daemon's reads), and the
 // machine's load average at the end.
 //
