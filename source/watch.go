@@ -293,7 +293,10 @@ func (c *sqlCatalog) conn(ctx context.Context) (*sql.Conn, func(error), error) {
 	}
 	conn := c.checkConn
 	return conn, func(err error) {
-		if err != nil && !isThrottle(err) {
+		// A throttled check too: SQLite's busy error can leave its read
+		// transaction open (the deferred rollback's error is not seen),
+		// and the next check would fail to begin one on this connection.
+		if err != nil {
 			discard(conn)
 			c.checkConn = nil
 		}
