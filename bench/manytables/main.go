@@ -18,8 +18,9 @@
 //	go run ./bench/manytables -dir /tmp/many -tables 1000 -icecdc /tmp/icecdc
 //
 // The daemon inherits the environment: ICECDC_CPUPROFILE=FILE and
-// ICECDC_HEAPPROFILE=FILE profile it (the heap profile is written when
-// the run ends). -reuse runs again on the tables of an earlier run.
+// ICECDC_HEAPPROFILE=FILE profile it (heap profiles are written to FILE.1
+// when half the tables were delivered, FILE.2 when the daemon is idle,
+// and FILE when the run ends). -reuse runs again on the tables of an earlier run.
 package main
 
 import (
@@ -144,10 +145,18 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 	tail := &tailer{path: events}
 	var first time.Duration
 	var firstCPU int64 // the daemon's CPU time until then, in clock ticks
+	// With ICECDC_HEAPPROFILE, the daemon writes a heap profile at each
+	// SIGUSR1: one when half the tables were delivered, one when idle.
+	profile := os.Getenv("ICECDC_HEAPPROFILE") != ""
+	halfway := false
 	for deadline := time.Now().Add(30 * time.Minute); ; {
 		if tail.lines() >= len(names) {
 			first, firstCPU = time.Since(start), cpuTicks(pid)
 			break
+		}
+		if profile && !halfway && tail.lines() >= len(names)/2 {
+			halfway = true
+			cmd.Process.Signal(syscall.SIGUSR1)
 		}
 		select {
 		case <-exited:
@@ -166,6 +175,9 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 	c1, w1 := cpuTicks(pid), time.Now()
 	idleCPU := float64(c1-c0) / clockTicks / w1.Sub(w0).Seconds() * 100
 	fds := openFDs(pid)
+	if profile {
+		cmd.Process.Signal(syscall.SIGUSR1)
+	}
 	series, err := metricSeries(listen)
 	if err != nil {
 		return err

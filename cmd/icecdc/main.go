@@ -47,17 +47,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	if path := os.Getenv("ICECDC_HEAPPROFILE"); path != "" {
 		// A heap profile at the command's end (after a collection: what
-		// is still in use then, and what was allocated over the run).
-		defer func() {
-			runtime.GC()
-			f, err := os.Create(path)
-			if err == nil {
-				err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "icecdc: ICECDC_HEAPPROFILE %s: %v\n", path, err)
+		// is still in use then, and what was allocated over the run), and
+		// one at each SIGUSR1, to PATH.1, PATH.2, ...: a running daemon's.
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go func() {
+			for n := 1; ; n++ {
+				if _, ok := <-usr1; !ok {
+					return
+				}
+				writeHeapProfile(fmt.Sprintf("%s.%d", path, n), stderr)
 			}
 		}()
+		defer writeHeapProfile(path, stderr)
 	}
 
 	err := execute(ctx, args, stdout, stderr)
@@ -73,6 +76,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writeHeapProfile writes a heap profile after a collection.
+func writeHeapProfile(path string, stderr io.Writer) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "icecdc: ICECDC_HEAPPROFILE %s: %v\n", path, err)
+	}
 }
 
 // oneLine keeps an error on one line: some library errors span several.
