@@ -371,7 +371,7 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 	}
 	f.cp = cp
 	f.p.Metrics.Snapshots.WithLabelValues(f.spec.Name).Inc()
-	f.log.Info("on-demand snapshot: emitting the table's rows", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "requests", len(reqs),
+	f.logger().Info("on-demand snapshot: emitting the table's rows", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "requests", len(reqs),
 		"signal", req.ID, "filter", RedactFilter(req.Filter))
 	f.notice(NoticeStarted, 0, 0)
 	answer(snapshotReply{snap: si})
@@ -411,7 +411,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 		if err := save(cp); err != nil {
 			return err
 		}
-		f.log.Info("on-demand snapshot stopped", "snapshot", cp.SnapshotID, "at_row", f.cp.Next, "signal", cp.Signal)
+		f.logger().Info("on-demand snapshot stopped", "snapshot", cp.SnapshotID, "at_row", f.cp.Next, "signal", cp.Signal)
 		f.cp.Kind = kind // for the notice alone
 		f.notice(NoticeAborted, 0, 0)
 		f.cp.Kind = ""
@@ -423,7 +423,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 			if err := save(cp); err != nil {
 				return err
 			}
-			f.log.Info("on-demand snapshot paused", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
+			f.logger().Info("on-demand snapshot paused", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
 			f.notice(NoticePaused, cp.Next, 0)
 		}
 		return errReadHeld
@@ -433,7 +433,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 		if err := save(cp); err != nil {
 			return err
 		}
-		f.log.Info("on-demand snapshot resumed", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
+		f.logger().Info("on-demand snapshot resumed", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
 		f.notice(NoticeResumed, cp.Next, 0)
 	}
 	return nil

@@ -88,7 +88,7 @@ func (f *follower) hold(ctx context.Context) error {
 	ref := HoldRef(f.p.Name)
 	got, err := h.Hold(ctx, ref, from)
 	if errors.Is(err, ErrHoldBusy) {
-		f.log.Debug("retention hold not moved: another commit came first; trying again at the next move", "ref", ref, "err", err)
+		f.logger().Debug("retention hold not moved: another commit came first; trying again at the next move", "ref", ref, "err", err)
 		return nil
 	}
 	if err != nil {
@@ -99,7 +99,7 @@ func (f *follower) hold(ctx context.Context) error {
 		return fmt.Errorf("retention hold %s could not be %s: %w", ref, verb, err)
 	}
 	if !f.held.active {
-		f.log.Info("retention hold placed", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
+		f.logger().Info("retention hold placed", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
 	}
 	f.held = heldState{active: true, head: head.ID, headSeq: head.SequenceNumber, from: from, at: time.Now(), oldestMs: got.Oldest.TimestampMs}
 	f.held.report(f)
@@ -119,6 +119,7 @@ func (f *follower) keepHold(ctx context.Context) (stop func()) {
 		return func() {}
 	}
 	ref, from, cur := HoldRef(f.p.Name), f.cp.SnapshotID, f.held
+	log := f.logger() // made here: the loop may make it too
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -139,9 +140,9 @@ func (f *follower) keepHold(ctx context.Context) (stop func()) {
 			switch {
 			case err != nil && ctx.Err() == nil && !errors.Is(err, ErrHoldBusy) && !warned:
 				warned = true
-				f.log.Warn("retention hold not moved during a sink write; tried again every hold_interval", "ref", ref, "err", err)
+				log.Warn("retention hold not moved during a sink write; tried again every hold_interval", "ref", ref, "err", err)
 			case moved:
-				f.log.Info("retention hold moved during a sink write", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
+				log.Info("retention hold moved during a sink write", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
 				cur = heldState{active: true, head: got.Head.ID, headSeq: got.Head.SequenceNumber, from: from, at: time.Now(), oldestMs: got.Oldest.TimestampMs}
 			}
 		}

@@ -56,11 +56,11 @@ func newMetrics(reg prometheus.Registerer, full bool) *Metrics {
 	const alerted, summed = true, false
 	counter := func(perTable bool, o prometheus.CounterOpts, labels ...string) *CounterVec {
 		v := &CounterVec{table: perTable || full}
-		v.vec = prometheus.NewCounterVec(o, withTable(v.table, labels))
+		v.vec = newSeriesVec(o.Name, o.Help, prometheus.CounterValue, withTable(v.table, labels))
 		return v
 	}
 	gauge := func(perTable bool, o prometheus.GaugeOpts) *GaugeVec {
-		return &GaugeVec{vec: prometheus.NewGaugeVec(o, []string{"table"}), table: perTable || full}
+		return &GaugeVec{vec: newSeriesVec(o.Name, o.Help, prometheus.GaugeValue, []string{"table"}), table: perTable || full}
 	}
 	histogram := func(o prometheus.HistogramOpts) *HistogramVec {
 		v := &HistogramVec{table: full}
@@ -99,11 +99,10 @@ func newMetrics(reg prometheus.Registerer, full bool) *Metrics {
 // gave the table up, so that it serves series for the tables it owns
 // only, not for every table that ever passed through it.
 func (m *Metrics) Forget(table string) {
-	l := prometheus.Labels{"table": table}
-	for _, v := range []interface{ forget(prometheus.Labels) }{m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind,
+	for _, v := range []interface{ forget(string) }{m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind,
 		m.CheckpointSeq, m.SinkErrors, m.Retries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency,
 		m.Resyncs, m.HoldAge, m.Snapshots} {
-		v.forget(l)
+		v.forget(table)
 	}
 }
 
@@ -117,7 +116,7 @@ func withTable(table bool, labels []string) []string {
 // CounterVec is a counter family observed per table: with its table
 // label, or summed over the pipeline's tables.
 type CounterVec struct {
-	vec   *prometheus.CounterVec
+	vec   *seriesVec
 	table bool
 }
 
@@ -130,9 +129,9 @@ func (v *CounterVec) WithLabelValues(table string, lvs ...string) prometheus.Cou
 	return v.vec.WithLabelValues(lvs...)
 }
 
-func (v *CounterVec) forget(l prometheus.Labels) {
+func (v *CounterVec) forget(table string) {
 	if v.table {
-		v.vec.DeletePartialMatch(l)
+		v.vec.deleteFirst(table)
 	}
 }
 
@@ -152,16 +151,16 @@ func (v *HistogramVec) WithLabelValues(table string) prometheus.Observer {
 	return v.vec.WithLabelValues()
 }
 
-func (v *HistogramVec) forget(l prometheus.Labels) {
+func (v *HistogramVec) forget(table string) {
 	if v.table {
-		v.vec.DeletePartialMatch(l)
+		v.vec.DeletePartialMatch(prometheus.Labels{"table": table})
 	}
 }
 
 // GaugeVec is a gauge family per table. A gauge of one table has no sum
 // over tables, so a family outside the set is not served at all.
 type GaugeVec struct {
-	vec   *prometheus.GaugeVec
+	vec   *seriesVec
 	table bool
 }
 
@@ -174,9 +173,9 @@ func (v *GaugeVec) WithLabelValues(table string) prometheus.Gauge {
 	return unserved
 }
 
-func (v *GaugeVec) forget(l prometheus.Labels) {
+func (v *GaugeVec) forget(table string) {
 	if v.table {
-		v.vec.DeletePartialMatch(l)
+		v.vec.deleteFirst(table)
 	}
 }
 

@@ -150,7 +150,7 @@ func (f *follower) commit(ctx context.Context, si SnapshotInfo) (*Commit, error)
 	for _, a := range c.Anomalies {
 		f.p.Metrics.Anomalies.WithLabelValues(f.spec.Name, a.Kind).Inc()
 	}
-	LogAnomalies(f.log, c)
+	LogAnomalies(f.logger(), c)
 	return c, nil
 }
 

@@ -23,7 +23,6 @@ type parking struct {
 	mu     sync.Mutex
 	parked bool
 	timer  *time.Timer
-	stop   func() bool // ctx's AfterFunc
 }
 
 // parks reports whether the follower waits parked: its source calls back
@@ -40,8 +39,8 @@ func (f *follower) park(ctx context.Context, d time.Duration) {
 	pk.mu.Lock()
 	pk.parked = true
 	pk.timer = time.AfterFunc(max(d, 0), f.poke)
-	pk.stop = context.AfterFunc(ctx, f.poke)
 	pk.mu.Unlock()
+	// ctx ending pokes every follower (Pipeline.Run), parked or not.
 	// A wake-up that came before the follower parked poked nobody.
 	if ctx.Err() != nil || len(f.iw.wake) > 0 || len(f.warm.cool) > 0 || len(f.p.requests.woken(f.spec.Name)) > 0 {
 		f.poke()
@@ -57,11 +56,10 @@ func (f *follower) poke() {
 		return
 	}
 	pk.parked = false
-	timer, stop := pk.timer, pk.stop
-	pk.timer, pk.stop = nil, nil
+	timer := pk.timer
+	pk.timer = nil
 	pk.mu.Unlock()
 	timer.Stop()
-	stop()
 	go f.resume()
 }
 

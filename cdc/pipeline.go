@@ -225,49 +225,49 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.defaults()
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		errs  []error
+		run   tablesRun
 		ready sync.WaitGroup
 	)
 	ready.Add(len(p.Tables))
 	p.requests.open(p.Tables)
+	fs := make([]*follower, 0, len(p.Tables))
 	for _, spec := range p.Tables {
-		wg.Add(1)
-		f := &follower{p: p, spec: spec, log: p.Log.With("table", spec.Name)}
+		run.wg.Add(1)
+		f := &follower{p: p, spec: spec, run: &run}
+		fs = append(fs, f)
 		f.warm.cool = make(chan struct{}, 1)
-		_, f.batch.reuse = p.Sink.(NonRetainingSink)
-		f.builders[0].reuse, f.builders[1].reuse = f.batch.reuse, f.batch.reuse
-		f.finish = func(err error) {
-			defer wg.Done()
-			p.warm.leave(f)
-			p.requests.stopped(spec.Name, err)
-			if cerr := spec.Source.Close(); cerr != nil {
-				f.log.Warn("close the table's source", "err", cerr)
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, &TableError{Table: spec.Name, Err: err})
-				mu.Unlock()
-			}
-		}
 		go f.start(ctx, ready.Done)
 	}
+	// One wake-up at ctx's end for all: a parked follower has no
+	// goroutine to see it (park), and one AfterFunc for each was 1.5 MiB
+	// at 10,000 tables. One that parks after ctx ended sees it itself.
+	defer context.AfterFunc(ctx, func() {
+		for _, f := range fs {
+			f.poke()
+		}
+	})()
 	go func() {
 		ready.Wait()
 		if p.Ready != nil {
 			close(p.Ready)
 		}
 	}()
-	wg.Wait()
-	return errors.Join(errs...)
+	run.wg.Wait()
+	return errors.Join(run.errs...)
+}
+
+// tablesRun is what Run's tables report to it as they end (follower.end).
+type tablesRun struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
 }
 
 // follower is the loop of one table.
 type follower struct {
 	p    *Pipeline
 	spec TableSpec
-	log  *slog.Logger
+	log  *slog.Logger // see logger
 	cp   Checkpoint
 	// cpFrom names where cp was read, for errors that doubt it.
 	cpFrom string
@@ -279,10 +279,9 @@ type follower struct {
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
-	resumed  bool            // the resume from a checkpoint was logged
-	held     heldState       // the retention hold, see hold.go
-	batch    batchBuilder    // encodes the batches of net ranges, see batch.go
-	builders [2]batchBuilder // deliver's, see there
+	resumed  bool      // the resume from a checkpoint was logged
+	held     heldState // the retention hold, see hold.go
+	bb       *builders // made by the first batch, dropped at idle
 	// wait is the table's current poll interval, and changed whether the
 	// last catch-up found new metadata (see schedule.go).
 	wait       time.Duration
@@ -293,7 +292,7 @@ type follower struct {
 	// The loop's state (see start), and its wait (see idle, park).
 	ctx      context.Context
 	ls       loopState
-	finish   func(error)
+	run      *tablesRun
 	iw       idleWait
 	pk       parking
 	notified bool // the source calls f.poke on its catalog's wake-ups
@@ -305,6 +304,16 @@ type follower struct {
 		text   string
 		bound  *BoundFilter
 	}
+}
+
+// logger is the pipeline's logger with the table's name, made at the
+// table's first line and dropped when it idles (idleSource): 10,000 idle
+// tables' handlers were 4 MiB.
+func (f *follower) logger() *slog.Logger {
+	if f.log == nil {
+		f.log = f.p.Log.With("table", f.spec.Name)
+	}
+	return f.log
 }
 
 // start begins the table's loop (loop), which ends with f.end. The loop
@@ -335,7 +344,17 @@ type loopState struct {
 // tables stop one by one, and each must be seen when it does).
 func (f *follower) end(err error) {
 	f.ls.ready()
-	f.finish(err)
+	defer f.run.wg.Done()
+	f.p.warm.leave(f)
+	f.p.requests.stopped(f.spec.Name, err)
+	if cerr := f.spec.Source.Close(); cerr != nil {
+		f.logger().Warn("close the table's source", "err", cerr)
+	}
+	if err != nil {
+		f.run.mu.Lock()
+		f.run.errs = append(f.run.errs, &TableError{Table: f.spec.Name, Err: err})
+		f.run.mu.Unlock()
+	}
 }
 
 // loop is the table's loop, until it ends (end) or parks (park).
@@ -378,7 +397,7 @@ func (f *follower) loop() {
 			// The catalog's doing, not the table's: the whole schedule
 			// slows down, and the table is not failing.
 			h.Throttle(err, f.p.Poll, max(f.p.MaxPoll, f.p.RetryMax))
-			f.log.Debug("catalog throttled; retrying", "err", err)
+			f.logger().Debug("catalog throttled; retrying", "err", err)
 			if !sleep(ctx, jitter(h.ThrottleDelay())) {
 				f.end(nil)
 				return
@@ -387,7 +406,7 @@ func (f *follower) loop() {
 		case stops(err):
 			m.TableUp.WithLabelValues(f.spec.Name).Set(0)
 			h.Stop(f.spec.Name, component(err), err)
-			f.log.Error("table stopped", "err", err)
+			f.logger().Error("table stopped", "err", err)
 			f.end(err)
 			return
 		}
@@ -398,7 +417,7 @@ func (f *follower) loop() {
 			f.end(fmt.Errorf("%w (gave up after %d attempts)", err, ls.failures))
 			return
 		}
-		f.log.Debug("retrying from the checkpoint", "err", err, "backoff", ls.backoff)
+		f.logger().Debug("retrying from the checkpoint", "err", err, "backoff", ls.backoff)
 		if !sleep(ctx, jitter(ls.backoff)) {
 			f.end(nil)
 			return
@@ -541,12 +560,12 @@ func (f *follower) load(ctx context.Context) error {
 		}
 		switch {
 		case f.spec.WarnStart != "":
-			f.log.Warn("no checkpoint: starting", "position", cp.String(), "why", f.spec.WarnStart)
+			f.logger().Warn("no checkpoint: starting", "position", cp.String(), "why", f.spec.WarnStart)
 		case f.spec.Start.Kind == StartEarliest && cp.Seq > 0:
-			f.log.Warn("no checkpoint: starting with the oldest retained snapshot; the table's older history was expired",
+			f.logger().Warn("no checkpoint: starting with the oldest retained snapshot; the table's older history was expired",
 				"after_sequence_number", cp.Seq)
 		default:
-			f.log.Info("no checkpoint: starting", "position", cp.String())
+			f.logger().Info("no checkpoint: starting", "position", cp.String())
 		}
 	}
 	f.cp, f.cpFrom = cp, "the state store"
@@ -579,7 +598,7 @@ func (f *follower) logResume() {
 	default:
 		args = append(args, "next_event", cp.Next)
 	}
-	f.log.Info("resuming from the checkpoint", append(args, "checkpoint", f.cpFrom)...)
+	f.logger().Info("resuming from the checkpoint", append(args, "checkpoint", f.cpFrom)...)
 }
 
 // catchUp delivers every snapshot after the checkpoint. An idle poll —
@@ -666,7 +685,7 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 		for _, a := range c.Anomalies {
 			f.p.Metrics.Anomalies.WithLabelValues(f.spec.Name, a.Kind).Inc()
 		}
-		LogAnomalies(f.log, c)
+		LogAnomalies(f.logger(), c)
 		from := 0
 		if !f.cp.Done && si.ID == f.cp.SnapshotID {
 			from = f.cp.Next
@@ -674,7 +693,7 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 		if err := f.deliver(ctx, c, from, SnapshotNone); err != nil {
 			return err
 		}
-		f.log.Info("commit delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "operation", si.Operation,
+		f.logger().Info("commit delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "operation", si.Operation,
 			"events", c.Len()-from)
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		f.lag(snaps[i+1:])
@@ -779,7 +798,7 @@ func (f *follower) readOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.log.Info("initial read delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "rows", c.Len()-from)
+	f.logger().Info("initial read delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "rows", c.Len()-from)
 	return nil
 }
 
@@ -841,7 +860,7 @@ type delivery struct {
 	signal  string // Checkpoint.Signal
 	kind    string // Checkpoint.Kind and Filter of a read
 	filter  string
-	turn    int // which of f.builders encodes the next chunk
+	turn    int // which of the builders' send encodes the next chunk
 	s       *sender
 }
 
@@ -864,7 +883,7 @@ func (d *delivery) add(evs []Event) error {
 }
 
 // flush encodes the chunk and hands it, with its checkpoint, to the
-// sender. Two builders (f.builders, kept from commit to commit): while the
+// sender. Two builders (builders.send, kept from commit to commit): while the
 // sender writes one chunk's batch, the next is encoded into the other; the
 // hand-over blocks until the sender took it, so a builder is reused only
 // once its batch was confirmed.
@@ -881,7 +900,7 @@ func (d *delivery) flush() error {
 	}
 	o := &outgoing{c: c, cp: cp, events: len(d.chunk), initial: d.initial, kind: d.kind, total: d.n}
 	if len(d.chunk) > 0 || d.change != nil {
-		bb := &d.f.builders[d.turn]
+		bb := &d.f.builders().send[d.turn]
 		d.turn ^= 1
 		var err error
 		if o.b, err = d.f.encode(bb, c, d.chunk, lo, d.n, cp, d.marker, d.change); err != nil {
@@ -1008,11 +1027,12 @@ func (f *follower) chunkLimit() int {
 
 // write encodes and sends one chunk (the net ranges' path).
 func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) error {
-	b, err := f.encode(&f.batch, c, evs, lo, total, cp, marker, change)
+	bb := &f.builders().batch
+	b, err := f.encode(bb, c, evs, lo, total, cp, marker, change)
 	if err != nil || b == nil {
 		return err
 	}
-	return f.sendBatch(ctx, c, b, &f.batch.ops)
+	return f.sendBatch(ctx, c, b, &bb.ops)
 }
 
 // encode encodes a chunk into bb; nil when the subscription left nothing

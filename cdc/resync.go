@@ -54,7 +54,7 @@ func (f *follower) resync(ctx context.Context, cause error) error {
 		return err
 	}
 	f.p.Metrics.Resyncs.WithLabelValues(f.spec.Name).Inc()
-	f.log.Warn("history lost: resyncing from the branch head (on_history_loss: resync); its rows follow as 'r' events with source.resync",
+	f.logger().Warn("history lost: resyncing from the branch head (on_history_loss: resync); its rows follow as 'r' events with source.resync",
 		"cause", cause.Error(), "from", f.cp.String(), "to", cp.String())
 	f.cp, f.cpFrom, f.synced = cp, "a resync after lost history", false
 	return nil

@@ -208,15 +208,14 @@ func (f *follower) markIdle(changed bool) {
 	f.idleSource()
 }
 
-// idleSource tells the source to idle (Idler), and drops the buffers the
-// follower's batch builders keep from its last batches.
+// idleSource tells the source to idle (Idler), and drops the follower's
+// batch builders with the buffers they keep from its last batches, and
+// its logger.
 func (f *follower) idleSource() {
 	if i, ok := f.spec.Source.(Idler); ok {
 		i.Idle()
 	}
-	f.batch.release()
-	f.builders[0].release()
-	f.builders[1].release()
+	f.bb, f.log = nil, nil
 	f.idled = true
 }
 
