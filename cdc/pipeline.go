@@ -231,11 +231,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	ready.Add(len(p.Tables))
 	p.requests.open(p.Tables)
 	fs := make([]*follower, 0, len(p.Tables))
+	// At most 4 × MaxActive tables start at once: one goroutine for each
+	// of 10,000 tables, all waiting for a slot, would cost their stacks
+	// at the start and their goroutine records (the runtime keeps them
+	// for reuse) for the process's life.
+	run.starting = make(chan struct{}, 4*p.MaxActive)
 	for _, spec := range p.Tables {
 		run.wg.Add(1)
 		f := &follower{p: p, spec: spec, run: &run}
 		fs = append(fs, f)
 		f.warm.cool = make(chan struct{}, 1)
+		select {
+		case run.starting <- struct{}{}:
+			f.ls.starting = true
+		case <-ctx.Done(): // they all end at once
+		}
 		go f.start(ctx, ready.Done)
 	}
 	// One wake-up at ctx's end for all: a parked follower has no
@@ -258,9 +268,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 // tablesRun is what Run's tables report to it as they end (follower.end).
 type tablesRun struct {
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	errs []error
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	errs     []error
+	starting chan struct{} // a slot for each table in its first step
 }
 
 // follower is the loop of one table.
@@ -322,7 +333,7 @@ func (f *follower) start(ctx context.Context, ready func()) {
 	f.ctx = ctx
 	f.p.Metrics.TableUp.WithLabelValues(f.spec.Name).Set(1)
 	f.p.Health.Track(f.spec.Name)
-	f.ls = loopState{ready: sync.OnceFunc(ready), backoff: f.p.RetryInitial}
+	f.ls.ready, f.ls.backoff = sync.OnceFunc(ready), f.p.RetryInitial
 	if n, ok := f.spec.Source.(ChangeNotifier); ok {
 		n.NotifyChanges(f.poke)
 		f.p.requests.notify(f.spec.Name, f.poke)
@@ -337,6 +348,7 @@ type loopState struct {
 	backoff  time.Duration
 	loaded   bool
 	failures int
+	starting bool // holds a slot of tablesRun.starting, until its first step ends
 }
 
 // end ends the table's loop with err (nil: shutdown, or Once done): an
@@ -363,6 +375,10 @@ func (f *follower) loop() {
 	ls := &f.ls
 	for {
 		again, err := f.step(ctx, &ls.loaded, ls.ready)
+		if ls.starting {
+			ls.starting = false
+			<-f.run.starting
+		}
 		if again {
 			continue // the resync read starts at once
 		}
