@@ -210,7 +210,9 @@ func New(o Options) (*Table, error) {
 			loc = abs
 		}
 		st := newStore(o)
-		load := func(ctx context.Context) (*table.Table, error) {
+		t := newTable(o, nil, nil)
+		t.load = func(ctx context.Context) (*table.Table, error) {
+			o := &t.opts
 			fsF := st.fs(loc, iceio.LoadFSFunc(st.props, loc))
 			opened, err := openMetadata(ctx, fsF, loc)
 			if err != nil {
@@ -222,9 +224,9 @@ func New(o Options) (*Table, error) {
 			}
 			st.loaded(tbl)
 			ident := metadataIdent(o.Table, tbl.Metadata().Location())
-			return confine(o, st, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
+			return confine(*o, st, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
 		}
-		return newTable(o, load, nil), nil
+		return t, nil
 	}
 	if o.Table == "" {
 		return nil, errors.New("no table: give --metadata PATH or --table NAMESPACE.NAME")
@@ -241,7 +243,11 @@ func New(o Options) (*Table, error) {
 	}
 	st := newStore(o)
 	var last restAnswer // see etagProbe
-	load := func(ctx context.Context) (*table.Table, error) {
+	// The closures read the options from t: o stays on the stack, not a
+	// second copy on the heap for each of 10,000 tables.
+	t := newTable(o, nil, closeCatalog)
+	t.load = func(ctx context.Context) (*table.Table, error) {
+		o := &t.opts
 		// The catalog reads the metadata file itself: with the store's S3
 		// configuration when the warehouse says the tables are on S3.
 		lctx, err := st.context(ctx, o.Warehouse)
@@ -280,21 +286,21 @@ func New(o Options) (*Table, error) {
 			return nil, err
 		case err != nil && isThrottle(err):
 			// Not the table's fault: see cdc.ErrThrottled.
-			return nil, cdc.Throttled(fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err)))
+			return nil, cdc.Throttled(fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err)))
 		case err != nil:
-			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, o, err))
+			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err))
 		}
 		st.loaded(tbl)
-		tbl = confine(o, st, tbl, cat)
+		tbl = confine(*o, st, tbl, cat)
 		last.keep(probe, tbl)
 		return tbl, nil
 	}
-	t := newTable(o, load, closeCatalog)
 	if o.Catalog != nil {
 		t.watchSet = &h.watch
 		t.watch = h.watch.add(ident)
 	}
 	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
+		o := &t.opts
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -316,7 +322,7 @@ func New(o Options) (*Table, error) {
 			return answered(err)
 		})
 		if err != nil && h.hive {
-			err = st.explainCatalog(o, err) // names the metastore
+			err = st.explainCatalog(*o, err) // names the metastore
 		}
 		return err
 	}
