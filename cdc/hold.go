@@ -119,7 +119,6 @@ func (f *follower) keepHold(ctx context.Context) (stop func()) {
 		return func() {}
 	}
 	ref, from, cur := HoldRef(f.p.Name), f.cp.SnapshotID, f.held
-	log := f.logger() // made here: the loop may make it too
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -140,9 +139,9 @@ func (f *follower) keepHold(ctx context.Context) (stop func()) {
 			switch {
 			case err != nil && ctx.Err() == nil && !errors.Is(err, ErrHoldBusy) && !warned:
 				warned = true
-				log.Warn("retention hold not moved during a sink write; tried again every hold_interval", "ref", ref, "err", err)
+				f.logger().Warn("retention hold not moved during a sink write; tried again every hold_interval", "ref", ref, "err", err)
 			case moved:
-				log.Info("retention hold moved during a sink write", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
+				f.logger().Info("retention hold moved during a sink write", "ref", ref, "head", got.Head.ID, "oldest_snapshot", got.Oldest.ID, "snapshots", got.Snapshots)
 				cur = heldState{active: true, head: got.Head.ID, headSeq: got.Head.SequenceNumber, from: from, at: time.Now(), oldestMs: got.Oldest.TimestampMs}
 			}
 		}

@@ -278,7 +278,7 @@ type tablesRun struct {
 type follower struct {
 	p    *Pipeline
 	spec TableSpec
-	log  *slog.Logger // see logger
+	log  atomic.Pointer[slog.Logger] // see logger
 	cp   Checkpoint
 	// cpFrom names where cp was read, for errors that doubt it.
 	cpFrom string
@@ -319,12 +319,20 @@ type follower struct {
 
 // logger is the pipeline's logger with the table's name, made at the
 // table's first line and dropped when it idles (idleSource): 10,000 idle
-// tables' handlers were 4 MiB.
+// tables' handlers were 4 MiB. The sender's goroutine logs too (a hold
+// moved during a write), hence the atomic.
 func (f *follower) logger() *slog.Logger {
-	if f.log == nil {
-		f.log = f.p.Log.With("table", f.spec.Name)
+	if l := f.log.Load(); l != nil {
+		return l
 	}
-	return f.log
+	l := f.p.Log.With("table", f.spec.Name)
+	if f.log.CompareAndSwap(nil, l) {
+		return l
+	}
+	if cur := f.log.Load(); cur != nil {
+		return cur
+	}
+	return l
 }
 
 // start begins the table's loop (loop), which ends with f.end. The loop

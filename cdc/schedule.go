@@ -215,7 +215,8 @@ func (f *follower) idleSource() {
 	if i, ok := f.spec.Source.(Idler); ok {
 		i.Idle()
 	}
-	f.bb, f.log = nil, nil
+	f.bb = nil
+	f.log.Store(nil)
 	f.idled = true
 }
 
