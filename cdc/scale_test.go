@@ -78,6 +78,12 @@ func TestCoveredSQLTableLoadsOnlyOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// The checks read every millisecond: the rename waits for its lock
+	// (one connection, so the PRAGMA is the rename's).
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("PRAGMA busy_timeout = 10000"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Exec("ALTER TABLE iceberg_tables RENAME TO gone"); err != nil {
 		t.Fatal(err)
 	}
