@@ -99,10 +99,11 @@ func newMetrics(reg prometheus.Registerer, full bool) *Metrics {
 // gave the table up, so that it serves series for the tables it owns
 // only, not for every table that ever passed through it.
 func (m *Metrics) Forget(table string) {
-	for _, v := range []interface{ forget(string) }{m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind,
+	l := prometheus.Labels{"table": table}
+	for _, v := range []interface{ forget(prometheus.Labels) }{m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind,
 		m.CheckpointSeq, m.SinkErrors, m.Retries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency,
 		m.Resyncs, m.HoldAge, m.Snapshots} {
-		v.forget(table)
+		v.forget(l)
 	}
 }
 
@@ -129,9 +130,9 @@ func (v *CounterVec) WithLabelValues(table string, lvs ...string) prometheus.Cou
 	return v.vec.WithLabelValues(lvs...)
 }
 
-func (v *CounterVec) forget(table string) {
+func (v *CounterVec) forget(l prometheus.Labels) {
 	if v.table {
-		v.vec.deleteFirst(table)
+		v.vec.DeletePartialMatch(l)
 	}
 }
 
@@ -151,9 +152,9 @@ func (v *HistogramVec) WithLabelValues(table string) prometheus.Observer {
 	return v.vec.WithLabelValues()
 }
 
-func (v *HistogramVec) forget(table string) {
+func (v *HistogramVec) forget(l prometheus.Labels) {
 	if v.table {
-		v.vec.DeletePartialMatch(prometheus.Labels{"table": table})
+		v.vec.DeletePartialMatch(l)
 	}
 }
 
@@ -173,9 +174,9 @@ func (v *GaugeVec) WithLabelValues(table string) prometheus.Gauge {
 	return unserved
 }
 
-func (v *GaugeVec) forget(table string) {
+func (v *GaugeVec) forget(l prometheus.Labels) {
 	if v.table {
-		v.vec.deleteFirst(table)
+		v.vec.DeletePartialMatch(l)
 	}
 }
 

@@ -42,7 +42,7 @@ func TestSeriesVecServesWhatClientGolangWould(t *testing.T) {
 			pc.WithLabelValues(tb, op).Add(v)
 		case 4:
 			if r.IntN(10) == 0 {
-				n := gauge.deleteFirst(tb) + counter.deleteFirst(tb)
+				n := gauge.DeletePartialMatch(prometheus.Labels{"table": tb}) + counter.DeletePartialMatch(prometheus.Labels{"table": tb})
 				m := pg.DeletePartialMatch(prometheus.Labels{"table": tb}) + pc.DeletePartialMatch(prometheus.Labels{"table": tb})
 				if n != m {
 					t.Fatalf("deleted %d series of %s, client_golang %d", n, tb, m)
@@ -89,4 +89,22 @@ func exposition(t *testing.T, g prometheus.Gatherer) string {
 	}
 	fmt.Fprintln(&b)
 	return b.String()
+}
+
+// TestSeriesVecRefusesBadLabelsWithoutPanic: a table name that is not
+// UTF-8 (a hostile catalog's) gets a series that is not served, where
+// client_golang's vecs panic, and the other series are still served.
+func TestSeriesVecRefusesBadLabelsWithoutPanic(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	v := newSeriesVec("t_lag", "Lag.", prometheus.GaugeValue, []string{"table"})
+	reg.MustRegister(v)
+	v.WithLabelValues("ok.table").Set(2)
+	v.WithLabelValues("bad.\xff").Set(3)
+	got := exposition(t, reg)
+	if want := "t_lag{table=\"ok.table\"} 2\n"; !bytes.Contains([]byte(got), []byte(want)) {
+		t.Fatalf("served:\n%s\nwant a line %q", got, want)
+	}
+	if bytes.Contains([]byte(got), []byte("bad.")) {
+		t.Fatalf("served a series for a label that is not UTF-8:\n%s", got)
+	}
 }
