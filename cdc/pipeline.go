@@ -224,11 +224,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("pipeline %s: no encoder", p.Name)
 	}
 	p.defaults()
-	var (
-		run   tablesRun
-		ready sync.WaitGroup
-	)
-	ready.Add(len(p.Tables))
+	var run tablesRun
+	run.ready.Add(len(p.Tables))
 	p.requests.open(p.Tables)
 	fs := make([]*follower, 0, len(p.Tables))
 	// At most 4 × MaxActive tables start at once: one goroutine for each
@@ -241,12 +238,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		f := &follower{p: p, spec: spec, run: &run}
 		fs = append(fs, f)
 		f.warm.cool = make(chan struct{}, 1)
+		// Up and in /status at once, also while waiting to start.
+		p.Metrics.TableUp.WithLabelValues(spec.Name).Set(1)
+		p.Health.Track(spec.Name)
 		select {
 		case run.starting <- struct{}{}:
 			f.ls.starting = true
 		case <-ctx.Done(): // they all end at once
 		}
-		go f.start(ctx, ready.Done)
+		go f.start(ctx)
 	}
 	// One wake-up at ctx's end for all: a parked follower has no
 	// goroutine to see it (park), and one AfterFunc for each was 1.5 MiB
@@ -257,7 +257,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 	})()
 	go func() {
-		ready.Wait()
+		run.ready.Wait()
 		if p.Ready != nil {
 			close(p.Ready)
 		}
@@ -271,7 +271,8 @@ type tablesRun struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	errs     []error
-	starting chan struct{} // a slot for each table in its first step
+	starting chan struct{}  // a slot for each table in its first step
+	ready    sync.WaitGroup // Done by each table once loaded (or ended)
 }
 
 // follower is the loop of one table.
@@ -326,22 +327,15 @@ func (f *follower) logger() *slog.Logger {
 		return l
 	}
 	l := f.p.Log.With("table", f.spec.Name)
-	if f.log.CompareAndSwap(nil, l) {
-		return l
-	}
-	if cur := f.log.Load(); cur != nil {
-		return cur
-	}
+	f.log.CompareAndSwap(nil, l) // a logger another goroutine made is the same
 	return l
 }
 
 // start begins the table's loop (loop), which ends with f.end. The loop
 // runs on goroutines of its own, but not while it waits parked (park).
-func (f *follower) start(ctx context.Context, ready func()) {
+func (f *follower) start(ctx context.Context) {
 	f.ctx = ctx
-	f.p.Metrics.TableUp.WithLabelValues(f.spec.Name).Set(1)
-	f.p.Health.Track(f.spec.Name)
-	f.ls.ready, f.ls.backoff = ready, f.p.RetryInitial
+	f.ls.backoff = f.p.RetryInitial
 	if n, ok := f.spec.Source.(ChangeNotifier); ok {
 		n.NotifyChanges(f.poke)
 		f.p.requests.notify(f.spec.Name, f.poke)
@@ -356,16 +350,16 @@ type loopState struct {
 	loaded   bool
 	failures int
 	starting bool // holds a slot of tablesRun.starting, until its first step ends
-	ready    func()
-	isReady  bool // ready was called
+	ready    bool // tablesRun.ready is done for the table
 }
 
-// readied calls ready once (the loop's goroutines call it one at a time:
-// no sync.OnceFunc, which was 2.5 MiB at 10,000 tables).
-func (ls *loopState) readied() {
-	if !ls.isReady {
-		ls.isReady = true
-		ls.ready()
+// readied marks the table ready in its run, once (the loop's goroutines
+// call it one at a time: no sync.OnceFunc, which was 2.5 MiB at 10,000
+// tables).
+func (f *follower) readied() {
+	if !f.ls.ready {
+		f.ls.ready = true
+		f.run.ready.Done()
 	}
 }
 
@@ -373,7 +367,7 @@ func (ls *loopState) readied() {
 // error that stops the table is logged ("table stopped": a daemon's
 // tables stop one by one, and each must be seen when it does).
 func (f *follower) end(err error) {
-	f.ls.readied()
+	f.readied()
 	defer f.run.wg.Done()
 	f.p.warm.leave(f)
 	f.p.requests.stopped(f.spec.Name, err)
@@ -392,7 +386,7 @@ func (f *follower) loop() {
 	ctx, m, h := f.ctx, f.p.Metrics, f.p.Health
 	ls := &f.ls
 	for {
-		again, err := f.step(ctx, &ls.loaded, ls.readied)
+		again, err := f.step(ctx, &ls.loaded, f.readied)
 		if ls.starting {
 			ls.starting = false
 			<-f.run.starting
