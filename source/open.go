@@ -210,7 +210,7 @@ func New(o Options) (*Table, error) {
 			loc = abs
 		}
 		st := newStore(o)
-		t := newTable(o, nil, nil)
+		t := newTable(o, nil)
 		t.load = func(ctx context.Context) (*table.Table, error) {
 			o := &t.opts
 			fsF := st.fs(loc, iceio.LoadFSFunc(st.props, loc))
@@ -245,7 +245,7 @@ func New(o Options) (*Table, error) {
 	var last restAnswer // see etagProbe
 	// The closures read the options from t: o stays on the stack, not a
 	// second copy on the heap for each of 10,000 tables.
-	t := newTable(o, nil, closeCatalog)
+	t := newTable(o, closeCatalog)
 	t.load = func(ctx context.Context) (*table.Table, error) {
 		o := &t.opts
 		// The catalog reads the metadata file itself: with the store's S3

@@ -65,10 +65,11 @@ type Table struct {
 
 var _ cdc.Source = (*Table)(nil)
 
-func newTable(o Options, load func(context.Context) (*table.Table, error), closeCatalog func()) *Table {
+// newTable returns the table of o; its caller sets its load (and commit).
+func newTable(o Options, closeCatalog func()) *Table {
 	// The caches are made by the first load (warm), and dropped again by
 	// Idle: a followed table that stays idle costs none.
-	return &Table{opts: o, load: load, closeCatalog: closeCatalog, pool: newIOPool(o.IOConcurrency)}
+	return &Table{opts: o, closeCatalog: closeCatalog, pool: newIOPool(o.IOConcurrency)}
 }
 
 // errNotLoaded is returned by a Table whose first Refresh has not

@@ -49,15 +49,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// A heap profile at the command's end (after a collection: what
 		// is still in use then, and what was allocated over the run), and
 		// one at each SIGUSR1, to PATH.1, PATH.2, ...: a running daemon's.
-		usr1 := make(chan os.Signal, 1)
+		usr1, done := make(chan os.Signal, 1), make(chan struct{})
 		signal.Notify(usr1, syscall.SIGUSR1)
-		defer signal.Stop(usr1)
+		defer func() { signal.Stop(usr1); close(done) }()
 		go func() {
 			for n := 1; ; n++ {
-				if _, ok := <-usr1; !ok {
+				select {
+				case <-usr1:
+					writeHeapProfile(fmt.Sprintf("%s.%d", path, n), stderr)
+				case <-done:
 					return
 				}
-				writeHeapProfile(fmt.Sprintf("%s.%d", path, n), stderr)
 			}
 		}()
 		defer writeHeapProfile(path, stderr)
