@@ -58,6 +58,10 @@ type heldState struct {
 	from     int64 // the checkpoint snapshot it keeps from
 	at       time.Time
 	oldestMs int64 // commit time of the oldest snapshot kept
+	// due is when a move the interval held back (or a busy table
+	// refused) is to be tried again; zero when none waits. The table's
+	// wait ends by then (idle), whether or not another commit comes.
+	due time.Time
 }
 
 // hold places the table's retention hold, or moves it to the current
@@ -77,7 +81,12 @@ func (f *follower) hold(ctx context.Context) error {
 		return nil
 	}
 	from := f.cp.SnapshotID
-	if f.held.active && (f.held.head == head.ID && f.held.from == from || time.Since(f.held.at) < f.p.HoldInterval) {
+	if f.held.active && f.held.head == head.ID && f.held.from == from {
+		f.held.due = time.Time{}
+		return nil
+	}
+	if f.held.active && time.Since(f.held.at) < f.p.HoldInterval {
+		f.held.due = f.held.at.Add(f.p.HoldInterval)
 		return nil
 	}
 	if f.held.active && head.SequenceNumber < f.held.headSeq {
@@ -88,7 +97,8 @@ func (f *follower) hold(ctx context.Context) error {
 	ref := HoldRef(f.p.Name)
 	got, err := h.Hold(ctx, ref, from)
 	if errors.Is(err, ErrHoldBusy) {
-		f.logger().Debug("retention hold not moved: another commit came first; trying again at the next move", "ref", ref, "err", err)
+		f.logger().Debug("retention hold not moved: another commit came first; trying again after hold_interval", "ref", ref, "err", err)
+		f.held.due = time.Now().Add(f.p.HoldInterval)
 		return nil
 	}
 	if err != nil {

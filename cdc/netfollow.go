@@ -134,6 +134,9 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 		snaps = snaps[used:]
 		f.lag(snaps)
 	}
+	if err := f.hold(ctx); err != nil {
+		return false, err
+	}
 	f.synced = true
 	return true, nil
 }

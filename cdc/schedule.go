@@ -282,6 +282,12 @@ func (f *follower) watched() bool {
 // park): at 10,000 followed tables, their goroutines' stacks were about
 // 45 MiB that only the tables at work need.
 func (f *follower) idle(ctx context.Context, d time.Duration) waitResult {
+	if !f.held.due.IsZero() {
+		// A hold move the interval held back is made when it is due, not
+		// at the table's next commit, which may never come: the wait's
+		// own timer ends it then (no timer of its own, even parked).
+		d = min(d, time.Until(f.held.due))
+	}
 	d = max(d, f.p.Health.ThrottleDelay())
 	f.iw = idleWait{end: time.Now().Add(d)}
 	if w, ok := f.spec.Source.(Watched); ok {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
@@ -394,5 +395,68 @@ func TestResetRemovesHold(t *testing.T) {
 	}
 	if got := tbl.CurrentSnapshot().SnapshotID; got != head {
 		t.Fatalf("main moved to %d", got)
+	}
+}
+
+// TestHoldMovesAfterIntervalOnQuietTable: a commit made within
+// hold_interval of the hold's last move is delivered at once while the
+// move waits for the interval; the move is then made when the interval
+// has passed, although no other commit comes and the SQL catalog checks
+// the table in bulk (its follower parks until the catalog says it
+// changed, or a safety reload minutes away).
+func TestHoldMovesAfterIntervalOnQuietTable(t *testing.T) {
+	ctx := t.Context()
+	const interval = 3 * time.Second
+	r, events := fileRig(t)
+	r.conf.Tables[0].Hold = true
+	r.conf.HoldInterval = interval
+	r.rewrite()
+	w, err := newWriter(ctx, r.env, r.table, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := commitAppends(t, w, 2).CurrentSnapshot().SnapshotID
+	ref := cdc.HoldRef(r.pipeline)
+	load := func() *table.Table {
+		tbl, err := r.env.LoadTable(ctx, catalog.ToIdentifier(r.table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	waitRef := func(want int64, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			for name, rf := range load().Metadata().Refs() {
+				if name == ref && rf.SnapshotID == want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("ref %s not at snapshot %d within %s", ref, want, within)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	d := r.start()
+	waitRef(head, 30*time.Second)
+	placed := time.Now()
+	// The next commit, within the interval of that move (the hold's
+	// commit moved the table's metadata: the writer reloads first).
+	w.tbl = load()
+	next := commitAppends(t, w, 1).CurrentSnapshot().SnapshotID
+	if time.Since(placed) >= interval {
+		t.Logf("the commit came %s after the hold's move, not within hold_interval %s: this run does not check the held-back move", time.Since(placed), interval)
+	}
+	for deadline := time.Now().Add(30 * time.Second); linesAfter(t, events, 0) < 9; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the third commit was not delivered within 30s (%d events)", linesAfter(t, events, 0))
+		}
+	}
+	// Due at placed+interval; a few polls' slack beyond it.
+	waitRef(next, interval+10*time.Second)
+	if code := d.interrupt(t); code != 0 {
+		t.Fatalf("SIGINT: exit %d", code)
 	}
 }
