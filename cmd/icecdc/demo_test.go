@@ -138,3 +138,42 @@ func checkDemoReplay(t *testing.T, env *scenario.Env, opts source.Options) []rep
 	}
 	return steps
 }
+
+// TestDemoConfigServesStatus: the config demo --dir writes listens on
+// loopback, so while a daemon runs it, icecdc status -c on the same file
+// asks that daemon (its state file is locked) and /metrics, /healthz,
+// /readyz and /status answer. The test moves the listener to a free port
+// so it does not depend on 9464 being free on the machine.
+func TestDemoConfigServesStatus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if out, errOut, code := runCmd("demo", "--dir", dir); code != 0 || !strings.Contains(out, "curl -s http://"+demoListen+"/status") {
+		t.Fatalf("demo: exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	path := filepath.Join(dir, "icecdc.yaml")
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatalf("the demo's config: %v", err)
+	}
+	if cfg.HTTP.Listen != demoListen {
+		t.Fatalf("the demo's config listens on %q, want %q", cfg.HTTP.Listen, demoListen)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := freeAddr(t)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(raw), demoListen, listen, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "-c", path)
+	d.waitFor(t, "ready", func() bool { return daemonPage(listen, "/readyz") == "ready\n" })
+	for _, p := range []string{"/metrics", "/healthz", "/status"} {
+		if page := daemonPage(listen, p); page == "" {
+			t.Errorf("GET %s on the demo daemon: nothing", p)
+		}
+	}
+	out, errOut, code := runCmd("status", "-c", path)
+	if code != 0 || !strings.Contains(out, "bookshop.orders") {
+		t.Errorf("icecdc status -c %s while the daemon runs: exit %d, stderr %q:\n%s", path, code, errOut, out)
+	}
+}
