@@ -39,7 +39,7 @@ func newRootCommand(e *cli) *cobra.Command {
 		Long: `icecdc reads the row-level changes of Apache Iceberg v3 tables (inserts, updates and deletes,
 told apart by row lineage) and delivers them as Debezium-style events: once from the command line
 (changes), or as a daemon that follows each table's new commits and checkpoints what it delivered (run).`,
-		Version: version,
+		Version: buildVersionLine(),
 		Example: `  icecdc demo --dir ./demo                     # a small v3 table and its change events
   icecdc run -c ./demo/icecdc.yaml             # follow it (the demo wrote this config)
   icecdc demo --dir ./demo --commit update     # one more commit, which the daemon delivers
@@ -58,7 +58,7 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 	}
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetVersionTemplate("icecdc {{.Version}}\n")
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -79,10 +79,10 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 	}
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
-		Short: "print the version of icecdc",
+		Short: "print the version of icecdc, its commit and Go version",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(e.stdout, "icecdc", version)
+			_, err := fmt.Fprintln(e.stdout, buildVersionLine())
 			return err
 		},
 	})
