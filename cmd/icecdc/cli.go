@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,9 +50,9 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 			if len(args) > 0 {
 				return unknownCommand(cmd, args[0])
 			}
-			cmd.SetOut(e.stderr)
-			cmd.Usage()
-			return &usageError{errors.New("")}
+			// icecdc alone asks for help, as kubectl and gh take it:
+			// the help on stdout, and success.
+			return cmd.Help()
 		},
 	}
 	root.SetOut(e.stdout)
@@ -84,6 +83,25 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintln(e.stdout, buildVersionLine())
 			return err
+		},
+	})
+	// cobra's own help command answers an unknown topic with the root
+	// help and exit 0; this one names the unknown command, as icecdc
+	// does for a command line.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "print the help of icecdc or of a command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return unknownCommand(root, strings.Join(args, " "))
+			}
+			// As cobra's help command does: a command's help flag is
+			// made when it runs, and its help lists it.
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
 		},
 	})
 	root.InitDefaultHelpFlag()

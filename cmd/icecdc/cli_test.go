@@ -91,6 +91,29 @@ func TestMainUsageErrors(t *testing.T) {
 	wantUsageError(t, []string{"changes", "--from-seq", "x"}, `changes: invalid argument "x" for "--from-seq"`, "'icecdc changes --help'")
 	wantUsageError(t, []string{"status", "-c", "icecdc.yaml", "extra"}, `status: unexpected argument "extra"`, "'icecdc status --help'")
 	wantUsageError(t, []string{"demo", "--commit"}, "demo: flag needs an argument: --commit", "'icecdc demo --help'")
+	wantUsageError(t, []string{"help", "nonexistent"}, `unknown command "nonexistent"`, "'icecdc --help'")
+	wantUsageError(t, []string{"help", "stauts"}, `unknown command "stauts" (did you mean status?)`, "'icecdc --help'")
+	wantUsageError(t, []string{"help", "changes", "extra"}, `unknown command "changes extra"`, "'icecdc --help'")
+}
+
+// TestHelp: icecdc alone and icecdc help print the root help on stdout
+// and succeed, as kubectl and gh do; icecdc help COMMAND prints that
+// command's help, the same as COMMAND --help.
+func TestHelp(t *testing.T) {
+	root, errOut, code := runCmd("--help")
+	if code != 0 || errOut != "" || !strings.Contains(root, "Usage:\n  icecdc") {
+		t.Fatalf("--help: exit %d, stderr %q:\n%s", code, errOut, root)
+	}
+	for _, args := range [][]string{{}, {"help"}} {
+		out, errOut, code := runCmd(args...)
+		if code != 0 || errOut != "" || out != root {
+			t.Errorf("icecdc %s: exit %d, stderr %q, stdout\n%s\nwant the help of --help", strings.Join(args, " "), code, errOut, out)
+		}
+	}
+	want, _, _ := runCmd("changes", "--help")
+	if out, errOut, code := runCmd("help", "changes"); code != 0 || errOut != "" || out != want || !strings.Contains(out, "icecdc changes") {
+		t.Errorf("icecdc help changes: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
+	}
 }
 
 func wantUsageError(t *testing.T, args []string, parts ...string) {
