@@ -177,3 +177,40 @@ func TestDemoConfigServesStatus(t *testing.T) {
 		t.Errorf("icecdc status -c %s while the daemon runs: exit %d, stderr %q:\n%s", path, code, errOut, out)
 	}
 }
+
+// TestExampleConfigFirstRun: examples/icecdc.yaml, run as the README
+// says (from the directory holding ./demo), delivers the demo's events
+// with no warning: its warehouse is a path a location check reads and
+// allowed_locations is set. The listener moves to a free port so the
+// test does not depend on 9464 being free.
+func TestExampleConfigFirstRun(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/icecdc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Chdir(tmp)
+	if _, errOut, code := runCmd("demo", "--dir", "./demo"); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, errOut)
+	}
+	cfg := strings.Replace(string(raw), "127.0.0.1:9464", freeAddr(t), 1)
+	if cfg == string(raw) {
+		t.Fatal("examples/icecdc.yaml no longer listens on 127.0.0.1:9464, which the README names")
+	}
+	if err := os.WriteFile("icecdc.yaml", []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs, _, err := runOnce(t, context.Background(), "-c", "icecdc.yaml")
+	if err != nil {
+		t.Fatalf("run --once -c examples/icecdc.yaml: %v", err)
+	}
+	for _, l := range logs {
+		if l["level"] != "INFO" {
+			t.Errorf("the example's first run logs %v", l)
+		}
+	}
+	events, err := os.ReadFile(filepath.Join(tmp, "events.jsonl"))
+	if n := strings.Count(string(events), "\n"); err != nil || n != len(bookshopEvents) {
+		t.Errorf("events.jsonl: %d lines (%v), want %d", n, err, len(bookshopEvents))
+	}
+}
