@@ -355,6 +355,7 @@ sink:
   type: stdout
 state:
   path: %[5]s
+allowed_locations: [%[3]s]   # files are read from under the warehouse only
 http:
   listen: %[6]s   # /metrics, /healthz, /readyz, /status; icecdc status asks here
 `, cfgPath, opts.CatalogURI, opts.Warehouse, opts.Table, filepath.Join(abs, "icecdc-state.db"), demoListen)

@@ -142,7 +142,8 @@ func checkDemoReplay(t *testing.T, env *scenario.Env, opts source.Options) []rep
 // TestDemoConfigServesStatus: the config demo --dir writes listens on
 // loopback, so while a daemon runs it, icecdc status -c on the same file
 // asks that daemon (its state file is locked) and /metrics, /healthz,
-// /readyz and /status answer. The test moves the listener to a free port
+// /readyz and /status answer; it sets allowed_locations, so the daemon
+// warns of nothing. The test moves the listener to a free port
 // so it does not depend on 9464 being free on the machine.
 func TestDemoConfigServesStatus(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
@@ -175,6 +176,10 @@ func TestDemoConfigServesStatus(t *testing.T) {
 	out, errOut, code := runCmd("status", "-c", path)
 	if code != 0 || !strings.Contains(out, "bookshop.orders") {
 		t.Errorf("icecdc status -c %s while the daemon runs: exit %d, stderr %q:\n%s", path, code, errOut, out)
+	}
+	d.stop(t)
+	if strings.Contains(d.logs.String(), `"level":"WARN"`) {
+		t.Errorf("the demo's config warns:\n%s", d.logs.String())
 	}
 }
 
