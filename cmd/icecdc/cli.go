@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,7 +38,7 @@ func newRootCommand(e *cli) *cobra.Command {
 		Long: `icecdc reads the row-level changes of Apache Iceberg v3 tables (inserts, updates and deletes,
 told apart by row lineage) and delivers them as Debezium-style events: once from the command line
 (changes), or as a daemon that follows each table's new commits and checkpoints what it delivered (run).`,
-		Version: version,
+		Version: buildVersionLine(),
 		Example: `  icecdc demo --dir ./demo                     # a small v3 table and its change events
   icecdc run -c ./demo/icecdc.yaml             # follow it (the demo wrote this config)
   icecdc demo --dir ./demo --commit update     # one more commit, which the daemon delivers
@@ -51,14 +50,14 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 			if len(args) > 0 {
 				return unknownCommand(cmd, args[0])
 			}
-			cmd.SetOut(e.stderr)
-			cmd.Usage()
-			return &usageError{errors.New("")}
+			// icecdc alone asks for help, as kubectl and gh take it:
+			// the help on stdout, and success.
+			return cmd.Help()
 		},
 	}
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetVersionTemplate("icecdc {{.Version}}\n")
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -79,11 +78,30 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 	}
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
-		Short: "print the version of icecdc",
+		Short: "print the version of icecdc, its commit and Go version",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(e.stdout, "icecdc", version)
+			_, err := fmt.Fprintln(e.stdout, buildVersionLine())
 			return err
+		},
+	})
+	// cobra's own help command answers an unknown topic with the root
+	// help and exit 0; this one names the unknown command, as icecdc
+	// does for a command line.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "print the help of icecdc or of a command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return unknownCommand(root, strings.Join(args, " "))
+			}
+			// As cobra's help command does: a command's help flag is
+			// made when it runs, and its help lists it.
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
 		},
 	})
 	root.InitDefaultHelpFlag()

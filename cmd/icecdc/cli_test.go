@@ -1,6 +1,8 @@
 package main
 
 import (
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +14,8 @@ import (
 func TestMainVersionAndHelp(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
 		out, errOut, code := runCmd(args...)
-		if code != 0 || out != "icecdc "+version+"\n" || errOut != "" {
-			t.Errorf("icecdc %s: exit %d, stdout %q, stderr %q; want icecdc %s", strings.Join(args, " "), code, out, errOut, version)
+		if want := buildVersionLine() + "\n"; code != 0 || out != want || errOut != "" || !strings.HasPrefix(out, "icecdc "+version+" (") || !strings.Contains(out, runtime.Version()) {
+			t.Errorf("icecdc %s: exit %d, stdout %q, stderr %q; want %q", strings.Join(args, " "), code, out, errOut, want)
 		}
 	}
 	out, _, code := runCmd("--help")
@@ -27,7 +29,7 @@ func TestMainVersionAndHelp(t *testing.T) {
 		"status":   "print each table's checkpoint",
 		"reset":    "forget a table's checkpoint",
 		"snapshot": "ask the running daemon",
-		"version":  "print the version",
+		"version":  "print the version of icecdc, its commit and Go version",
 	}
 	for name, short := range commands {
 		if !strings.Contains(out, "\n  "+name) || !strings.Contains(out, short) {
@@ -89,6 +91,29 @@ func TestMainUsageErrors(t *testing.T) {
 	wantUsageError(t, []string{"changes", "--from-seq", "x"}, `changes: invalid argument "x" for "--from-seq"`, "'icecdc changes --help'")
 	wantUsageError(t, []string{"status", "-c", "icecdc.yaml", "extra"}, `status: unexpected argument "extra"`, "'icecdc status --help'")
 	wantUsageError(t, []string{"demo", "--commit"}, "demo: flag needs an argument: --commit", "'icecdc demo --help'")
+	wantUsageError(t, []string{"help", "nonexistent"}, `unknown command "nonexistent"`, "'icecdc --help'")
+	wantUsageError(t, []string{"help", "stauts"}, `unknown command "stauts" (did you mean status?)`, "'icecdc --help'")
+	wantUsageError(t, []string{"help", "changes", "extra"}, `unknown command "changes extra"`, "'icecdc --help'")
+}
+
+// TestHelp: icecdc alone and icecdc help print the root help on stdout
+// and succeed, as kubectl and gh do; icecdc help COMMAND prints that
+// command's help, the same as COMMAND --help.
+func TestHelp(t *testing.T) {
+	root, errOut, code := runCmd("--help")
+	if code != 0 || errOut != "" || !strings.Contains(root, "Usage:\n  icecdc") {
+		t.Fatalf("--help: exit %d, stderr %q:\n%s", code, errOut, root)
+	}
+	for _, args := range [][]string{{}, {"help"}} {
+		out, errOut, code := runCmd(args...)
+		if code != 0 || errOut != "" || out != root {
+			t.Errorf("icecdc %s: exit %d, stderr %q, stdout\n%s\nwant the help of --help", strings.Join(args, " "), code, errOut, out)
+		}
+	}
+	want, _, _ := runCmd("changes", "--help")
+	if out, errOut, code := runCmd("help", "changes"); code != 0 || errOut != "" || out != want || !strings.Contains(out, "icecdc changes") {
+		t.Errorf("icecdc help changes: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
+	}
 }
 
 func wantUsageError(t *testing.T, args []string, parts ...string) {
@@ -119,6 +144,35 @@ func TestMainSingleDashLongFlags(t *testing.T) {
 	} {
 		if got := singleDashLongFlags(root, tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestVersionLine: the commit, its time and a dirty tree come from the
+// build information when the toolchain stamped them; without them the
+// line still names the version and the Go version.
+func TestVersionLine(t *testing.T) {
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Settings: []debug.BuildSetting{
+			{Key: "vcs", Value: "git"},
+			{Key: "vcs.revision", Value: "c21f25e0123456789abcdef0123456789abcdef0"},
+			{Key: "vcs.time", Value: "2026-12-05T16:10:00Z"},
+			{Key: "vcs.modified", Value: "false"},
+		}}, "icecdc " + version + " (commit c21f25e01234 of 2026-12-05T16:10:00Z, go1.26.0 " + platform + ")"},
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "c21f25e0123456789abcdef0123456789abcdef0"},
+			{Key: "vcs.time", Value: "2026-12-05T16:10:00Z"},
+			{Key: "vcs.modified", Value: "true"},
+		}}, "icecdc " + version + " (commit c21f25e01234-dirty of 2026-12-05T16:10:00Z, go1.26.0 " + platform + ")"},
+		{&debug.BuildInfo{GoVersion: "go1.26.0"}, "icecdc " + version + " (go1.26.0 " + platform + ")"},
+		{nil, "icecdc " + version + " (" + runtime.Version() + " " + platform + ")"},
+	} {
+		if got := versionLine(tc.bi); got != tc.want {
+			t.Errorf("versionLine:\n got %q\nwant %q", got, tc.want)
 		}
 	}
 }

@@ -329,6 +329,11 @@ func printDemo(ctx context.Context, w io.Writer, opts source.Options, fromSeq in
 	})
 }
 
+// demoListen is the HTTP address of the demo's config: loopback only (it
+// has no token), and the address the README gives for the endpoints, so
+// icecdc status and curl find the demo daemon where the docs say.
+const demoListen = "127.0.0.1:9464"
+
 // demoNext writes a config for icecdc run on the demo table into dir
 // (unless one is there) and prints the commands to try next.
 func demoNext(w io.Writer, dir string, opts source.Options) error {
@@ -350,7 +355,10 @@ sink:
   type: stdout
 state:
   path: %[5]s
-`, cfgPath, opts.CatalogURI, opts.Warehouse, opts.Table, filepath.Join(abs, "icecdc-state.db"))
+allowed_locations: [%[3]s]   # files are read from under the warehouse only
+http:
+  listen: %[6]s   # /metrics, /healthz, /readyz, /status; icecdc status asks here
+`, cfgPath, opts.CatalogURI, opts.Warehouse, opts.Table, filepath.Join(abs, "icecdc-state.db"), demoListen)
 	if _, err := os.Stat(cfgPath); errors.Is(err, fs.ErrNotExist) {
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			return fmt.Errorf("demo: write %s: %w", cfgPath, err)
@@ -362,8 +370,9 @@ state:
 #   icecdc changes --catalog-uri %s --warehouse %s --table %s --format table
 #   icecdc run -c %s            # follows the table (config written by the demo), Ctrl-C to stop
 #   icecdc demo --dir %s --commit update    # in another terminal: insert, update, delete or merge
-#   icecdc status -c %s
-`, q(opts.CatalogURI), q(opts.Warehouse), opts.Table, q(cfgPath), q(dir), q(cfgPath))
+#   icecdc status -c %s         # while run follows it: checkpoint, head and lag
+#   curl -s http://%s/status
+`, q(opts.CatalogURI), q(opts.Warehouse), opts.Table, q(cfgPath), q(dir), q(cfgPath), demoListen)
 	return nil
 }
 

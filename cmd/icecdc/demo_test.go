@@ -138,3 +138,84 @@ func checkDemoReplay(t *testing.T, env *scenario.Env, opts source.Options) []rep
 	}
 	return steps
 }
+
+// TestDemoConfigServesStatus: the config demo --dir writes listens on
+// loopback, so while a daemon runs it, icecdc status -c on the same file
+// asks that daemon (its state file is locked) and /metrics, /healthz,
+// /readyz and /status answer; it sets allowed_locations, so the daemon
+// warns of nothing. The test moves the listener to a free port
+// so it does not depend on 9464 being free on the machine.
+func TestDemoConfigServesStatus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if out, errOut, code := runCmd("demo", "--dir", dir); code != 0 || !strings.Contains(out, "curl -s http://"+demoListen+"/status") {
+		t.Fatalf("demo: exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	path := filepath.Join(dir, "icecdc.yaml")
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatalf("the demo's config: %v", err)
+	}
+	if cfg.HTTP.Listen != demoListen {
+		t.Fatalf("the demo's config listens on %q, want %q", cfg.HTTP.Listen, demoListen)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := freeAddr(t)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(raw), demoListen, listen, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "-c", path)
+	d.waitFor(t, "ready", func() bool { return daemonPage(listen, "/readyz") == "ready\n" })
+	for _, p := range []string{"/metrics", "/healthz", "/status"} {
+		if page := daemonPage(listen, p); page == "" {
+			t.Errorf("GET %s on the demo daemon: nothing", p)
+		}
+	}
+	out, errOut, code := runCmd("status", "-c", path)
+	if code != 0 || !strings.Contains(out, "bookshop.orders") {
+		t.Errorf("icecdc status -c %s while the daemon runs: exit %d, stderr %q:\n%s", path, code, errOut, out)
+	}
+	d.stop(t)
+	if strings.Contains(d.logs.String(), `"level":"WARN"`) {
+		t.Errorf("the demo's config warns:\n%s", d.logs.String())
+	}
+}
+
+// TestExampleConfigFirstRun: examples/icecdc.yaml, run as the README
+// says (from the directory holding ./demo), delivers the demo's events
+// with no warning: its warehouse is a path a location check reads and
+// allowed_locations is set. The listener moves to a free port so the
+// test does not depend on 9464 being free.
+func TestExampleConfigFirstRun(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/icecdc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Chdir(tmp)
+	if _, errOut, code := runCmd("demo", "--dir", "./demo"); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, errOut)
+	}
+	cfg := strings.Replace(string(raw), "127.0.0.1:9464", freeAddr(t), 1)
+	if cfg == string(raw) {
+		t.Fatal("examples/icecdc.yaml no longer listens on 127.0.0.1:9464, which the README names")
+	}
+	if err := os.WriteFile("icecdc.yaml", []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs, _, err := runOnce(t, context.Background(), "-c", "icecdc.yaml")
+	if err != nil {
+		t.Fatalf("run --once -c examples/icecdc.yaml: %v", err)
+	}
+	for _, l := range logs {
+		if l["level"] != "INFO" {
+			t.Errorf("the example's first run logs %v", l)
+		}
+	}
+	events, err := os.ReadFile(filepath.Join(tmp, "events.jsonl"))
+	if n := strings.Count(string(events), "\n"); err != nil || n != len(bookshopEvents) {
+		t.Errorf("events.jsonl: %d lines (%v), want %d", n, err, len(bookshopEvents))
+	}
+}
