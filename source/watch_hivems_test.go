@@ -1,6 +1,7 @@
 package source_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func proxyThrift(t *testing.T, addr string) (string, *callCounts) {
 			}()
 			go func() {
 				defer conns.Done()
-				countThrift(c, io.TeeReader(client, server))
+				countThrift(c, client, server)
 				server.Close()
 			}()
 		}
@@ -66,20 +67,28 @@ func proxyThrift(t *testing.T, addr string) (string, *callCounts) {
 	return ln.Addr().String(), c
 }
 
-// countThrift reads the Thrift messages of r (which forwards what it
-// reads) until it ends, counting their method names.
-func countThrift(c *callCounts, r io.Reader) {
+// countThrift reads the Thrift messages of r, counting their method
+// names, and writes each to w only once it is counted: the metastore sees
+// a call, and its client an answer, only after the count has it, so a
+// count taken when a client's calls have returned holds every one of them.
+func countThrift(c *callCounts, r io.Reader, w io.Writer) {
 	ctx := context.Background()
-	p := thrift.NewTBinaryProtocolConf(thrift.NewStreamTransportR(r), nil)
+	var held bytes.Buffer
+	p := thrift.NewTBinaryProtocolConf(thrift.NewStreamTransportR(io.TeeReader(r, &held)), nil)
 	for {
 		name, _, _, err := p.ReadMessageBegin(ctx)
-		if err != nil {
-			io.Copy(io.Discard, r)
+		if err == nil {
+			c.add(name)
+			if err = p.Skip(ctx, thrift.STRUCT); err == nil {
+				err = p.ReadMessageEnd(ctx)
+			}
+		}
+		if _, werr := w.Write(held.Bytes()); werr != nil {
 			return
 		}
-		c.add(name)
-		if p.Skip(ctx, thrift.STRUCT) != nil || p.ReadMessageEnd(ctx) != nil {
-			io.Copy(io.Discard, r)
+		held.Reset()
+		if err != nil {
+			io.Copy(w, r)
 			return
 		}
 	}
