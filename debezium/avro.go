@@ -13,9 +13,11 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 )
 
-// Registry registers an Avro schema under a subject and returns its id;
-// registry.Client is one. Its errors are marked cdc.Permanent (a refusal)
-// or cdc.Retry (an outage), which the format passes on.
+// Registry registers an Avro schema under a subject and returns its id,
+// 1 to math.MaxInt32 (what the wire format's 4 bytes carry: registry.Client
+// refuses any other); registry.Client is one. Its errors are marked
+// cdc.Permanent (a refusal) or cdc.Retry (an outage), which the format
+// passes on.
 type Registry interface {
 	Register(ctx context.Context, subject, schema string) (int, error)
 	URL() string

@@ -3,16 +3,23 @@
 // Apicurio under /apis/ccompat/v7), through franz-go's sr client. It
 // caches what it registered, bounds what it reads, and classifies the
 // registry's failures for the pipeline: a refusal or a bad setting stops
-// the table (cdc.Permanent), an outage is retried (cdc.Retry).
+// the table (cdc.Permanent), an outage is retried (cdc.Retry). It never
+// follows a redirect (the credentials would go with it), checks that each
+// id fits Confluent's wire format and names one schema, and hides what
+// looks like a credential in the registry's answers before they reach an
+// error.
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,6 +29,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -43,6 +51,11 @@ const MaxResponseBytes = 4 << 20
 
 // DefaultTimeout bounds each request.
 const DefaultTimeout = 10 * time.Second
+
+// MaxID is the largest schema id Confluent's wire format carries: 4 bytes,
+// which Confluent's and Apicurio's Java deserializers read as a Java int,
+// so an id past it would be read back as another (or a negative) id.
+const MaxID = math.MaxInt32
 
 // Config is the schema_registry section (docs/configuration.md).
 type Config struct {
@@ -122,11 +135,15 @@ func Subject(strategy, topic, record string, isKey bool) string {
 // Client registers schemas and looks them up by id. It may be used from
 // several goroutines.
 type Client struct {
-	cl    *sr.Client
-	where string // the URL without credentials, for errors
+	cl      *sr.Client
+	where   string   // the URL without credentials, for errors
+	secrets []string // the credentials as sent, hidden in the answers quoted
 
 	mu  sync.Mutex
 	ids map[registered]int // schema ids by subject and schema text
+	// owner is what an id of ids was first registered as: the registry
+	// gives one id to one schema, whatever its subjects.
+	owner map[int]registered
 	// byID holds the schemas read by id; ids are immutable in a
 	// registry, so an entry never goes stale.
 	byID map[int]string
@@ -166,7 +183,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	opts := []sr.ClientOpt{
 		sr.URLs(u.String()),
-		sr.HTTPClient(&http.Client{Timeout: DefaultTimeout, Transport: boundedTransport{tr}}),
+		sr.HTTPClient(&http.Client{Timeout: DefaultTimeout, Transport: boundedTransport{tr}, CheckRedirect: refuseRedirect}),
 		sr.UserAgent("icecdc"),
 	}
 	if user != "" {
@@ -179,7 +196,39 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry %s: %w", u.String(), err)
 	}
-	return &Client{cl: cl, where: u.String(), ids: map[registered]int{}, byID: map[int]string{}}, nil
+	var secrets []string
+	if user != "" {
+		secrets = append(secrets, base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+	}
+	for _, s := range []string{pass, cfg.BearerToken} {
+		if len(s) >= 4 { // shorter would hide common words of an answer
+			secrets = append(secrets, s)
+		}
+	}
+	return &Client{cl: cl, where: u.String(), secrets: secrets, ids: map[registered]int{}, owner: map[int]registered{}, byID: map[int]string{}}, nil
+}
+
+// redirectError is a redirect the client refused to follow.
+type redirectError struct {
+	status   int
+	location string // redacted
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("redirected (HTTP %d) to %s: redirects are not followed, so that the credentials go to no other place; set schema_registry.url to the registry's own address",
+		e.status, e.location)
+}
+
+// refuseRedirect is the HTTP client's redirect policy: none is followed.
+// Go's client keeps the Authorization header across a redirect to the
+// same host (another port or plain http included), and a proxy or a
+// registry that redirects is a setting to correct, not a path to take.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	e := &redirectError{location: oneLine(req.URL.String())}
+	if req.Response != nil {
+		e.status = req.Response.StatusCode
+	}
+	return e
 }
 
 // URL returns the registry's URL without credentials.
@@ -203,13 +252,35 @@ func (c *Client) Register(ctx context.Context, subject, schema string) (int, err
 	if id <= 0 {
 		return 0, cdc.Retry(fmt.Errorf("schema registry %s: register subject %s: the answer holds no schema id", c.where, subject))
 	}
+	if id > MaxID {
+		return 0, cdc.Permanent(fmt.Errorf("schema registry %s: register subject %s: schema id %d is past %d, the largest Confluent's wire format carries (4 bytes)", c.where, subject, id, MaxID))
+	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.owner[id]; ok && prev.schema != schema && !sameSchema(prev.schema, schema) {
+		return 0, cdc.Permanent(fmt.Errorf("schema registry %s: register subject %s: the registry gave schema id %d, which it gave to another schema (subject %s): a record would be read with the wrong schema", c.where, subject, id, prev.subject))
+	}
 	if len(c.ids) >= cacheMax {
 		clear(c.ids)
+		clear(c.owner)
 	}
 	c.ids[k] = id
-	c.mu.Unlock()
+	if _, ok := c.owner[id]; !ok {
+		c.owner[id] = k
+	}
 	return id, nil
+}
+
+// sameSchema reports whether two Avro schema texts are one schema to a
+// registry (which may keep one id for texts that differ in spacing or
+// key order): their canonical forms are equal.
+func sameSchema(a, b string) bool {
+	sa, err := avro.Parse(a)
+	if err != nil {
+		return false
+	}
+	sb, err := avro.Parse(b)
+	return err == nil && bytes.Equal(sa.Canonical(), sb.Canonical())
 }
 
 // Schema returns the text of the schema with id.
@@ -242,12 +313,8 @@ func (c *Client) Schema(ctx context.Context, id int) (string, error) {
 func (c *Client) Registered(id int) (subject, schema string, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, got := range c.ids {
-		if got == id {
-			return k.subject, k.schema, true
-		}
-	}
-	return "", "", false
+	k, ok := c.owner[id]
+	return k.subject, k.schema, ok
 }
 
 // fail turns an error of the sr client into one line naming the registry
@@ -255,9 +322,9 @@ func (c *Client) Registered(id int) (subject, schema string, ok bool) {
 func (c *Client) fail(what string, err error) error {
 	var re *sr.ResponseError
 	if errors.As(err, &re) {
-		msg := oneLine(re.Message)
+		msg := c.oneLine(re.Message)
 		if msg == "" || msg == "no response" {
-			msg = oneLine(string(re.Raw))
+			msg = c.oneLine(string(re.Raw))
 		}
 		e := fmt.Errorf("schema registry %s: %s: HTTP %d: %s", c.where, what, re.StatusCode, msg)
 		switch {
@@ -276,9 +343,15 @@ func (c *Client) fail(what string, err error) error {
 		}
 		return cdc.Permanent(e)
 	}
+	var redirect *redirectError
+	if errors.As(err, &redirect) {
+		return cdc.Permanent(fmt.Errorf("schema registry %s: %s: %w", c.where, what, redirect))
+	}
 	var tooLong *tooLongError
 	if errors.As(err, &tooLong) {
-		return cdc.Permanent(fmt.Errorf("schema registry %s: %s: %w", c.where, what, tooLong))
+		// Another service's page (a proxy's error, a login form) in the
+		// registry's place: the registry may be back at the next attempt.
+		return cdc.Retry(fmt.Errorf("schema registry %s: %s: %w", c.where, what, tooLong))
 	}
 	var certErr *tls.CertificateVerificationError
 	if errors.As(err, &certErr) {
@@ -287,7 +360,7 @@ func (c *Client) fail(what string, err error) error {
 	// A transport failure, a timeout, or a 2xx answer that is not the
 	// registry's JSON (cut off, or another service's page): the next
 	// attempt may find the registry back.
-	return cdc.Retry(fmt.Errorf("schema registry %s: %s: %s", c.where, what, oneLine(causeText(err))))
+	return cdc.Retry(fmt.Errorf("schema registry %s: %s: %s", c.where, what, c.oneLine(causeText(err))))
 }
 
 // causeText is the innermost message of a transport error, without the
@@ -310,9 +383,20 @@ func causeText(err error) string {
 }
 
 // oneLine keeps an answer's text on one line and short, so that an HTML
-// error page does not flood the log.
+// error page does not flood the log, and hides this client's credentials
+// in it: a registry or a proxy that echoes the request's headers would
+// show them in the log, /readyz and /status.
+func (c *Client) oneLine(s string) string {
+	for _, secret := range c.secrets {
+		s = strings.ReplaceAll(s, secret, redact.Mask)
+	}
+	return oneLine(s)
+}
+
+// oneLine is Client.oneLine without a client's own credentials: what
+// looks like a credential is hidden all the same.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(redact.Text(s)), " ")
+	s = strings.Join(strings.Fields(redact.Credentials(s)), " ")
 	if utf8.RuneCountInString(s) > 300 {
 		s = string([]rune(s)[:299]) + "…"
 	}
@@ -336,7 +420,7 @@ func (b boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 type tooLongError struct{}
 
 func (*tooLongError) Error() string {
-	return fmt.Sprintf("answer longer than %d bytes: not a schema registry's", MaxResponseBytes)
+	return fmt.Sprintf("answer longer than %d bytes: not a schema registry's (a proxy's page?)", MaxResponseBytes)
 }
 
 type boundedBody struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -409,4 +410,32 @@ func (endless) Read(p []byte) (int, error) {
 		p[i] = 'x'
 	}
 	return len(p), nil
+}
+
+// TestRegistryFlagEnv: --schema-registry-url expands ${NAME}, so that the
+// registry's password can stay out of the process list (written in
+// single quotes, the shell leaves the reference alone); an unset
+// variable is one line naming it.
+func TestRegistryFlagEnv(t *testing.T) {
+	args, _ := avroChanges(t)
+	reg := srfake.New(srfake.WithAuth("Basic " + base64.StdEncoding.EncodeToString([]byte("icecdc:Pw-Qr4"))))
+	defer reg.Close()
+	u := strings.Replace(reg.URL(), "http://", "http://icecdc:${ICECDC_TEST_REGISTRY_PASSWORD}@", 1)
+	t.Setenv("ICECDC_TEST_REGISTRY_PASSWORD", "Pw-Qr4")
+	if out, errOut, code := runCmd(append(args, "--schema-registry-url", u)...); code != 0 || !strings.Contains(out, `"op"`) {
+		t.Fatalf("changes with ${ICECDC_TEST_REGISTRY_PASSWORD}: exit %d, %s%s", code, out, errOut)
+	}
+	sink := "{type: kafka, kafka: {brokers: ['" + freeAddr(t) + "']}}\nformat: debezium-avro"
+	f := configFlags{path: writeConfig(t, "p", bookshopCatalog(t), sink, filepath.Join(t.TempDir(), "state.db")), registryURL: u}
+	if cfg, err := f.load(); err != nil || cfg.SchemaRegistry.URL != strings.Replace(reg.URL(), "http://", "http://icecdc:Pw-Qr4@", 1) {
+		t.Fatalf("run's --schema-registry-url: %v", err)
+	}
+	t.Setenv("ICECDC_TEST_REGISTRY_PASSWORD", "")
+	_, errOut, code := runCmd(append(args, "--schema-registry-url", u)...)
+	if want := "changes: --schema-registry-url: environment variable ICECDC_TEST_REGISTRY_PASSWORD is not set"; code == 0 || !strings.Contains(errOut, want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Fatalf("changes with the variable unset: exit %d, %q", code, errOut)
+	}
+	if _, err := f.load(); err == nil || err.Error() != "--schema-registry-url: environment variable ICECDC_TEST_REGISTRY_PASSWORD is not set" {
+		t.Fatalf("run with the variable unset: %v", err)
+	}
 }

@@ -86,7 +86,7 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 	groupFlags(fl, "Range", "from-seq", "to-seq", "net", "net-max-rows", "columns")
 	fl.StringVar(&f.format, "format", formatDebeziumJSON, "event format: "+formatDebeziumJSON+" | "+formatDebeziumConnect+" | "+formatDebeziumAvro+
 		" (printed as the JSON of the Avro records, read back from the registry; needs --schema-registry-url), or table for a person to read")
-	fl.StringVar(&f.registryURL, "schema-registry-url", "", "debezium-avro: the schema registry's URL (Confluent's API); the schemas are registered there as the daemon registers them")
+	fl.StringVar(&f.registryURL, "schema-registry-url", "", "debezium-avro: the schema registry's URL (Confluent's API); the schemas are registered there as the daemon registers them; ${NAME} in it is expanded")
 	fl.StringVar(&f.topic, "topic", kafka.DefaultTopic, "debezium-avro: the topic template the subjects follow (<topic>-key, <topic>-value)")
 	fl.BoolVar(&f.withKey, "with-key", false, "print each event's key, a tab, then its value (kcat -K '\\t' reads that)")
 	fl.StringVar(&f.pipeline, "name", "icecdc", "pipeline name for source.name")
@@ -117,8 +117,12 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	var avroOut *avroPrinter
 	switch {
 	case f.format == formatDebeziumAvro:
-		rc := registry.Config{URL: f.registryURL}
-		if f.registryURL == "" && cc != nil {
+		u, err := expandFlag("schema-registry-url", f.registryURL, os.Getenv)
+		if err != nil {
+			return fmt.Errorf("changes: %w", err)
+		}
+		rc := registry.Config{URL: u}
+		if u == "" && cc != nil {
 			rc = cc.cfg.SchemaRegistry
 		}
 		if rc.URL == "" {

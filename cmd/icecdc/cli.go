@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -232,7 +233,7 @@ func (f *configFlags) register(cmd *cobra.Command, overrides int) {
 		names = append(names, "sink")
 	}
 	if overrides&overrideRegistry != 0 {
-		fl.StringVar(&f.registryURL, "schema-registry-url", "", "override schema_registry.url: the schema registry of format debezium-avro (Confluent's API)")
+		fl.StringVar(&f.registryURL, "schema-registry-url", "", "override schema_registry.url: the schema registry of format debezium-avro (Confluent's API); ${NAME} in it is expanded, so that a password need not show in the process list")
 		names = append(names, "schema-registry-url")
 	}
 	groupFlags(fl, "Configuration", names...)
@@ -240,14 +241,18 @@ func (f *configFlags) register(cmd *cobra.Command, overrides int) {
 
 // load reads the config file with the overrides given.
 func (f *configFlags) load() (*Config, error) {
+	registryURL, err := expandFlag("schema-registry-url", f.registryURL, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	// Applied before the file is checked: the check then sees the
 	// settings the command runs with.
 	cfg, err := loadConfig(f.path, func(c *Config) {
 		if f.sinkType != "" {
 			c.Sink.Type = f.sinkType
 		}
-		if f.registryURL != "" {
-			c.SchemaRegistry.URL = f.registryURL
+		if registryURL != "" {
+			c.SchemaRegistry.URL = registryURL
 		}
 	})
 	if err != nil {

@@ -111,8 +111,8 @@ type HTTPConfig struct {
 	// they are refused. When set, /status and /metrics want it too.
 	Token string `yaml:"token"`
 	// MaxConnections caps the listener's open connections (default
-	// DefaultHTTPMaxConnections); at the cap an idle one is closed to
-	// make room.
+	// DefaultHTTPMaxConnections); at the cap one held unused is closed
+	// to make room, and probes get slots of their own (connLimit).
 	MaxConnections int `yaml:"max_connections"`
 }
 

@@ -143,3 +143,22 @@ func isEnvName(s string) bool {
 	}
 	return true
 }
+
+// expandFlag expands the ${NAME} references of a flag's value as those of
+// the config file are, so that a secret in it (a registry URL's password)
+// stays out of the process list: written '${NAME}' in single quotes, the
+// shell leaves the reference for the daemon to expand.
+func expandFlag(flag, v string, getenv func(string) string) (string, error) {
+	if !strings.Contains(v, "${") {
+		return v, nil
+	}
+	marked, refs := markRefs(v)
+	out, _, missing, err := refs.expand(marked, 0, getenv)
+	if err != nil {
+		return "", fmt.Errorf("--%s: a $ followed by { must be ${NAME} with a name of letters, digits and _ (write $${ for a literal ${)", flag)
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("--%s: environment variable %s is not set", flag, strings.Join(missing, ", "))
+	}
+	return out, nil
+}

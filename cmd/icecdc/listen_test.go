@@ -213,3 +213,99 @@ func TestHTTPToken(t *testing.T) {
 		t.Errorf("%d warnings about a listener beyond loopback without a token, want 1:\n%s", n, d.logs.String())
 	}
 }
+
+// listener serves the daemon's HTTP endpoints on a free port with
+// http.max_connections max; /status blocks while block is open and
+// counts its callers on busy.
+func listener(t *testing.T, max int, block <-chan struct{}, busy chan<- struct{}) (string, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	listen := freeAddr(t)
+	ready := make(chan struct{})
+	close(ready)
+	status := func() (any, error) {
+		busy <- struct{}{}
+		<-block
+		return "ok", nil
+	}
+	srv, err := serveHTTP(HTTPConfig{Listen: listen, MaxConnections: max}, log, prometheus.NewRegistry(), ready, &cdc.Health{Log: log}, status, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.stop)
+	return listen, logs
+}
+
+// probe GETs path on a new connection and returns the status and body;
+// the timeout guards a hang only.
+func probe(t *testing.T, listen, path string) (int, string) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + listen + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// dialSilent opens n connections that send nothing.
+func dialSilent(t *testing.T, listen string, n int) {
+	t.Helper()
+	for range n {
+		c, err := net.Dial("tcp", listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+}
+
+// TestHTTPSilentConnections: connections that send nothing hold no slot
+// a probe needs: 300 of them (cap 16) once kept /healthz and /readyz
+// from answering until each had timed out (10 s with 300, nothing
+// logged). Now the oldest is closed to make room, with one warning.
+func TestHTTPSilentConnections(t *testing.T) {
+	defer func(d time.Duration) { shedLogInterval = d }(shedLogInterval)
+	shedLogInterval = time.Hour
+	listen, logs := listener(t, 16, nil, nil)
+	dialSilent(t, listen, 300)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := probe(t, listen, path); code != http.StatusOK {
+			t.Fatalf("%s with 300 silent connections: %d %q", path, code, body)
+		}
+	}
+	if n := strings.Count(logs.String(), `"msg":"http.max_connections reached: closed connections to make room","without_request":`); n != 1 {
+		t.Fatalf("%d warnings about closed connections, want 1:\n%s", n, logs.String())
+	}
+}
+
+// TestHTTPProbeSlots: with every slot busy with a request, the probes are
+// still answered, on a slot beyond the cap that answers nothing else,
+// silent connections flooding those slots too.
+func TestHTTPProbeSlots(t *testing.T) {
+	const max = 8
+	block, busy := make(chan struct{}), make(chan struct{})
+	listen, _ := listener(t, max, block, busy)
+	defer close(block)
+	for range max {
+		c, err := net.Dial("tcp", listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET /status HTTP/1.1\r\nHost: icecdc\r\n\r\n")
+		<-busy
+	}
+	dialSilent(t, listen, 50)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := probe(t, listen, path); code != http.StatusOK {
+			t.Fatalf("%s with every slot busy: %d %q", path, code, body)
+		}
+	}
+	if code, body := probe(t, listen, "/status"); code != http.StatusServiceUnavailable || !strings.Contains(body, "only /healthz and /readyz") {
+		t.Fatalf("/status on a probe slot: %d %q", code, body)
+	}
+}

@@ -626,15 +626,16 @@ func serveHTTP(cfg HTTPConfig, log *slog.Logger, reg *prometheus.Registry, ready
 		log.Warn("http.listen is reachable from other hosts and http.token is not set: anyone who reaches it reads /status and /metrics; set http.token, or listen on 127.0.0.1",
 			"listen", cfg.Listen)
 	}
-	limit := limitConns(ln, cmp.Or(cfg.MaxConnections, DefaultHTTPMaxConnections))
+	limit := limitConns(ln, cmp.Or(cfg.MaxConnections, DefaultHTTPMaxConnections), log)
 	base, cancel := context.WithCancel(context.Background())
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           probesOnly(mux),
 		ReadHeaderTimeout: httpReadHeaderTimeout,
 		ReadTimeout:       httpReadTimeout,
 		WriteTimeout:      httpWriteTimeout,
 		IdleTimeout:       httpIdleTimeout,
 		ConnState:         limit.ConnState,
+		ConnContext:       limit.ConnContext,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -60,3 +60,24 @@ func TestParseReason(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentials: what a server echoing the request's headers, or a
+// proxy's page, may quote of the credentials is hidden; the rest stays.
+func TestCredentials(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"Authorization: Basic aWNlY2RjOlB3LVFyNA==", "Authorization: xxxxx"},
+		{`{"headers":{"Authorization":["Bearer Tk-9x.abc"],"Accept":["*/*"]}}`, `{"headers":{"Authorization":["xxxxx"],"Accept":["*/*"]}}`},
+		{`{"error_code":40101,"message":"bad password=Pw-Qr4 for icecdc"}`, `{"error_code":40101,"message":"bad password=xxxxx for icecdc"}`},
+		{`{"password": "a b\"c", "user": "icecdc"}`, `{"password": "xxxxx", "user": "icecdc"}`},
+		{"login?user=a&client_secret=s3&x=1", "login?user=a&client_secret=xxxxx&x=1"},
+		{"sent bearer abcdefgh12345 to http://u:pw@h/x", "sent bearer xxxxx to http://u:xxxxx@h/x"},
+		{"api-key: 123456", "api-key: xxxxx"},
+		{"Subject 't-key' not found.", "Subject 't-key' not found."},
+		{"basic auth failed", "basic auth failed"},
+		{"<html><title>502 Bad Gateway</title></html>", "<html><title>502 Bad Gateway</title></html>"},
+	} {
+		if got := Credentials(c.in); got != c.want {
+			t.Errorf("Credentials(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
