@@ -267,10 +267,11 @@ func TestRowFilter(t *testing.T) {
 // literal names its kind, not its text.
 func TestRedactFilter(t *testing.T) {
 	for in, want := range map[string]string{
-		"customer = 'jane@example.com' OR id <= 1":                 "customer = ? OR id <= ?",
-		"`Name` IN ('a', 'it''s') AND id NOT BETWEEN -1 AND 2.5e3": `"Name" IN (?, ?) AND id NOT BETWEEN ? AND ?`,
-		"id IS NOT NULL AND flag = TRUE":                           "id IS NOT NULL AND flag = TRUE",
-		"id = 'unterminated secret":                                "(a condition that does not parse)",
+		"customer = 'jane@example.com' OR id <= 1":                          "customer = ? OR id <= ?",
+		"`Name` IN ('a', 'it''s') AND id NOT BETWEEN -1 AND 2.5e3":          `"Name" IN (?, ?) AND id NOT BETWEEN ? AND ?`,
+		"id IS NOT NULL AND flag = TRUE":                                    "id IS NOT NULL AND flag = ?",
+		`name = "jane" OR name = jane OR (id BETWEEN 1 AND 2 AND x IN (y))`: `name = ? OR name = ? OR (id BETWEEN ? AND ? AND x IN (?))`,
+		"id = 'unterminated secret":                                         "(a condition that does not parse)",
 	} {
 		if got := cdc.RedactFilter(in); got != want {
 			t.Errorf("RedactFilter(%q) = %q, want %q", in, got, want)

@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -85,3 +86,13 @@ func (e *TableError) Error() string {
 }
 
 func (e *TableError) Unwrap() error { return e.Err }
+
+// BoundedList joins names with ", ", at most n of them, then says how
+// many more there are: an error or a notification naming what a pipeline
+// follows stays a line long with 10,000 tables.
+func BoundedList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}

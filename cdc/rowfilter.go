@@ -1,16 +1,10 @@
 package cdc
 
 import (
-	"bytes"
 	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
-
-	"github.com/apache/iceberg-go"
-	"github.com/google/uuid"
 )
 
 // RowFilter keeps the rows of an on-demand snapshot that a condition
@@ -24,17 +18,31 @@ import (
 // FALSE; a date is 'YYYY-MM-DD', a timestamp 'YYYY-MM-DD HH:MM:SS[.f]'
 // (an offset or Z for timestamptz, else UTC). Comparisons follow SQL's
 // three-valued logic: a null column satisfies only IS NULL.
+//
+// A condition comes from whoever can write to the signal topic, so its
+// cost is bounded: at most MaxFilterBytes long and MaxFilterDepth deep
+// (parentheses and NOTs), parsed with that much recursion at most, and a
+// chain of ANDs or ORs is one node, not a chain of nested ones. No error
+// quotes a literal or a token where a literal may stand: a literal may be
+// a value of a masked column.
 type RowFilter struct {
 	text string
 	root filterNode
 }
 
+// The bounds of a condition. A filter is a few comparisons in practice;
+// 64 KiB holds an IN list of thousands of ids.
+const (
+	MaxFilterBytes = 64 << 10
+	MaxFilterDepth = 64
+)
+
 // filterNode is a parsed condition, not yet bound to a schema.
 type filterNode interface{}
 
 type (
-	filterAnd struct{ l, r filterNode }
-	filterOr  struct{ l, r filterNode }
+	filterAnd []filterNode // two or more
+	filterOr  []filterNode // two or more
 	filterNot struct{ x filterNode }
 	filterCmp struct {
 		col    filterIdent
@@ -54,19 +62,23 @@ type filterLit struct {
 	text string
 }
 
-// ParseRowFilter parses a condition; its error says what is not accepted.
+// ParseRowFilter parses a condition; its error says what is not accepted
+// and where (a byte offset), never with a literal's text.
 func ParseRowFilter(text string) (*RowFilter, error) {
+	if len(text) > MaxFilterBytes {
+		return nil, fmt.Errorf("%d bytes long, more than the %d a filter may have", len(text), MaxFilterBytes)
+	}
 	toks, err := filterTokens(text)
 	if err != nil {
 		return nil, err
 	}
-	p := &filterParser{toks: toks}
+	p := &filterParser{toks: toks, end: len(text)}
 	root, err := p.or()
 	if err != nil {
 		return nil, err
 	}
 	if p.i < len(p.toks) {
-		return nil, fmt.Errorf("unexpected %q after the condition", p.toks[p.i].text)
+		return nil, fmt.Errorf("unexpected %s after the condition", p.describe(p.i))
 	}
 	return &RowFilter{text: text, root: root}, nil
 }
@@ -77,26 +89,59 @@ func (f *RowFilter) String() string { return f.text }
 // RedactFilter returns a condition with every literal replaced by ?, as
 // logs and errors show it: a literal may be a value of a masked or
 // excluded column (customer = 'jane@example.com'), which must not reach
-// them; column names and the shape of the condition stay. A text that
-// does not tokenize is shown as (a condition that does not parse).
+// them. Column names (a name where a condition starts) and the shape of
+// the condition stay; any other name or quoted name stands where a
+// literal does (name = "jane", name = jane) and is a ? too, and so are
+// TRUE and FALSE. A text that does not tokenize is shown as (a condition
+// that does not parse).
 func RedactFilter(text string) string {
+	if len(text) > MaxFilterBytes {
+		return "(a condition too long to show)"
+	}
 	toks, err := filterTokens(text)
 	if err != nil {
 		return "(a condition that does not parse)"
 	}
 	var b strings.Builder
+	column, between, list := true, false, false
 	for i, t := range toks {
 		if i > 0 && t.text != ")" && t.text != "," && toks[i-1].text != "(" {
 			b.WriteByte(' ')
 		}
-		switch t.kind {
-		case 's', 'n':
-			b.WriteByte('?')
-		case 'q':
-			b.WriteString(strconv.Quote(t.text))
-		default:
-			b.WriteString(t.text)
+		show := t.text
+		switch {
+		case t.kind == 's' || t.kind == 'n':
+			show, column = "?", false
+		case t.kind == 'o':
+			switch t.text {
+			case "(":
+				list = i > 0 && toks[i-1].kind == 'w' && strings.EqualFold(toks[i-1].text, "IN")
+				column = !list
+			case ")":
+				list, column = false, false
+			default: // a comparison, or a list's comma: a literal follows
+				column = false
+			}
+		case t.kind == 'w' && isFilterKeyword(t.text):
+			switch w := strings.ToUpper(t.text); w {
+			case "TRUE", "FALSE":
+				show = "?"
+			case "AND":
+				column, between = !between, false
+			case "OR", "NOT":
+				column = column || w == "OR"
+			case "BETWEEN":
+				between, column = true, false
+			}
+		case column: // a name where a condition starts: the column
+			if t.kind == 'q' {
+				show = strconv.Quote(t.text)
+			}
+			column = false
+		default: // a name where a literal stands
+			show = "?"
 		}
+		b.WriteString(show)
 	}
 	return b.String()
 }
@@ -104,6 +149,7 @@ func RedactFilter(text string) string {
 type filterToken struct {
 	kind byte // 'w' word, 'q' quoted identifier, 's' string, 'n' number, 'o' operator or punctuation
 	text string
+	at   int // byte offset in the condition
 }
 
 func filterTokens(s string) ([]filterToken, error) {
@@ -118,7 +164,7 @@ func filterTokens(s string) ([]filterToken, error) {
 			j := i + 1
 			for ; ; j++ {
 				if j >= len(s) {
-					return nil, fmt.Errorf("unterminated string starting at %q", s[i:])
+					return nil, fmt.Errorf("unterminated string: the quote at byte %d is never closed", i)
 				}
 				if s[j] == '\'' {
 					if j+1 < len(s) && s[j+1] == '\'' {
@@ -130,14 +176,14 @@ func filterTokens(s string) ([]filterToken, error) {
 				}
 				b.WriteByte(s[j])
 			}
-			toks = append(toks, filterToken{'s', b.String()})
+			toks = append(toks, filterToken{'s', b.String(), i})
 			i = j + 1
 		case c == '"' || c == '`':
 			j := strings.IndexByte(s[i+1:], c)
 			if j < 0 {
-				return nil, fmt.Errorf("unterminated quoted name starting at %q", s[i:])
+				return nil, fmt.Errorf("unterminated quoted name: the %c at byte %d is never closed", c, i)
 			}
-			toks = append(toks, filterToken{'q', s[i+1 : i+1+j]})
+			toks = append(toks, filterToken{'q', s[i+1 : i+1+j], i})
 			i += j + 2
 		case c >= '0' && c <= '9' || (c == '-' || c == '+' || c == '.') && i+1 < len(s) && (s[i+1] >= '0' && s[i+1] <= '9' || s[i+1] == '.'):
 			j := i + 1
@@ -145,24 +191,29 @@ func filterTokens(s string) ([]filterToken, error) {
 				(s[j] == '-' || s[j] == '+') && (s[j-1] == 'e' || s[j-1] == 'E')) {
 				j++
 			}
-			toks = append(toks, filterToken{'n', s[i:j]})
+			toks = append(toks, filterToken{'n', s[i:j], i})
 			i = j
 		case c == '_' || unicode.IsLetter(rune(c)):
 			j := i + 1
 			for j < len(s) && (s[j] == '_' || s[j] == '.' || unicode.IsLetter(rune(s[j])) || s[j] >= '0' && s[j] <= '9') {
 				j++
 			}
-			toks = append(toks, filterToken{'w', s[i:j]})
+			toks = append(toks, filterToken{'w', s[i:j], i})
 			i = j
 		default:
 			for _, op := range []string{"<>", "!=", "<=", ">=", "=", "<", ">", "(", ")", ","} {
 				if strings.HasPrefix(s[i:], op) {
-					toks = append(toks, filterToken{'o', op})
+					toks = append(toks, filterToken{'o', op, i})
 					i += len(op)
 					goto next
 				}
 			}
-			return nil, fmt.Errorf("%q is not accepted (%s)", s[i:i+1], filterAccepted)
+			// Outside any quote, so not a literal's; shown when it is
+			// punctuation, else only its place.
+			if c < 0x80 && (unicode.IsPunct(rune(c)) || unicode.IsSymbol(rune(c))) {
+				return nil, fmt.Errorf("%q at byte %d is not accepted (%s)", s[i:i+1], i, filterAccepted)
+			}
+			return nil, fmt.Errorf("the character at byte %d is not accepted (%s)", i, filterAccepted)
 		next:
 		}
 	}
@@ -172,9 +223,15 @@ func filterTokens(s string) ([]filterToken, error) {
 // filterAccepted says what the language takes, for errors.
 const filterAccepted = "icecdc takes comparisons of a column with a literal (=, <>, !=, <, <=, >, >=), IS [NOT] NULL, [NOT] IN (...), [NOT] BETWEEN ... AND ..., joined by AND, OR, NOT and parentheses"
 
+// filterParser is a recursive-descent parser whose recursion is bounded:
+// each level of parentheses or NOT is one level of depth, and a
+// condition deeper than MaxFilterDepth is refused before the stack grows
+// with it.
 type filterParser struct {
-	toks []filterToken
-	i    int
+	toks  []filterToken
+	i     int
+	depth int
+	end   int // the condition's length, for "at the end"
 }
 
 func (p *filterParser) peekWord(w string) bool {
@@ -185,44 +242,101 @@ func (p *filterParser) peekOp(op string) bool {
 	return p.i < len(p.toks) && p.toks[p.i].kind == 'o' && p.toks[p.i].text == op
 }
 
-func (p *filterParser) or() (filterNode, error) {
-	l, err := p.and()
-	for err == nil && p.peekWord("OR") {
-		p.i++
-		var r filterNode
-		if r, err = p.and(); err == nil {
-			l = filterOr{l, r}
-		}
+// describe names token i for an error by its kind and place, never by
+// its text unless it is an operator or a keyword: a name may stand
+// where a literal does.
+func (p *filterParser) describe(i int) string {
+	if i >= len(p.toks) {
+		return "the end of the condition"
 	}
-	return l, err
+	t := p.toks[i]
+	what := "a name"
+	switch {
+	case t.kind == 'o':
+		what = strconv.Quote(t.text)
+	case t.kind == 'w' && isFilterKeyword(t.text) && !strings.EqualFold(t.text, "TRUE") && !strings.EqualFold(t.text, "FALSE"):
+		what = strings.ToUpper(t.text)
+	case t.kind == 'w':
+	case t.kind == 'q':
+		what = "a quoted name"
+	case t.kind == 's':
+		what = "a string"
+	default:
+		what = "a literal" // a number or a boolean
+	}
+	return fmt.Sprintf("%s at byte %d", what, t.at)
+}
+
+// deeper enters one level of nesting, or refuses the condition.
+func (p *filterParser) deeper() error {
+	if p.depth++; p.depth > MaxFilterDepth {
+		return fmt.Errorf("nested deeper than %d levels of parentheses and NOT at byte %d", MaxFilterDepth, p.toks[p.i].at)
+	}
+	return nil
+}
+
+func (p *filterParser) or() (filterNode, error) {
+	var xs filterOr
+	for {
+		x, err := p.and()
+		if err != nil {
+			return nil, err
+		}
+		xs = append(xs, x)
+		if !p.peekWord("OR") {
+			break
+		}
+		p.i++
+	}
+	if len(xs) == 1 {
+		return xs[0], nil
+	}
+	return xs, nil
 }
 
 func (p *filterParser) and() (filterNode, error) {
-	l, err := p.not()
-	for err == nil && p.peekWord("AND") {
-		p.i++
-		var r filterNode
-		if r, err = p.not(); err == nil {
-			l = filterAnd{l, r}
+	var xs filterAnd
+	for {
+		x, err := p.not()
+		if err != nil {
+			return nil, err
 		}
+		xs = append(xs, x)
+		if !p.peekWord("AND") {
+			break
+		}
+		p.i++
 	}
-	return l, err
+	if len(xs) == 1 {
+		return xs[0], nil
+	}
+	return xs, nil
 }
 
 func (p *filterParser) not() (filterNode, error) {
+	if p.peekWord("NOT") || p.peekOp("(") {
+		if err := p.deeper(); err != nil {
+			return nil, err
+		}
+		defer func() { p.depth-- }()
+	}
 	if p.peekWord("NOT") {
 		p.i++
 		x, err := p.not()
-		return filterNot{x}, err
+		if err != nil {
+			return nil, err
+		}
+		return filterNot{x}, nil
 	}
 	if p.peekOp("(") {
+		open := p.toks[p.i].at
 		p.i++
 		x, err := p.or()
 		if err != nil {
 			return nil, err
 		}
 		if !p.peekOp(")") {
-			return nil, fmt.Errorf("missing ')'")
+			return nil, fmt.Errorf("missing ')' for the '(' at byte %d: found %s", open, p.describe(p.i))
 		}
 		p.i++
 		return x, nil
@@ -244,10 +358,10 @@ func (p *filterParser) predicate() (filterNode, error) {
 	case t.kind == 'w' && !isFilterKeyword(t.text):
 		col = filterIdent{t.text, false}
 	default:
-		return nil, fmt.Errorf("%q where a column was expected: a condition starts with a column name (%s)", t.text, filterAccepted)
+		return nil, fmt.Errorf("%s where a column was expected: a condition starts with a column name (%s)", p.describe(p.i), filterAccepted)
 	}
 	p.i++
-	if p.i < len(p.toks) && p.toks[p.i].kind == 'o' && p.toks[p.i].text == "(" {
+	if p.peekOp("(") {
 		return nil, fmt.Errorf("%s(...): functions are not accepted (%s)", col.name, filterAccepted)
 	}
 	c := filterCmp{col: col}
@@ -258,7 +372,7 @@ func (p *filterParser) predicate() (filterNode, error) {
 			c.negate = true
 		}
 		if !p.peekWord("NULL") {
-			return nil, fmt.Errorf("%s IS: want NULL or NOT NULL", col.name)
+			return nil, fmt.Errorf("%s IS: want NULL or NOT NULL, found %s", col.name, p.describe(p.i))
 		}
 		p.i++
 		c.op = "isnull"
@@ -268,14 +382,14 @@ func (p *filterParser) predicate() (filterNode, error) {
 		p.i++
 		c.negate = true
 		if !p.peekWord("IN") && !p.peekWord("BETWEEN") {
-			return nil, fmt.Errorf("%s NOT: want IN or BETWEEN", col.name)
+			return nil, fmt.Errorf("%s NOT: want IN or BETWEEN, found %s", col.name, p.describe(p.i))
 		}
 	}
 	switch {
 	case p.peekWord("IN"):
 		p.i++
 		if !p.peekOp("(") {
-			return nil, fmt.Errorf("%s IN: want a parenthesised list of literals", col.name)
+			return nil, fmt.Errorf("%s IN: want a parenthesised list of literals, found %s", col.name, p.describe(p.i))
 		}
 		p.i++
 		for {
@@ -289,7 +403,7 @@ func (p *filterParser) predicate() (filterNode, error) {
 				continue
 			}
 			if !p.peekOp(")") {
-				return nil, fmt.Errorf("%s IN: missing ')'", col.name)
+				return nil, fmt.Errorf("%s IN: missing ')', found %s", col.name, p.describe(p.i))
 			}
 			p.i++
 			break
@@ -303,7 +417,7 @@ func (p *filterParser) predicate() (filterNode, error) {
 			return nil, err
 		}
 		if !p.peekWord("AND") {
-			return nil, fmt.Errorf("%s BETWEEN: want AND", col.name)
+			return nil, fmt.Errorf("%s BETWEEN: want AND, found %s", col.name, p.describe(p.i))
 		}
 		p.i++
 		hi, err := p.literal(col)
@@ -313,12 +427,8 @@ func (p *filterParser) predicate() (filterNode, error) {
 		c.op, c.lits = "between", []filterLit{lo, hi}
 		return c, nil
 	}
-	if p.i >= len(p.toks) || p.toks[p.i].kind != 'o' || !strings.Contains("= <> != < <= > >=", p.toks[p.i].text) || p.toks[p.i].text == "(" || p.toks[p.i].text == ")" || p.toks[p.i].text == "," {
-		what := "the end"
-		if p.i < len(p.toks) {
-			what = strconv.Quote(p.toks[p.i].text)
-		}
-		return nil, fmt.Errorf("%s followed by %s: not accepted (%s)", col.name, what, filterAccepted)
+	if p.i >= len(p.toks) || p.toks[p.i].kind != 'o' || !isFilterComparison(p.toks[p.i].text) {
+		return nil, fmt.Errorf("%s followed by %s: not accepted (%s)", col.name, p.describe(p.i), filterAccepted)
 	}
 	c.op = p.toks[p.i].text
 	if c.op == "!=" {
@@ -333,23 +443,35 @@ func (p *filterParser) predicate() (filterNode, error) {
 	return c, nil
 }
 
+func isFilterComparison(op string) bool {
+	switch op {
+	case "=", "<>", "!=", "<", "<=", ">", ">=":
+		return true
+	}
+	return false
+}
+
 func (p *filterParser) literal(col filterIdent) (filterLit, error) {
 	if p.i >= len(p.toks) {
 		return filterLit{}, fmt.Errorf("%s: the condition ends where a literal was expected", col.name)
 	}
 	t := p.toks[p.i]
-	p.i++
 	switch {
 	case t.kind == 'n':
+		p.i++
 		return filterLit{'n', t.text}, nil
 	case t.kind == 's':
+		p.i++
 		return filterLit{'s', t.text}, nil
 	case t.kind == 'w' && (strings.EqualFold(t.text, "TRUE") || strings.EqualFold(t.text, "FALSE")):
+		p.i++
 		return filterLit{'b', strings.ToLower(t.text)}, nil
 	case t.kind == 'w' && strings.EqualFold(t.text, "NULL"):
 		return filterLit{}, fmt.Errorf("%s compared with NULL is never true: use IS NULL or IS NOT NULL", col.name)
+	case t.kind == 'q':
+		return filterLit{}, fmt.Errorf("%s compared with %s: a double-quoted or `quoted` text is a column name in SQL; write a string literal in single quotes", col.name, p.describe(p.i))
 	}
-	return filterLit{}, fmt.Errorf("%s compared with %q: only literals are accepted, not columns or expressions (%s)", col.name, t.text, filterAccepted)
+	return filterLit{}, fmt.Errorf("%s compared with %s: only literals are accepted, not columns or expressions (%s)", col.name, p.describe(p.i), filterAccepted)
 }
 
 func isFilterKeyword(w string) bool {
@@ -359,369 +481,4 @@ func isFilterKeyword(w string) bool {
 		}
 	}
 	return false
-}
-
-// BoundFilter is a RowFilter resolved against one schema.
-type BoundFilter struct {
-	root boundNode
-}
-
-type boundNode interface {
-	eval(r Row) tri
-}
-
-// tri is SQL's three-valued truth.
-type tri int8
-
-const (
-	triFalse tri = iota
-	triTrue
-	triUnknown
-)
-
-type (
-	boundAnd struct{ l, r boundNode }
-	boundOr  struct{ l, r boundNode }
-	boundNot struct{ x boundNode }
-	boundCmp struct {
-		pos    int
-		op     string
-		vals   []any
-		negate bool
-		cmp    func(a, b any) int
-	}
-)
-
-func (n boundAnd) eval(r Row) tri {
-	a, b := n.l.eval(r), n.r.eval(r)
-	switch {
-	case a == triFalse || b == triFalse:
-		return triFalse
-	case a == triTrue && b == triTrue:
-		return triTrue
-	}
-	return triUnknown
-}
-
-func (n boundOr) eval(r Row) tri {
-	a, b := n.l.eval(r), n.r.eval(r)
-	switch {
-	case a == triTrue || b == triTrue:
-		return triTrue
-	case a == triFalse && b == triFalse:
-		return triFalse
-	}
-	return triUnknown
-}
-
-func (n boundNot) eval(r Row) tri {
-	switch v := n.x.eval(r); v {
-	case triTrue:
-		return triFalse
-	case triFalse:
-		return triTrue
-	default:
-		return v
-	}
-}
-
-func truth(b bool) tri {
-	if b {
-		return triTrue
-	}
-	return triFalse
-}
-
-func (n boundCmp) eval(r Row) tri {
-	var v any
-	if n.pos < len(r) {
-		v = r[n.pos]
-	}
-	if n.op == "isnull" {
-		return truth((v == nil) != n.negate)
-	}
-	if v == nil {
-		return triUnknown
-	}
-	var res bool
-	switch n.op {
-	case "=":
-		res = n.cmp(v, n.vals[0]) == 0
-	case "<>":
-		res = n.cmp(v, n.vals[0]) != 0
-	case "<":
-		res = n.cmp(v, n.vals[0]) < 0
-	case "<=":
-		res = n.cmp(v, n.vals[0]) <= 0
-	case ">":
-		res = n.cmp(v, n.vals[0]) > 0
-	case ">=":
-		res = n.cmp(v, n.vals[0]) >= 0
-	case "in":
-		for _, x := range n.vals {
-			if n.cmp(v, x) == 0 {
-				res = true
-				break
-			}
-		}
-	case "between":
-		res = n.cmp(v, n.vals[0]) >= 0 && n.cmp(v, n.vals[1]) <= 0
-	}
-	return truth(res != n.negate)
-}
-
-// Bind resolves the filter's columns and literals against sc: an unknown
-// column, a column of a type the filter cannot compare, or a literal
-// that is not a value of its column's type is an error naming them.
-func (f *RowFilter) Bind(sc *iceberg.Schema) (*BoundFilter, error) {
-	root, err := bindFilter(f.root, sc)
-	if err != nil {
-		return nil, err
-	}
-	return &BoundFilter{root: root}, nil
-}
-
-// Keep reports whether the row satisfies the filter (true, not unknown).
-func (b *BoundFilter) Keep(r Row) bool { return b.root.eval(r) == triTrue }
-
-func bindFilter(n filterNode, sc *iceberg.Schema) (boundNode, error) {
-	switch n := n.(type) {
-	case filterAnd:
-		l, err := bindFilter(n.l, sc)
-		if err != nil {
-			return nil, err
-		}
-		r, err := bindFilter(n.r, sc)
-		return boundAnd{l, r}, err
-	case filterOr:
-		l, err := bindFilter(n.l, sc)
-		if err != nil {
-			return nil, err
-		}
-		r, err := bindFilter(n.r, sc)
-		return boundOr{l, r}, err
-	case filterNot:
-		x, err := bindFilter(n.x, sc)
-		return boundNot{x}, err
-	case filterCmp:
-		return bindCmp(n, sc)
-	}
-	return nil, fmt.Errorf("filter node %T", n)
-}
-
-func bindCmp(c filterCmp, sc *iceberg.Schema) (boundNode, error) {
-	pos := -1
-	for i, f := range sc.Fields() {
-		if f.Name == c.col.name || !c.col.quoted && strings.EqualFold(f.Name, c.col.name) {
-			if pos >= 0 {
-				return nil, fmt.Errorf("column %s matches more than one column: quote the name to match its case", c.col.name)
-			}
-			pos = i
-		}
-	}
-	if pos < 0 {
-		return nil, fmt.Errorf("unknown column %q (the table's columns: %s)", c.col.name, topLevelNames(sc))
-	}
-	field := sc.Fields()[pos]
-	b := boundCmp{pos: pos, op: c.op, negate: c.negate}
-	if c.op == "isnull" {
-		return b, nil
-	}
-	cmp, conv, err := filterType(field.Type)
-	if err != nil {
-		return nil, fmt.Errorf("column %s: %v", field.Name, err)
-	}
-	b.cmp = cmp
-	for _, l := range c.lits {
-		v, err := conv(l)
-		if err != nil {
-			return nil, fmt.Errorf("column %s (%s): %v", field.Name, field.Type, err)
-		}
-		b.vals = append(b.vals, v)
-	}
-	return b, nil
-}
-
-func compareOrdered[T int32 | int64 | float32 | float64 | string | Date | Timestamp | TimestampTZ | TimestampNano | TimestampTZNano](a, b any) int {
-	x, y := a.(T), b.(T)
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
-// filterType returns how to compare values of t and how to turn a literal
-// into one.
-func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error), error) {
-	wantKind := func(l filterLit, kind byte, what string) error {
-		if l.kind != kind {
-			return fmt.Errorf("want %s, got %s", what, l.describe())
-		}
-		return nil
-	}
-	switch t.(type) {
-	case iceberg.BooleanType:
-		return func(a, b any) int {
-				x, y := a.(bool), b.(bool)
-				switch {
-				case x == y:
-					return 0
-				case !x:
-					return -1
-				}
-				return 1
-			}, func(l filterLit) (any, error) {
-				if err := wantKind(l, 'b', "TRUE or FALSE"); err != nil {
-					return nil, err
-				}
-				return l.text == "true", nil
-			}, nil
-	case iceberg.Int32Type:
-		return compareOrdered[int32], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "an integer"); err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseInt(l.text, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("want an integer, got %s", l.describe())
-			}
-			return int32(n), nil
-		}, nil
-	case iceberg.Int64Type:
-		return compareOrdered[int64], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "an integer"); err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseInt(l.text, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("want an integer, got %s", l.describe())
-			}
-			return n, nil
-		}, nil
-	case iceberg.Float32Type:
-		return compareOrdered[float32], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "a number"); err != nil {
-				return nil, err
-			}
-			f, err := strconv.ParseFloat(l.text, 32)
-			return float32(f), err
-		}, nil
-	case iceberg.Float64Type:
-		return compareOrdered[float64], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "a number"); err != nil {
-				return nil, err
-			}
-			return strconv.ParseFloat(l.text, 64)
-		}, nil
-	case iceberg.DecimalType:
-		return func(a, b any) int {
-				return decimalRat(a.(Decimal)).Cmp(b.(*big.Rat))
-			}, func(l filterLit) (any, error) {
-				if err := wantKind(l, 'n', "a number"); err != nil {
-					return nil, err
-				}
-				r, ok := new(big.Rat).SetString(l.text)
-				if !ok {
-					return nil, fmt.Errorf("want a number, got %s", l.describe())
-				}
-				return r, nil
-			}, nil
-	case iceberg.StringType:
-		return compareOrdered[string], func(l filterLit) (any, error) {
-			if err := wantKind(l, 's', "a 'string'"); err != nil {
-				return nil, err
-			}
-			return l.text, nil
-		}, nil
-	case iceberg.UUIDType:
-		return func(a, b any) int {
-				x, y := a.(UUID), b.(UUID)
-				return bytes.Compare(x[:], y[:])
-			}, func(l filterLit) (any, error) {
-				if err := wantKind(l, 's', "a 'uuid'"); err != nil {
-					return nil, err
-				}
-				u, err := uuid.Parse(l.text)
-				if err != nil {
-					return nil, fmt.Errorf("want a 'uuid', got %s", l.describe())
-				}
-				return UUID(u), nil
-			}, nil
-	case iceberg.DateType:
-		return compareOrdered[Date], func(l filterLit) (any, error) {
-			if err := wantKind(l, 's', "a 'YYYY-MM-DD' date"); err != nil {
-				return nil, err
-			}
-			d, err := time.Parse(time.DateOnly, l.text)
-			if err != nil {
-				return nil, fmt.Errorf("want a 'YYYY-MM-DD' date, got %s", l.describe())
-			}
-			return Date(d.Unix() / 86400), nil
-		}, nil
-	case iceberg.TimestampType:
-		return compareOrdered[Timestamp], timeLit(func(t time.Time) any { return Timestamp(t.UnixMicro()) }), nil
-	case iceberg.TimestampTzType:
-		return compareOrdered[TimestampTZ], timeLit(func(t time.Time) any { return TimestampTZ(t.UnixMicro()) }), nil
-	case iceberg.TimestampNsType:
-		return compareOrdered[TimestampNano], timeLit(func(t time.Time) any { return TimestampNano(t.UnixNano()) }), nil
-	case iceberg.TimestampTzNsType:
-		return compareOrdered[TimestampTZNano], timeLit(func(t time.Time) any { return TimestampTZNano(t.UnixNano()) }), nil
-	}
-	return nil, nil, fmt.Errorf("a %s column cannot be compared in a filter (only IS [NOT] NULL); compare booleans, numbers, decimals, strings, uuids, dates and timestamps", t)
-}
-
-// describe names the literal's kind, never its text: a literal may be a
-// value of a masked column (see RedactFilter).
-func (l filterLit) describe() string {
-	switch l.kind {
-	case 'n':
-		return "a number"
-	case 'b':
-		return strings.ToUpper(l.text)
-	}
-	return "a string"
-}
-
-// timeLayouts are the timestamp literals a filter takes.
-var timeLayouts = []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"}
-
-func timeLit(to func(time.Time) any) func(filterLit) (any, error) {
-	return func(l filterLit) (any, error) {
-		if l.kind != 's' {
-			return nil, fmt.Errorf("want a 'YYYY-MM-DD HH:MM:SS' timestamp, got %s", l.describe())
-		}
-		for _, layout := range timeLayouts {
-			if t, err := time.Parse(layout, l.text); err == nil {
-				return to(t), nil
-			}
-		}
-		return nil, fmt.Errorf("want a 'YYYY-MM-DD HH:MM:SS' timestamp, got %s", l.describe())
-	}
-}
-
-func decimalRat(d Decimal) *big.Rat {
-	r, ok := new(big.Rat).SetString(d.Unscaled)
-	if !ok {
-		return new(big.Rat)
-	}
-	if d.Scale != 0 {
-		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(d.Scale))), nil)
-		if d.Scale > 0 {
-			r.Quo(r, new(big.Rat).SetInt(p))
-		} else {
-			r.Mul(r, new(big.Rat).SetInt(p))
-		}
-	}
-	return r
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
