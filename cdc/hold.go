@@ -76,13 +76,16 @@ func (f *follower) hold(ctx context.Context) error {
 	if !ok {
 		return Permanent(errors.New("hold: the table's source cannot hold snapshots (a metadata file has no catalog to commit a ref to)"))
 	}
+	// Nothing is due unless this call holds a move back below: a move
+	// that waits on a reload (the branch past the loaded head) or on a
+	// loaded head must not end the table's waits early again and again.
+	f.held.due = time.Time{}
 	head, ok := f.spec.Source.Head()
 	if !ok {
 		return nil
 	}
 	from := f.cp.SnapshotID
 	if f.held.active && f.held.head == head.ID && f.held.from == from {
-		f.held.due = time.Time{}
 		return nil
 	}
 	if f.held.active && time.Since(f.held.at) < f.p.HoldInterval {
