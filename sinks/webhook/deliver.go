@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
+	userinfo "github.com/icecdc/icecdc/internal/redact"
 )
 
 // deliver sends r until the receiver accepts it, the failure is permanent,
@@ -112,7 +113,7 @@ func (s *Sink) post(ctx context.Context, r request) error {
 		Endpoint:   s.endpoint,
 		ID:         r.id,
 		StatusCode: resp.StatusCode,
-		Body:       truncate(data, maxErrorBody),
+		Body:       errorBody(data),
 		Location:   resp.Header.Get("Location"),
 		retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), s.now()),
 	}).marked()
@@ -121,11 +122,18 @@ func (s *Sink) post(ctx context.Context, r request) error {
 // maxErrorBody is how much of a response body an error quotes.
 const maxErrorBody = 512
 
-func truncate(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
+// errorBody is the start of an error answer as a StatusError quotes it,
+// with what reads as a credential hidden: a receiver that echoes the
+// request (the Authorization the URL's userinfo sends, a token in the
+// query) would otherwise put it in the log, /readyz and /status. It is
+// hidden before the cut, so that a secret is not half-shown at it; the
+// window a few times the quote keeps the patterns' work small.
+func errorBody(b []byte) string {
+	s := userinfo.Credentials(string(b[:min(len(b), 4*maxErrorBody)]))
+	if len(s) <= maxErrorBody {
+		return s
 	}
-	return string(b[:n]) + "…"
+	return s[:maxErrorBody] + "…"
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date; -1 when absent or

@@ -3,7 +3,9 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"net/http"
 	"net/url"
@@ -553,4 +555,30 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestErrorBodyHidesEchoedCredentials: a receiver whose error page echoes
+// the request — the Basic credentials the URL's userinfo sends, the token
+// of its query — shows neither in the sink's error, which the daemon logs
+// and serves on /readyz and /status.
+func TestErrorBodyHidesEchoedCredentials(t *testing.T) {
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request, body []byte) bool {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, "bad request; you sent Authorization: %s to %s", r.Header.Get("Authorization"), r.URL.RequestURI())
+		return false
+	})
+	s := rc.sink(t, func(c *Config) {
+		c.URL = strings.Replace(c.URL, "http://", "http://icecdc:pa55word@", 1)
+	})
+	err := s.Write(t.Context(), testBatch(0, 1, nil))
+	var se *StatusError
+	if !errors.As(err, &se) || !strings.Contains(se.Body, "you sent Authorization") {
+		t.Fatalf("Write = %v, want a StatusError quoting the echo", err)
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte("icecdc:pa55word"))
+	for _, secret := range []string{"pa55word", basic, "s3cret"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error shows %q: %v", secret, err)
+		}
+	}
 }
