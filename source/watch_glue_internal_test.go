@@ -69,6 +69,15 @@ func TestGlueCheckBounds(t *testing.T) {
 			}
 			json.NewEncoder(w).Encode(map[string]any{"TableList": tables})
 		}, want: "is longer than 4096 bytes, the most icecdc reads of a catalog answer", requests: 1},
+		{name: "huge page said", limit: 4096, answer: func(w http.ResponseWriter, page int) {
+			var tables []any
+			for i := range 200 {
+				tables = append(tables, glueTable(fmt.Sprint("t", i), "s3://b/t/metadata/v1.metadata.json"))
+			}
+			b, _ := json.Marshal(map[string]any{"TableList": tables})
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+			w.Write(b)
+		}, want: "is longer than 4096 bytes, the most icecdc reads of a catalog answer", requests: 1},
 		{name: "throttled", answer: func(w http.ResponseWriter, page int) {
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"__type":"ThrottlingException","message":"Rate exceeded"}`)
@@ -131,3 +140,61 @@ func TestGlueCheckBounds(t *testing.T) {
 		})
 	}
 }
+
+// closedWriterTo is a request body as the AWS SDK sends it: once closed
+// (which the SDK does when the answer's headers arrive), its WriteTo
+// fails with io.EOF.
+type closedWriterTo struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (b *closedWriterTo) Close() error { b.closed.Store(true); return nil }
+
+func (b *closedWriterTo) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, io.EOF
+	}
+	return b.Reader.Read(p)
+}
+
+func (b *closedWriterTo) WriteTo(w io.Writer) (int64, error) {
+	if b.closed.Load() {
+		return 0, io.EOF
+	}
+	return io.Copy(w, b.Reader)
+}
+
+// TestAWSClientSendsBodyWithoutWriteTo: the client beneath the AWS SDK
+// hides a request body's WriteTo from net/http, whose check for bytes past
+// the Content-Length would otherwise take the SDK's io.EOF after the close
+// for a failed write and close the connection under the answer.
+func TestAWSClientSendsBodyWithoutWriteTo(t *testing.T) {
+	var sent io.ReadCloser
+	c := &boundedAWSClient{limit: 1 << 20, next: doFunc(func(req *http.Request) (*http.Response, error) {
+		sent = req.Body
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}")), Request: req}, nil
+	})}
+	body := &closedWriterTo{Reader: strings.NewReader(`{"DatabaseName":"db"}`)}
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sent.(io.WriterTo); ok {
+		t.Fatalf("the body sent is an io.WriterTo (%T)", sent)
+	}
+	sent.Close()
+	if !body.closed.Load() {
+		t.Fatal("closing the body sent does not close the SDK's body")
+	}
+	if n, err := io.Copy(io.Discard, sent); n != 0 || err != nil {
+		t.Fatalf("copying the closed body: %d bytes, %v; want 0, nil", n, err)
+	}
+}
+
+type doFunc func(*http.Request) (*http.Response, error)
+
+func (f doFunc) Do(req *http.Request) (*http.Response, error) { return f(req) }
