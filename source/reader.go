@@ -15,9 +15,10 @@ import (
 // a reader's would only serve a scan that plans from the manifest list
 // (an equality delete's, see equality.go), which reads it again instead;
 // the commits' own reads go through the file index. At 10,000 followed
-// tables the empty caches were tens of MiB of the daemon's heap.
+// tables the empty caches were tens of MiB of the daemon's heap. Its
+// temporal defaults are numbers (see numericDefaults).
 func newReader(ident table.Identifier, md table.Metadata, loc string, fsF func(context.Context) (iceio.IO, error)) *table.Table {
-	return table.New(ident, withoutManifestListCache(md), loc, fsF, nil)
+	return table.New(ident, withoutManifestListCache(numericDefaults(md)), loc, fsF, nil)
 }
 
 // noManifestListCache is md with read.manifest-list-cache.enabled false,
