@@ -188,6 +188,8 @@ func BenchmarkDelivery(b *testing.B) {
 		b.Run(st.name, func(b *testing.B) {
 			enc := st.enc(b)
 			var events, batches, bytes, saves, mallocs, allocBytes int64
+			var cpu time.Duration
+			cpuOK := true
 			for b.Loop() {
 				b.StopTimer()
 				src := cdctest.New(deliveryInfo)
@@ -210,11 +212,15 @@ func BenchmarkDelivery(b *testing.B) {
 				runtime.GC()
 				var m0, m1 runtime.MemStats
 				runtime.ReadMemStats(&m0)
+				cpu0, ok0 := processCPUTime()
 				b.StartTimer()
 				if err := p.Run(context.Background()); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
+				cpu1, ok1 := processCPUTime()
+				cpu += cpu1 - cpu0
+				cpuOK = cpuOK && ok0 && ok1
 				runtime.ReadMemStats(&m1)
 				mallocs += int64(m1.Mallocs - m0.Mallocs)
 				allocBytes += int64(m1.TotalAlloc - m0.TotalAlloc)
@@ -237,6 +243,11 @@ func BenchmarkDelivery(b *testing.B) {
 			s := b.Elapsed().Seconds()
 			b.ReportMetric(float64(events)/s, "events/s")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+			if cpuOK {
+				// The process's CPU time (user + system, every goroutine):
+				// steadier than wall time on a shared machine.
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(events), "cpu-ns/event")
+			}
 			b.ReportMetric(float64(mallocs)/float64(events), "allocs/event")
 			b.ReportMetric(float64(allocBytes)/float64(events), "B/event")
 			b.ReportMetric(float64(bytes)/float64(events), "bytes/event")
