@@ -14,7 +14,10 @@
 #   ROUNDS=3 ICECDC_BENCH_BULK=200000 bash bench/delivery.sh  # more rounds, a smaller table
 #
 # Kafka rows need a real broker: KAFKA=host:port (for example the broker
-# interop/run.sh starts, kafka-start part). debezium-avro also needs a
+# interop/run.sh starts, kafka-start part), or KAFKA=start: the script
+# starts an Apache Kafka broker (KRaft, one node, one partition a topic)
+# itself from the jars interop/run.sh caches
+# (${ICECDC_INTEROP_CACHE:-~/.cache/icecdc-interop}/jars/kafka), with java. debezium-avro also needs a
 # schema registry: REGISTRY=url, else the in-memory one of bench/kfake
 # (franz-go's srfake) in its own process. Without KAFKA the Kafka rows are
 # skipped, and the script says so; a kfake broker is no substitute (see
@@ -28,8 +31,13 @@ bulk=${ICECDC_BENCH_BULK:-1000000}
 [ -x /usr/bin/time ] || { echo "delivery: /usr/bin/time (GNU time) is needed: apt-get install time" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/icecdc-delivery.XXXXXX")
 kpid=
+bpid=
 cleanup() {
   [ -z "$kpid" ] || kill "$kpid" 2>/dev/null || true
+  if [ -n "$bpid" ]; then
+    kill "$bpid" 2>/dev/null || true
+    wait "$bpid" 2>/dev/null || true
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -44,11 +52,59 @@ meta=$(awk '$1=="bulk" {print $2}' "$tmp/tables.txt" | sed 's|^file://||')
 from=$(( $(awk '$1=="bulk" {print $3}' "$tmp/tables.txt") - 1 ))
 
 # ICECDC_DELIVERY_FILE_FORMATS narrows the file rows (debezium-connect-json
-# writes about 3.3 KB an event: 3.3 GB for a million).
+# writes about 3.3 KB an event: 3.3 GB for a million; empty: none).
 # changes-file: `changes` into a file of its own (no fsync): what writing
 # the bytes costs, the floor of the file sink rows.
+# start_kafka: a one-node KRaft broker from the interop stage's jars, on
+# free ports; sets KAFKA.
+start_kafka() {
+  local cp="${ICECDC_INTEROP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/icecdc-interop}/jars/kafka" dir=$tmp/kafka port cport id
+  if ! command -v java > /dev/null || ! ls "$cp"/kafka_2.13-*.jar > /dev/null 2>&1; then
+    echo "delivery: KAFKA=start needs java and the Kafka jars in $cp (bash interop/run.sh caches them); the Kafka rows are skipped" >&2
+    KAFKA=
+    return
+  fi
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$dir/data"
+  cat > "$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+  id=$(java -cp "$cp/*" kafka.tools.StorageTool random-uuid 2> /dev/null | tail -n 1)
+  java -cp "$cp/*" kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" > "$dir/format.log" 2>&1 ||
+    { cat "$dir/format.log" >&2; exit 1; }
+  java -Xmx512m -cp "$cp/*" kafka.Kafka "$dir/server.properties" > "$dir/broker.log" 2>&1 & bpid=$!
+  for _ in $(seq 180); do
+    if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
+      KAFKA=127.0.0.1:$port
+      sleep 2 # the broker registers with its controller after it listens
+      echo "delivery: started Apache Kafka $(ls "$cp" | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p') (KRaft) at $KAFKA" >&2
+      return
+    fi
+    kill -0 "$bpid" 2> /dev/null || { tail -n 20 "$dir/broker.log" >&2; exit 1; }
+    sleep 0.5
+  done
+  echo "delivery: the Kafka broker did not listen within 90 s" >&2
+  tail -n 20 "$dir/broker.log" >&2
+  exit 1
+}
+[ "${KAFKA:-}" != start ] || start_kafka
+
 paths="changes changes-file"
-for f in ${ICECDC_DELIVERY_FILE_FORMATS:-debezium-json debezium-connect-json}; do paths="$paths file:$f"; done
+for f in ${ICECDC_DELIVERY_FILE_FORMATS-debezium-json debezium-connect-json}; do paths="$paths file:$f"; done
 if [ -n "${KAFKA:-}" ]; then
   paths="$paths kafka:debezium-json kafka:debezium-connect-json kafka:debezium-avro"
   registry=${REGISTRY:-}
