@@ -43,6 +43,28 @@ func (o Op) phase() int {
 // and Row for structs; nil is null.
 type Row []any
 
+// rowSlab hands out the new Rows of a chunk's shaped or projected images
+// from shared arrays, a few allocations per chunk instead of one per
+// image. Each Row is capped at its length, so an append to one never
+// writes into the next.
+type rowSlab struct{ free []any }
+
+// slabValues is how many values one array of a rowSlab holds.
+const slabValues = 4096
+
+// row returns a new Row of n nil values.
+func (s *rowSlab) row(n int) Row {
+	if n > len(s.free) {
+		if n > slabValues/4 {
+			return make(Row, n)
+		}
+		s.free = make([]any, slabValues)
+	}
+	r := s.free[:n:n]
+	s.free = s.free[n:]
+	return Row(r)
+}
+
 // Decimal is an unscaled integer with its scale, kept exact.
 type Decimal struct {
 	Unscaled string // base-10 digits with an optional leading '-'

@@ -490,7 +490,9 @@ func (r *ColumnRule) valueFunc(f iceberg.NestedField) (func(any) any, error) {
 		if !isString {
 			return nil, refuse("string columns")
 		}
-		mask := strings.Repeat("*", r.Length)
+		// Boxed once: a string made an interface on every call is an
+		// allocation per masked value.
+		var mask any = strings.Repeat("*", r.Length)
 		// Debezium's mask replaces a null too.
 		return func(any) any { return mask }, nil
 	default:
@@ -533,6 +535,7 @@ func (sh *Shaper) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 		return nil, nil, err
 	}
 	kept := make([]Event, 0, len(evs))
+	var slab rowSlab
 	for _, e := range evs {
 		if sh.sh.Skipped[e.Op] {
 			continue
@@ -540,7 +543,7 @@ func (sh *Shaper) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 		if err := e.MaterializeRows(); err != nil {
 			return nil, nil, fmt.Errorf("event %d: %w", e.Index, err)
 		}
-		e.Before, e.After = v.shape(e.Before), v.shape(e.After)
+		e.Before, e.After = v.shape(&slab, e.Before), v.shape(&slab, e.After)
 		kept = append(kept, e)
 	}
 	sc := *c
@@ -550,11 +553,11 @@ func (sh *Shaper) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 	return &sc, kept, nil
 }
 
-func (v *shapeView) shape(r Row) Row {
+func (v *shapeView) shape(slab *rowSlab, r Row) Row {
 	if r == nil {
 		return nil
 	}
-	out := make(Row, len(v.keep))
+	out := slab.row(len(v.keep))
 	for i, k := range v.keep {
 		x := rowValue(r, k)
 		if fn := v.apply[i]; fn != nil {

@@ -73,6 +73,7 @@ func (s *Subscription) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 	}
 	sc := c.Table.Schema
 	kept := make([]Event, 0, len(evs))
+	var slab rowSlab
 	for _, e := range evs {
 		// The projection makes new Rows: the images are taken as Rows.
 		if err := e.MaterializeRows(); err != nil {
@@ -81,7 +82,7 @@ func (s *Subscription) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 		if e.Op == OpUpdate && e.Source == "" && !p.touches(ChangedFields(sc, e.Before, e.After)) {
 			continue
 		}
-		e.Before, e.After = p.project(e.Before), p.project(e.After)
+		e.Before, e.After = p.project(&slab, e.Before), p.project(&slab, e.After)
 		kept = append(kept, e)
 	}
 	pc := *c
@@ -149,11 +150,11 @@ func (p *subProjection) touches(changed []string) bool {
 	return false
 }
 
-func (p *subProjection) project(r Row) Row {
+func (p *subProjection) project(slab *rowSlab, r Row) Row {
 	if r == nil {
 		return nil
 	}
-	out := make(Row, len(p.keep))
+	out := slab.row(len(p.keep))
 	for i, k := range p.keep {
 		out[i] = rowValue(r, k)
 	}

@@ -80,6 +80,7 @@ type Store struct {
 	now          func() time.Time
 	opened       Opened
 	pending      pendingIndex // data-file index changes waiting for a Save
+	group        group        // the Saves waiting for their transaction
 }
 
 var _ cdc.Store = (*Store)(nil)
@@ -145,9 +146,6 @@ func open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A Save alone waits this long for others to share its transaction
-	// (bbolt's default, 10ms, would slow a busy table's checkpoints).
-	db.MaxBatchDelay = 2 * time.Millisecond
 	s := &Store{db: db, historyLimit: opts.HistoryLimit, now: opts.now}
 	err = verify(db)
 	if err == nil {
@@ -292,13 +290,14 @@ func (s *Store) Save(ctx context.Context, pipeline, table string, cp cdc.Checkpo
 	if err == nil {
 		now := s.now()
 		files := s.takePending(pipeline, table)
-		// Batch: the saves of many tables at once (thousands of tables
+		// Grouped: the saves of many tables at once (thousands of tables
 		// delivering their first commits) share one fsynced transaction
 		// instead of two fsyncs each; each still returns once its
-		// checkpoint is on disk. The function may run twice (bbolt
-		// retries the others of a batch one of which failed), each time
-		// in a transaction of its own: it has no effect outside it.
-		err = s.db.Batch(func(tx *bolt.Tx) error {
+		// checkpoint is on disk, and a save alone waits for nobody. The
+		// function may run twice (the others of a group one of which
+		// failed run again), each time in a transaction of its own: it
+		// has no effect outside it.
+		err = s.group.run(s.db, func(tx *bolt.Tx) error {
 			if err := s.save(tx, pipeline, table, cp, now); err != nil {
 				return err
 			}

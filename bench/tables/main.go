@@ -2,6 +2,9 @@
 // directory and prints, per table, a line "name metadata-path head-seq".
 //
 //	go run ./bench/tables -dir DIR -files 10,1000,10000 -rows 1000000
+//
+// With -bulk N it builds (also) the table "bulk" of bench/delivery.sh:
+// 2N rows in one append, then one deletion vector removing the first N.
 package main
 
 import (
@@ -28,8 +31,13 @@ func main() {
 	dir := flag.String("dir", "", "directory to build the tables in")
 	files := flag.String("files", "10,1000,10000", "small-commit tables to build, by data files")
 	rows := flag.Int("rows", 1_000_000, "rows of the append, delete and update tables (0: none)")
+	bulk := flag.Int64("bulk", 0, "rows the table bulk deletes in one deletion vector, of twice as many (0: none)")
 	flag.Parse()
-	if err := build(context.Background(), *dir, *files, *rows); err != nil {
+	err := build(context.Background(), *dir, *files, *rows)
+	if err == nil && *bulk > 0 {
+		err = buildBulk(context.Background(), filepath.Join(*dir, "bulk"), *bulk)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tables:", err)
 		os.Exit(1)
 	}
@@ -127,6 +135,24 @@ func build(ctx context.Context, dir, files string, rows int) error {
 		print(kind, tbl)
 		env.Close()
 	}
+	return nil
+}
+
+// buildBulk builds the table bulk: 2n rows appended, then the first n
+// deleted by one deletion vector.
+func buildBulk(ctx context.Context, dir string, n int64) error {
+	env, tbl, err := create(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if tbl, err = scenario.BulkAppend(ctx, tbl, 2*n); err != nil {
+		return err
+	}
+	if tbl, err = scenario.BulkDeleteFirst(ctx, tbl, n, false); err != nil {
+		return err
+	}
+	print("bulk", tbl)
 	return nil
 }
 
