@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -212,8 +212,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
-
 // validate checks a Config that has its defaults; errors name the field.
 func (c Config) validate() error {
 	var errs []error
@@ -237,16 +235,8 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("transaction topic: %w", err))
 		}
 	}
-	for _, p := range placeholder.FindAllString(c.Topic, -1) {
-		switch p {
-		case "{namespace}", "{table}", "{catalog}":
-		case "{pipeline}":
-			if c.Pipeline == "" {
-				errs = append(errs, errors.New("topic: {pipeline} used but the pipeline has no name"))
-			}
-		default:
-			errs = append(errs, fmt.Errorf("topic: unknown placeholder %s in %q", p, c.Topic))
-		}
+	if err := sinkkind.CheckNameTemplate(c.Topic, c.Pipeline); err != nil {
+		errs = append(errs, fmt.Errorf("topic: %w", err))
 	}
 	switch strings.ToUpper(c.SASL.Mechanism) {
 	case "", SASLPlain, SASLScramSHA256, SASLScramSHA512:

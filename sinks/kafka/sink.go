@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 )
 
 var (
@@ -150,12 +150,7 @@ func TopicName(cfg Config, t cdc.TableInfo) (string, error) {
 
 // TopicOf expands the topic template of c for a table, before Route.
 func (c Config) TopicOf(t *cdc.TableInfo) string {
-	return strings.NewReplacer(
-		"{namespace}", t.Namespace,
-		"{table}", t.Name,
-		"{catalog}", t.Catalog,
-		"{pipeline}", c.Pipeline,
-	).Replace(c.WithDefaults().Topic)
+	return sinkkind.ExpandName(c.WithDefaults().Topic, t, c.Pipeline)
 }
 
 // ensureTopic creates topic on its first use. Creating it ourselves rather
