@@ -336,7 +336,7 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 	if !ok {
 		return nil, fmt.Errorf("config: sink.type %q: want %s", cfg.Sink.Type, sc.kindNames(nil))
 	}
-	return k.New(sinkkind.Env{Pipeline: cfg.Name, Log: log, Stdout: out, Retried: retriesCounter(k.Name, m)})
+	return k.New(sinkkind.Env{Pipeline: cfg.Name, Log: log, Stdout: out, Encoding: cdc.EncodingOf(enc), Retried: retriesCounter(k.Name, m)})
 }
 
 // kafkaSinkConfig is the Kafka sink's configuration with the topics the
@@ -348,6 +348,7 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 		return kafka.Config{}, err
 	}
 	unwrapKafka(&kc, enc)
+	kc.Encoding = cdc.EncodingOf(enc)
 	if r, ok := enc.(*debezium.Routed); ok {
 		kc.Route = r.Router.Topic
 	}

@@ -124,6 +124,10 @@ type Config struct {
 	// Logger receives the few lifecycle messages the sink logs. Default
 	// slog.Default().
 	Logger *slog.Logger `yaml:"-"`
+	// Encoding says what the records are: the CloudEvents subject is its
+	// row key, the content-type header its media type (zero: JSON values,
+	// keys as they are).
+	Encoding cdc.Encoding `yaml:"-"`
 	// Owner, when set, names the writer of each checkpoint record: its
 	// member and group generation travel as the record's headers
 	// "owner" and "generation" (cluster mode), so that the checkpoint

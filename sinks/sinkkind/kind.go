@@ -47,6 +47,9 @@ type Env struct {
 	Log *slog.Logger
 	// Stdout is the daemon's standard output.
 	Stdout io.Writer
+	// Encoding says what the format's records are (content type, row
+	// key of an encoded key).
+	Encoding cdc.Encoding
 	// Retried counts a delivery sent again, by HTTP status (0: a
 	// network error); nil for none.
 	Retried func(status int)

@@ -40,6 +40,7 @@ func (w *Section) Kind() sinkkind.Kind {
 				CloudEventsMode: w.CloudEventsMode,
 				Batch:           BatchConfig{MaxEvents: w.Batch.MaxEvents, MaxBytes: w.Batch.MaxBytes},
 				Observer:        retries(env.Retried),
+				Encoding:        env.Encoding,
 			})
 		},
 	}
