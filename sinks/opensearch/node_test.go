@@ -37,6 +37,13 @@ type bulkNode struct {
 	downWith int
 	requests int
 	refresh  []string
+	// applied logs the items the node applied (not the 409s), in order.
+	applied []appliedItem
+}
+
+type appliedItem struct {
+	index, id, verb, source string
+	version                 int64
 }
 
 func newBulkNode(t *testing.T) (*bulkNode, string) {
@@ -125,6 +132,7 @@ func (n *bulkNode) apply(verb string, a action, source string) string {
 	if d != nil && a.Version < d.version {
 		return fmt.Sprintf(`{"_index":%q,"_id":%q,"status":409,"error":{"type":"version_conflict_engine_exception","reason":"[%s]: version conflict, current version [%d] is higher than the one provided [%d]","index":%q}}`, a.Index, a.ID, a.ID, d.version, a.Version, a.Index)
 	}
+	n.applied = append(n.applied, appliedItem{index: a.Index, id: a.ID, verb: verb, source: source, version: a.Version})
 	if verb == "delete" {
 		found := d != nil && !d.deleted
 		idx[a.ID] = &doc{version: a.Version, deleted: true}
