@@ -43,6 +43,9 @@ const maxIDBytes = 512
 // object or list as compact JSON); several: the JSON array of the
 // values, compact, in key order.
 func DocID(key []byte) (string, error) {
+	if id, ok := simpleDocID(key); ok {
+		return id, nil
+	}
 	d := json.NewDecoder(bytes.NewReader(key))
 	d.UseNumber()
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
@@ -145,7 +148,43 @@ func newItem(pos int, m *cdc.Message, index string, seq int64) (item, error) {
 	return it, nil
 }
 
+// simpleDocID is DocID for the common key, one column holding a number
+// or a string without escapes: {"id":42}, {"sku":"A-1"}.
+func simpleDocID(key []byte) (string, bool) {
+	if len(key) < 6 || key[0] != '{' || key[1] != '"' || key[len(key)-1] != '}' {
+		return "", false
+	}
+	i := bytes.Index(key[2:], []byte(`":`))
+	if i < 0 || bytes.ContainsAny(key[2:2+i], `"\`) {
+		return "", false
+	}
+	v := key[2+i+2 : len(key)-1]
+	switch {
+	case len(v) == 0 || len(v) > maxIDBytes:
+		return "", false
+	case v[0] == '"':
+		if len(v) < 3 || v[len(v)-1] != '"' || bytes.ContainsAny(v[1:len(v)-1], `"\`) {
+			return "", false
+		}
+		return string(v[1 : len(v)-1]), true
+	}
+	for _, c := range v {
+		if (c < '0' || c > '9') && c != '-' {
+			return "", false
+		}
+	}
+	return string(v), true
+}
+
+// appendJSONString appends s quoted as a JSON string.
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return append(dst, b...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }

@@ -174,3 +174,18 @@ func TestConfigCheck(t *testing.T) {
 		}
 	}
 }
+
+// A node whose certificate the configured CAs do not sign stops the table
+// with one line naming the node; no retry helps.
+func TestTLSMismatchIsPermanent(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"took":1,"errors":false,"items":[]}`))
+	}))
+	defer srv.Close()
+	s := newTestSink(t, srv.URL, nil)
+	h := newHistory(t)
+	err := s.Write(context.Background(), h.commit(5, change{cdc.OpCreate, 1, "a"})[0])
+	if !errors.Is(err, cdc.ErrPermanent) || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "certificate") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Write to a node with an unknown certificate: %v", err)
+	}
+}
