@@ -30,7 +30,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if enc, err = cfg.Transforms.apply(enc); err != nil {
+	if enc, err = cfg.transforms().apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	enc = routeEncoder(cfg, enc)

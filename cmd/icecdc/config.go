@@ -222,14 +222,6 @@ func (c *Config) defaults() {
 			c.Tables[i].MaxMemory = c.MaxMemory
 		}
 	}
-	if c.Sink.caps().Rows && c.Transforms[unwrapName] == nil {
-		// A sink that keeps rows takes them flattened; it deletes by the
-		// event's op.
-		if c.Transforms == nil {
-			c.Transforms = TransformsConfig{}
-		}
-		c.Transforms[unwrapName] = map[string]string{"delete.tombstone.handling.mode": "delete-to-tombstone"}
-	}
 	var sinkKafka *kafka.Config
 	if c.Sink.caps().Topics {
 		sinkKafka = &c.Sink.Kafka

@@ -91,7 +91,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if enc, err = cfg.Transforms.apply(enc); err != nil {
+	if enc, err = cfg.transforms().apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	enc = routeEncoder(cfg, enc)

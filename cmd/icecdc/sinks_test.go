@@ -28,7 +28,7 @@ func TestOpenSearchSinkFromConfig(t *testing.T) {
 	if c.Format != formatDebeziumJSON || c.Sink.OpenSearch.Password != "pw" {
 		t.Errorf("format %s, password expanded %t", c.Format, c.Sink.OpenSearch.Password == "pw")
 	}
-	if o, _ := c.Transforms.unwrap(); o == nil || o.DeleteHandling != "delete-to-tombstone" {
+	if o, _ := c.transforms().unwrap(); o == nil || o.DeleteHandling != "delete-to-tombstone" {
 		t.Errorf("unwrap options %+v: a sink that keeps rows gets them flattened", o)
 	}
 	s, err := buildSink(c, nil, nil, nil, nil)

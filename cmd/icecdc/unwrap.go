@@ -77,6 +77,21 @@ func (t TransformsConfig) check(format string, sink *SinkConfig) []error {
 	return errs
 }
 
+// transforms returns the transforms the events go through: the block,
+// with the flattened form for a sink that keeps rows when the block has
+// none (such a sink deletes by the event's op, not by a value).
+func (c *Config) transforms() TransformsConfig {
+	if !c.Sink.caps().Rows || c.Transforms[unwrapName] != nil {
+		return c.Transforms
+	}
+	t := maps.Clone(c.Transforms)
+	if t == nil {
+		t = TransformsConfig{}
+	}
+	t[unwrapName] = map[string]string{"delete.tombstone.handling.mode": "delete-to-tombstone"}
+	return t
+}
+
 // withUnwrap wraps enc in the flattened form when opts is set.
 func withUnwrap(enc cdc.Encoder, opts *debezium.UnwrapOptions) (cdc.Encoder, error) {
 	if opts == nil {
@@ -96,7 +111,7 @@ func eventEncoder(cfg *Config) (cdc.Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Transforms.apply(enc)
+	return cfg.transforms().apply(enc)
 }
 
 // apply wraps enc in the transforms: the flattened form with unwrap.
