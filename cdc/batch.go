@@ -44,6 +44,7 @@ func (n *opCounts) add(op Op) {
 
 type msgOffsets struct {
 	op                           Op
+	index                        int
 	val, valEnd, key, keyEnd, id int
 	hdr, hdrEnd                  int
 }
@@ -89,7 +90,7 @@ func (bb *batchBuilder) size() int { return len(bb.vals) + len(bb.keys) }
 
 // add encodes one event; an event the encoder leaves out adds nothing.
 func (bb *batchBuilder) add(enc Encoder, c *Commit, e *Event, tsMs int64) error {
-	o := msgOffsets{op: e.Op, key: len(bb.keys), val: len(bb.vals), id: len(bb.ids), hdr: len(bb.headers)}
+	o := msgOffsets{op: e.Op, index: e.Index, key: len(bb.keys), val: len(bb.vals), id: len(bb.ids), hdr: len(bb.headers)}
 	shaper, _ := enc.(RecordShaper)
 	if shaper != nil && !shaper.Keep(c, e) {
 		return nil
@@ -132,7 +133,7 @@ func (bb *batchBuilder) batch(c *Commit, cp Checkpoint) *Batch {
 		if i+1 < len(bb.offs) {
 			idEnd = bb.offs[i+1].id
 		}
-		m := Message{ID: ids[o.id:idEnd], Op: o.op}
+		m := Message{ID: ids[o.id:idEnd], Op: o.op, Index: o.index}
 		if o.keyEnd > o.key {
 			m.Key = bb.keys[o.key:o.keyEnd:o.keyEnd]
 		}

@@ -21,7 +21,7 @@ type Metrics struct {
 	CheckpointSeq   *GaugeVec              // sequence number of the table's checkpoint (full set only)
 	SinkErrors      *CounterVec            // failed sink writes, by table and class
 	Retries         *CounterVec            // pipeline retries after a transient error
-	SinkRetries     *prometheus.CounterVec // retried sink requests, by sink and reason (webhook: HTTP status)
+	SinkRetries     *prometheus.CounterVec // retried sink requests or items, by sink and reason (HTTP status)
 	TableUp         *GaugeVec              // 1 while a table is followed, 0 once stopped by an error
 	PollDuration    *HistogramVec          // metadata refresh and snapshot listing
 	CommitDuration  *HistogramVec          // computing and delivering one snapshot
@@ -75,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, full bool) *Metrics {
 		CheckpointSeq:   gauge(summed, prometheus.GaugeOpts{Name: "icecdc_checkpoint_sequence_number", Help: "Sequence number of the table's checkpoint."}),
 		SinkErrors:      counter(summed, prometheus.CounterOpts{Name: "icecdc_sink_errors_total", Help: "Failed sink writes."}, "class"),
 		Retries:         counter(alerted, prometheus.CounterOpts{Name: "icecdc_retries_total", Help: "Retries after transient errors."}),
-		SinkRetries:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icecdc_sink_retries_total", Help: "Sink requests retried inside the sink (webhook: by HTTP status, 0 for network errors)."}, []string{"sink", "reason"}),
+		SinkRetries:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "icecdc_sink_retries_total", Help: "Sink requests (webhook) and bulk items (opensearch) retried inside the sink, by HTTP status (0 for network errors)."}, []string{"sink", "reason"}),
 		TableUp:         gauge(alerted, prometheus.GaugeOpts{Name: "icecdc_table_up", Help: "1 while the table is followed, 0 once it stopped on an error."}),
 		PollDuration:    histogram(prometheus.HistogramOpts{Name: "icecdc_poll_duration_seconds", Help: "Metadata refresh and snapshot listing.", Buckets: prometheus.DefBuckets}),
 		CommitDuration:  histogram(prometheus.HistogramOpts{Name: "icecdc_commit_duration_seconds", Help: "Computing and delivering one snapshot.", Buckets: prometheus.DefBuckets}),

@@ -78,8 +78,11 @@ func (c Checkpoint) String() string {
 
 // Message is one encoded event, ready for a sink.
 type Message struct {
-	ID    string // stable event id: <table_uuid>:<seq>:<row_id>:<op>
-	Op    Op
+	ID string // stable event id: <table_uuid>:<seq>:<row_id>:<op>
+	Op Op
+	// Index is the event's position inside its snapshot (Event.Index),
+	// which orders a key's events within one sequence number.
+	Index int
 	Key   []byte
 	Value []byte
 	// Headers are record headers the format adds after the sink's own

@@ -64,7 +64,7 @@ func (f *changesFlags) applyConfig(changed func(string) bool, log *slog.Logger) 
 		return nil, fmt.Errorf("changes: --config %s: its transforms write records of a format; --format table shows the rows (choose %s)", f.config, formatNames)
 	}
 	if f.format != "table" {
-		if errs := cfg.Transforms.check(f.format, cfg.Sink.Type); len(errs) > 0 {
+		if errs := cfg.Transforms.check(f.format, &cfg.Sink); len(errs) > 0 {
 			return nil, fmt.Errorf("changes: --config %s: %w", f.config, errs[0])
 		}
 		if o, _ := cfg.Transforms.unwrap(); o != nil && len(o.AddHeaders) > 0 {

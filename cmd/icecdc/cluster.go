@@ -30,7 +30,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if enc, err = cfg.Transforms.apply(enc); err != nil {
+	if enc, err = cfg.transforms().apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	enc = routeEncoder(cfg, enc)
@@ -42,7 +42,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		defer closeSink(shared, &err)
 	}
 	kc := cfg.Cluster.Kafka
-	if cfg.Sink.Type == "kafka" {
+	if cfg.Sink.caps().Topics { // the sink's Kafka is the cluster's
 		if kc, err = kafkaSinkConfig(cfg, enc); err != nil {
 			return err
 		}
@@ -197,12 +197,8 @@ func configFingerprint(cfg *Config) string {
 		parts = append(parts, t.Name, t.Metadata, t.Branch, t.Start, strings.Join(t.Key, ","),
 			strings.Join(t.Columns, ","), fmt.Sprint(t.Net), fmt.Sprint(t.Hold))
 	}
-	switch cfg.Sink.Type {
-	case "kafka":
-		k := cfg.Sink.Kafka.WithDefaults()
-		parts = append(parts, k.Topic, k.Delivery, k.CheckpointTopic, fmt.Sprint(k.Tombstones != nil && *k.Tombstones))
-	case "webhook":
-		parts = append(parts, cfg.Sink.Webhook.URL, fmt.Sprint(cfg.Sink.Webhook.CloudEvents))
+	if k, _ := cfg.Sink.kind(); k.Fingerprint != nil {
+		parts = append(parts, k.Fingerprint()...)
 	}
 	parts = append(parts, cfg.Cluster.Kafka.WithDefaults().CheckpointTopic)
 	// Settings added since members first compared fingerprints count only

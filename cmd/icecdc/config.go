@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -13,10 +12,9 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
-	"github.com/icecdc/icecdc/internal/redact"
 	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/kafka"
-	"github.com/icecdc/icecdc/sinks/webhook"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -151,32 +149,6 @@ type TableConfig struct {
 	Hold bool `yaml:"hold"`
 }
 
-// SinkConfig chooses and configures the sink.
-type SinkConfig struct {
-	Type    string        `yaml:"type"`
-	Kafka   kafka.Config  `yaml:"kafka"`
-	Webhook WebhookConfig `yaml:"webhook"`
-	File    struct {
-		Path string `yaml:"path"`
-	} `yaml:"file"`
-}
-
-// WebhookConfig is the YAML shape of the webhook sink.
-type WebhookConfig struct {
-	URL         string        `yaml:"url"`
-	Secret      string        `yaml:"secret"`
-	Timeout     time.Duration `yaml:"timeout"`
-	CloudEvents bool          `yaml:"cloudevents"`
-	// CloudEventsMode: structured (default, a CloudEvents JSON batch per
-	// request) or binary (one event per request, attributes in ce-*
-	// headers).
-	CloudEventsMode string `yaml:"cloudevents_mode"`
-	Batch           struct {
-		MaxEvents int `yaml:"max_events"`
-		MaxBytes  int `yaml:"max_bytes"`
-	} `yaml:"batch"`
-}
-
 // parseConfig parses the YAML, expands ${ENV} references inside its
 // values (see expandEnv), checks every key and value (see decodeConfig),
 // applies the overrides (the command line's flags) and validates. Its
@@ -251,7 +223,7 @@ func (c *Config) defaults() {
 		}
 	}
 	var sinkKafka *kafka.Config
-	if c.Sink.Type == "kafka" {
+	if c.Sink.caps().Topics {
 		sinkKafka = &c.Sink.Kafka
 	}
 	c.Cluster = c.Cluster.WithDefaults(sinkKafka)
@@ -328,11 +300,11 @@ func (c *Config) validate() error {
 	default:
 		bad("format", "%q: want %s", c.Format, formatNames)
 	}
-	errs = append(errs, c.Transforms.check(c.Format, c.Sink.Type)...)
+	errs = append(errs, c.Transforms.check(c.Format, &c.Sink)...)
 	errs = append(errs, c.checkHeartbeat()...)
 	errs = append(errs, c.validateAvro()...)
-	if c.Debezium.ProvideTransactionMetadata && c.Sink.Type != "kafka" {
-		bad("debezium.provide.transaction.metadata", "only the kafka sink writes transaction records")
+	if c.Debezium.ProvideTransactionMetadata && !c.Sink.caps().Transactions {
+		bad("debezium.provide.transaction.metadata", "only the %s sink writes transaction records", c.Sink.kindNames(func(k sinkkind.Caps) bool { return k.Transactions }))
 	}
 	if c.Debezium.ProvideTransactionMetadata {
 		for _, t := range c.Tables {
@@ -353,8 +325,8 @@ func (c *Config) validate() error {
 	if _, err := c.Debezium.keyColumns(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Debezium.IncludeSchemaChanges && c.Sink.Type != "kafka" {
-		bad("debezium.include.schema.changes", "only the kafka sink writes schema-change records")
+	if c.Debezium.IncludeSchemaChanges && !c.Sink.caps().SchemaChanges {
+		bad("debezium.include.schema.changes", "only the %s sink writes schema-change records", c.Sink.kindNames(func(k sinkkind.Caps) bool { return k.SchemaChanges }))
 	}
 	// A batch is held whole, encoded, until its sink confirms it.
 	if c.Chunk < 0 || c.Chunk > maxChunk {
@@ -378,50 +350,9 @@ func (c *Config) validate() error {
 	if c.Catalog.Concurrency < 1 || c.Catalog.Concurrency > maxIOConcurrency {
 		bad("catalog.concurrency", "%d: want 1 to %d", c.Catalog.Concurrency, maxIOConcurrency)
 	}
-	switch c.Sink.Type {
-	case "stdout":
-	case "file":
-		if c.Sink.File.Path == "" {
-			bad("sink.file.path", "required for sink type file")
-		}
-	case "kafka":
-		if len(c.Sink.Kafka.Brokers) == 0 {
-			bad("sink.kafka.brokers", "at least one broker is required")
-		}
-		switch c.Sink.Kafka.Delivery {
-		case "", "at-least-once", "exactly-once":
-		default:
-			bad("sink.kafka.delivery", "%q: want at-least-once or exactly-once", c.Sink.Kafka.Delivery)
-		}
-	case "webhook":
-		if c.Sink.Webhook.URL == "" {
-			bad("sink.webhook.url", "required for sink type webhook")
-		} else if !strings.HasPrefix(c.Sink.Webhook.URL, "http://") && !strings.HasPrefix(c.Sink.Webhook.URL, "https://") {
-			bad("sink.webhook.url", "%s: want an http:// or https:// URL", redact.URL(c.Sink.Webhook.URL))
-		} else if _, err := url.Parse(c.Sink.Webhook.URL); err != nil {
-			bad("sink.webhook.url", "%s: %s", redact.URL(c.Sink.Webhook.URL), redact.ParseReason(err))
-		}
-		if err := webhook.CheckSecret(c.Sink.Webhook.Secret); err != nil {
-			bad("sink.webhook.secret", "%v", err) // the error never quotes the secret
-		}
-		if c.Sink.Webhook.Timeout < 0 {
-			bad("sink.webhook.timeout", "must not be negative")
-		}
-		switch m := c.Sink.Webhook.CloudEventsMode; m {
-		case "", webhook.CloudEventsStructured:
-		case webhook.CloudEventsBinary:
-			if !c.Sink.Webhook.CloudEvents {
-				bad("sink.webhook.cloudevents_mode", "binary needs sink.webhook.cloudevents: true")
-			}
-		default:
-			bad("sink.webhook.cloudevents_mode", "%q: want structured or binary", m)
-		}
-	case "":
-		// Once the default: a forgotten or mis-indented sink section then
-		// sent the events to stdout, where no one was reading.
-		bad("sink.type", "required: kafka, webhook, stdout or file")
-	default:
-		bad("sink.type", "%q: want kafka, webhook, stdout or file", c.Sink.Type)
+	errs = append(errs, c.Sink.check()...)
+	if err := c.Sink.checkFormat(c.Format); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := c.router(); err != nil {
 		errs = append(errs, err)
@@ -429,7 +360,7 @@ func (c *Config) validate() error {
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Debezium.Config.Validate(c.Sink.Type == "kafka"); err != nil {
+	if err := c.Debezium.Config.Validate(c.Sink.caps().Topics); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

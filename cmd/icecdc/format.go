@@ -240,13 +240,12 @@ func (d DebeziumConfig) prefix() string {
 	return d.TopicPrefix
 }
 
-// defaultFormat is the format when none is configured: on Kafka, Connect's
-// form, since Kafka Connect's JsonConverter expects schemas by default.
+// defaultFormat is the format when none is configured: the sink's own
+// (on Kafka, Connect's form, since Kafka Connect's JsonConverter expects
+// schemas by default), else debezium-json.
 func defaultFormat(sinkType string) string {
-	if sinkType == "kafka" {
-		return formatDebeziumConnect
-	}
-	return formatDebeziumJSON
+	s := SinkConfig{Type: sinkType}
+	return cmp.Or(s.caps().DefaultFormat, formatDebeziumJSON)
 }
 
 // TransformConfig is one of Debezium's single message transforms: its
@@ -286,7 +285,7 @@ func (c *Config) router() (*debezium.Router, error) {
 				return nil, fmt.Errorf("config: %s: unknown option %q (want %s)", key, k, strings.Join(routerOptions, ", "))
 			}
 		}
-		if c.Sink.Type != "kafka" {
+		if !c.Sink.caps().Topics {
 			return nil, fmt.Errorf("config: %s: ByLogicalTableRouter routes Kafka topics, and sink type %s has none", key, c.Sink.Type)
 		}
 		if r != nil {
@@ -436,10 +435,10 @@ func (c *Config) validateAvro() []error {
 		}
 		return errs
 	}
-	if c.Sink.Type != "kafka" {
+	if !c.Sink.caps().Topics {
 		errs = append(errs, fmt.Errorf("config: format: %s writes Kafka records (the wire format of a schema registry); sink %s takes %s or %s", formatDebeziumAvro, c.Sink.Type, formatDebeziumJSON, formatDebeziumConnect))
 	}
-	if c.Sink.Type == "kafka" && c.Sink.Kafka.CloudEvents {
+	if c.Sink.caps().Topics && c.Sink.Kafka.CloudEvents {
 		errs = append(errs, fmt.Errorf("config: sink.kafka.cloudevents: its headers say application/json; not with format %s", formatDebeziumAvro))
 	}
 	if c.SchemaRegistry.URL == "" {

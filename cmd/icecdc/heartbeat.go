@@ -10,7 +10,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/kafka"
-	"github.com/icecdc/icecdc/sinks/webhook"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 )
 
 // defaultHeartbeatTopicsPrefix is Debezium's heartbeat.topics.prefix.
@@ -37,10 +37,10 @@ func (c *Config) checkHeartbeat() []error {
 		return nil
 	case ms < 10:
 		return bad("%d is too short (minimum 10)", ms)
-	case c.Sink.Type != "kafka" && c.Sink.Type != "webhook":
+	case !c.Sink.caps().Heartbeats:
 		// A file or stdout holds change events only: a heartbeat line
 		// would be read as an event by whoever replays it.
-		return bad("sink %s has no place for heartbeats (kafka writes them to their topic, webhook POSTs them)", c.Sink.Type)
+		return bad("sink %s has no place for heartbeats (only %s carry them)", c.Sink.Type, c.Sink.kindNames(func(k sinkkind.Caps) bool { return k.Heartbeats }))
 	}
 	return nil
 }
@@ -105,8 +105,8 @@ func startGatedHeartbeats(ctx context.Context, cfg *Config, enc cdc.Encoder, sin
 	server := cfg.Debezium.prefix()
 	var send func(ctx context.Context, tsMs int64) error
 	closeSend := func() {}
-	switch cfg.Sink.Type {
-	case "kafka":
+	switch caps := cfg.Sink.caps(); {
+	case caps.Topics: // to the heartbeat topic, with a client of its own
 		he, ok := enc.(debezium.HeartbeatEncoder)
 		if !ok {
 			return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: format %s has no heartbeat record", cfg.Format)
@@ -136,12 +136,12 @@ func startGatedHeartbeats(ctx context.Context, cfg *Config, enc cdc.Encoder, sin
 			defer cancel()
 			hb.Close(ctx)
 		}
-	case "webhook":
-		ws, ok := sink.(*webhook.Sink)
+	case caps.Heartbeats:
+		p, ok := sink.(sinkkind.Pinger)
 		if !ok {
 			return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: sink %T takes no ping", sink)
 		}
-		send = func(ctx context.Context, tsMs int64) error { return ws.Ping(ctx, server, tsMs) }
+		send = func(ctx context.Context, tsMs int64) error { return p.Ping(ctx, server, tsMs) }
 	default:
 		return nil, fmt.Errorf("config: debezium.heartbeat.interval.ms: sink %s has no place for heartbeats", cfg.Sink.Type)
 	}

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +26,8 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
-	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
-	"github.com/icecdc/icecdc/sinks/stdout"
-	"github.com/icecdc/icecdc/sinks/webhook"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
@@ -94,7 +91,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if enc, err = cfg.Transforms.apply(enc); err != nil {
+	if enc, err = cfg.transforms().apply(enc); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	enc = routeEncoder(cfg, enc)
@@ -321,33 +318,25 @@ func markUnexpectedStarts(store *state.Store, pipeline string, tables []cdc.Tabl
 }
 
 func exactlyOnce(cfg *Config) bool {
-	return cfg.Sink.Type == "kafka" && cfg.Sink.Kafka.Delivery == kafka.ExactlyOnce
+	return cfg.Sink.caps().ExactlyOnce && cfg.Sink.Kafka.Delivery == kafka.ExactlyOnce
 }
 
+// buildSink builds the configured sink; a sink with topics gets the
+// topics and routes the format adds to its section.
 func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc cdc.Encoder) (cdc.Sink, error) {
-	switch cfg.Sink.Type {
-	case "stdout":
-		return stdout.New(out), nil
-	case "file":
-		return file.Open(cfg.Sink.File.Path)
-	case "kafka":
+	sc := cfg.Sink
+	if sc.caps().Topics {
 		kc, err := kafkaSinkConfig(cfg, enc)
 		if err != nil {
 			return nil, err
 		}
-		kc.Pipeline = cfg.Name
-		kc.Logger = log
-		return kafka.New(kc)
-	case "webhook":
-		w := cfg.Sink.Webhook
-		return webhook.New(webhook.Config{
-			URL: w.URL, Secret: w.Secret, Pipeline: cfg.Name, Timeout: w.Timeout, CloudEvents: w.CloudEvents,
-			CloudEventsMode: w.CloudEventsMode,
-			Batch:           webhook.BatchConfig{MaxEvents: w.Batch.MaxEvents, MaxBytes: w.Batch.MaxBytes},
-			Observer:        webhookMetrics{m},
-		})
+		sc.Kafka = kc
 	}
-	return nil, fmt.Errorf("config: sink.type %q: want kafka, webhook, stdout or file", cfg.Sink.Type)
+	k, ok := sc.kind()
+	if !ok {
+		return nil, fmt.Errorf("config: sink.type %q: want %s", cfg.Sink.Type, sc.kindNames(nil))
+	}
+	return k.New(sinkkind.Env{Pipeline: cfg.Name, Log: log, Stdout: out, Encoding: cdc.EncodingOf(enc), Retried: retriesCounter(k.Name, m)})
 }
 
 // kafkaSinkConfig is the Kafka sink's configuration with the topics the
@@ -359,6 +348,7 @@ func kafkaSinkConfig(cfg *Config, enc cdc.Encoder) (kafka.Config, error) {
 		return kafka.Config{}, err
 	}
 	unwrapKafka(&kc, enc)
+	kc.Encoding = cdc.EncodingOf(enc)
 	if r, ok := enc.(*debezium.Routed); ok {
 		kc.Route = r.Router.Topic
 	}
@@ -672,12 +662,3 @@ func tokenMatches(r *http.Request, token string) bool {
 	got, want := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(token))
 	return ok && subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
-
-// webhookMetrics counts the webhook sink's retries by HTTP status.
-type webhookMetrics struct{ m *cdc.Metrics }
-
-func (w webhookMetrics) Retry(status int, _ error) {
-	w.m.SinkRetries.WithLabelValues("webhook", strconv.Itoa(status)).Inc()
-}
-
-func (webhookMetrics) Delivered(int) {}

@@ -21,7 +21,7 @@ import (
 // brokers.
 func signalClientOpts(cfg *Config, brokers []string, client string) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	if cfg.Sink.Type == "kafka" {
+	if cfg.Sink.caps().Topics {
 		var err error
 		if opts, err = cfg.Sink.Kafka.ClientOpts(); err != nil {
 			return nil, fmt.Errorf("config: sink.kafka: %w", err)

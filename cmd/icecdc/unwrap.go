@@ -9,6 +9,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 )
 
 // TransformsConfig is Debezium Server's transforms block, by transform
@@ -37,7 +38,7 @@ func (t TransformsConfig) unwrap() (*debezium.UnwrapOptions, error) {
 
 // check validates the block against the format and the sink; every
 // error is one line naming its key under transforms.
-func (t TransformsConfig) check(format, sinkType string) []error {
+func (t TransformsConfig) check(format string, sink *SinkConfig) []error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(t)) {
 		if name != unwrapName && t[name]["type"] == "" {
@@ -67,10 +68,28 @@ func (t TransformsConfig) check(format, sinkType string) []error {
 			}
 		}
 	}
-	if len(o.AddHeaders) > 0 && sinkType != "kafka" {
-		errs = append(errs, fmt.Errorf("config: transforms.unwrap.add.headers: sink %s has no record headers (only kafka has)", sinkType))
+	if len(o.AddHeaders) > 0 && !sink.caps().Topics {
+		errs = append(errs, fmt.Errorf("config: transforms.unwrap.add.headers: sink %s has no record headers (only %s has)", sink.Type, sink.kindNames(func(c sinkkind.Caps) bool { return c.Topics })))
+	}
+	if o.DeleteHandling == debezium.DeleteDrop && sink.caps().Rows {
+		errs = append(errs, fmt.Errorf("config: transforms.unwrap.delete.tombstone.handling.mode: drop: sink %s keeps rows and would never delete one", sink.Type))
 	}
 	return errs
+}
+
+// transforms returns the transforms the events go through: the block,
+// with the flattened form for a sink that keeps rows when the block has
+// none (such a sink deletes by the event's op, not by a value).
+func (c *Config) transforms() TransformsConfig {
+	if !c.Sink.caps().Rows || c.Transforms[unwrapName] != nil {
+		return c.Transforms
+	}
+	t := maps.Clone(c.Transforms)
+	if t == nil {
+		t = TransformsConfig{}
+	}
+	t[unwrapName] = map[string]string{"delete.tombstone.handling.mode": "delete-to-tombstone"}
+	return t
 }
 
 // withUnwrap wraps enc in the flattened form when opts is set.
@@ -92,7 +111,7 @@ func eventEncoder(cfg *Config) (cdc.Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Transforms.apply(enc)
+	return cfg.transforms().apply(enc)
 }
 
 // apply wraps enc in the transforms: the flattened form with unwrap.

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -124,6 +124,10 @@ type Config struct {
 	// Logger receives the few lifecycle messages the sink logs. Default
 	// slog.Default().
 	Logger *slog.Logger `yaml:"-"`
+	// Encoding says what the records are: the CloudEvents subject is its
+	// row key, the content-type header its media type (zero: JSON values,
+	// keys as they are).
+	Encoding cdc.Encoding `yaml:"-"`
 	// Owner, when set, names the writer of each checkpoint record: its
 	// member and group generation travel as the record's headers
 	// "owner" and "generation" (cluster mode), so that the checkpoint
@@ -212,8 +216,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
-
 // validate checks a Config that has its defaults; errors name the field.
 func (c Config) validate() error {
 	var errs []error
@@ -237,16 +239,8 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("transaction topic: %w", err))
 		}
 	}
-	for _, p := range placeholder.FindAllString(c.Topic, -1) {
-		switch p {
-		case "{namespace}", "{table}", "{catalog}":
-		case "{pipeline}":
-			if c.Pipeline == "" {
-				errs = append(errs, errors.New("topic: {pipeline} used but the pipeline has no name"))
-			}
-		default:
-			errs = append(errs, fmt.Errorf("topic: unknown placeholder %s in %q", p, c.Topic))
-		}
+	if err := sinkkind.CheckNameTemplate(c.Topic, c.Pipeline); err != nil {
+		errs = append(errs, fmt.Errorf("topic: %w", err))
 	}
 	switch strings.ToUpper(c.SASL.Mechanism) {
 	case "", SASLPlain, SASLScramSHA256, SASLScramSHA512:

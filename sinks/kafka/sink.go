@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/cdc"
-	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 )
 
 var (
@@ -150,12 +149,7 @@ func TopicName(cfg Config, t cdc.TableInfo) (string, error) {
 
 // TopicOf expands the topic template of c for a table, before Route.
 func (c Config) TopicOf(t *cdc.TableInfo) string {
-	return strings.NewReplacer(
-		"{namespace}", t.Namespace,
-		"{table}", t.Name,
-		"{catalog}", t.Catalog,
-		"{pipeline}", c.Pipeline,
-	).Replace(c.WithDefaults().Topic)
+	return sinkkind.ExpandName(c.WithDefaults().Topic, t, c.Pipeline)
 }
 
 // ensureTopic creates topic on its first use. Creating it ourselves rather
@@ -249,7 +243,6 @@ func (p *producer) transactionRecord(m *cdc.TransactionMarker) *kgo.Record {
 var (
 	ceHeaders     = []string{"ce_specversion", "ce_id", "ce_source", "ce_type", "ce_time", "ce_subject", "content-type"}
 	ceSpecVersion = []byte("1.0")
-	ceContentType = []byte("application/json")
 )
 
 const ceTypePrefix = "io.icecdc.change."
@@ -284,11 +277,12 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 	}
 	backing := make([]kgo.Record, n)
 	perEvent := 4
-	var ceSource, ceTime []byte
+	var ceSource, ceTime, ceContentType []byte
 	if p.cfg.CloudEvents {
 		perEvent += len(ceHeaders)
 		ceSource = []byte("icecdc/" + url.PathEscape(p.cfg.Pipeline) + "/" + url.PathEscape(b.Table.Namespace) + "." + url.PathEscape(b.Table.Name))
 		ceTime = []byte(time.UnixMilli(b.Snapshot.TimestampMs).UTC().Format(time.RFC3339Nano))
+		ceContentType = []byte(p.cfg.Encoding.Type())
 	}
 	idLen, extraHeaders := 0, 0
 	for i := range b.Messages {
@@ -317,7 +311,7 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 				kgo.RecordHeader{Key: "ce_source", Value: ceSource},
 				kgo.RecordHeader{Key: "ce_type", Value: []byte(ceTypePrefix + m.Op.String())},
 				kgo.RecordHeader{Key: "ce_time", Value: ceTime},
-				kgo.RecordHeader{Key: "ce_subject", Value: debezium.KeyPayload(m.Key)},
+				kgo.RecordHeader{Key: "ce_subject", Value: p.cfg.Encoding.RowKey(m.Key)},
 				kgo.RecordHeader{Key: "content-type", Value: ceContentType},
 			)
 		}

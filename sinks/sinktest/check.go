@@ -54,7 +54,11 @@ func Compare(sent []cdc.Message, got []Received, repeats, total bool) []string {
 			seen[i] = true
 			firsts = append(firsts, i)
 		}
-		if !sameValue(r.Value, m.Value) {
+		if r.Deleted {
+			if m.Op != cdc.OpDelete || r.Value != nil {
+				add("received %s as a deleted document, sent as op %q", r.ID, m.Op)
+			}
+		} else if !sameValue(r.Value, m.Value) {
 			add("received %s with value %.80q, sent %.80q", r.ID, r.Value, m.Value)
 		}
 		if r.Key != nil && !bytes.Equal(r.Key, m.Key) {

@@ -24,6 +24,10 @@ type Received struct {
 	// Value is the message value. It is compared as JSON when its bytes
 	// differ from what was sent.
 	Value []byte
+	// Deleted marks a delete the destination keeps no value of (a search
+	// index removes the document): its id, op and order are checked, and
+	// Value must be nil.
+	Deleted bool
 }
 
 // Reader reads back what a sink's destination received.

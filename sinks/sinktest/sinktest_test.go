@@ -128,6 +128,10 @@ func TestCompare(t *testing.T) {
 	}
 	reencoded := recv(sent...)
 	reencoded[5].Value = []byte(" " + string(reencoded[5].Value) + "\n")
+	deleted := recv(sent...)
+	deleted[0].Value, deleted[0].Deleted = nil, true // sent[0] is a delete
+	insertDeleted := recv(sent...)
+	insertDeleted[8].Value, insertDeleted[8].Deleted = nil, true
 
 	for _, tc := range []struct {
 		name           string
@@ -148,6 +152,8 @@ func TestCompare(t *testing.T) {
 		{"re-encoded value", reencoded, false, false, ""},
 		{"nothing", nil, false, false, "missing " + sent[0].ID},
 		{"key and op optional", stripped, false, true, ""},
+		{"a delete kept without its value", deleted, false, true, ""},
+		{"an insert is no deleted document", insertDeleted, false, true, "as a deleted document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			problems := Compare(sent, tc.got, tc.repeats, tc.total)

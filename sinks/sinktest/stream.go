@@ -186,6 +186,7 @@ func (s *Stream) message(c *cdc.Commit, e *cdc.Event) cdc.Message {
 	return cdc.Message{
 		ID:    cdc.EventID(s.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op),
 		Op:    e.Op,
+		Index: e.Index,
 		Key:   key,
 		Value: value,
 	}

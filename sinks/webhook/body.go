@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
-	"github.com/icecdc/icecdc/debezium"
 )
 
 // Content types of the two body forms.
@@ -36,10 +35,11 @@ type encoder struct {
 	// time are then the unquoted values.
 	binary             bool
 	rawSource, rawTime string
+	enc                cdc.Encoding
 }
 
 func newEncoder(cfg Config, b *cdc.Batch) *encoder {
-	e := &encoder{maxEvents: cfg.Batch.MaxEvents, maxBytes: cfg.Batch.MaxBytes}
+	e := &encoder{maxEvents: cfg.Batch.MaxEvents, maxBytes: cfg.Batch.MaxBytes, enc: cfg.Encoding}
 	if cfg.CloudEvents {
 		// Path-escaped so that the source stays a valid URI-reference
 		// whatever the names hold; ordinary names are unchanged.
@@ -69,7 +69,7 @@ func (e *encoder) nextBinary(m *cdc.Message) request {
 			{"ce-source", ceHeaderValue(e.rawSource)},
 			{"ce-type", "io.icecdc.change." + m.Op.String()},
 			{"ce-time", e.rawTime},
-			{"ce-subject", ceHeaderValue(string(debezium.KeyPayload(m.Key)))},
+			{"ce-subject", ceHeaderValue(string(e.enc.RowKey(m.Key)))},
 		},
 	}
 }
@@ -145,8 +145,10 @@ func (e *encoder) appendElement(dst []byte, m *cdc.Message) []byte {
 	dst = append(dst, `,"time":`...)
 	dst = append(dst, e.ceTime...)
 	dst = append(dst, `,"subject":`...)
-	dst = appendJSONString(dst, string(debezium.KeyPayload(m.Key)))
-	dst = append(dst, `,"datacontenttype":"application/json","data":`...)
+	dst = appendJSONString(dst, string(e.enc.RowKey(m.Key)))
+	dst = append(dst, `,"datacontenttype":`...)
+	dst = appendJSONString(dst, e.enc.Type())
+	dst = append(dst, `,"data":`...)
 	dst = appendValue(dst, m.Value)
 	return append(dst, '}')
 }

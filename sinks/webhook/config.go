@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icecdc/icecdc/cdc"
 	userinfo "github.com/icecdc/icecdc/internal/redact"
 )
 
@@ -62,6 +63,10 @@ type Config struct {
 	Client *http.Client
 	// Observer, when set, is told about retries and deliveries.
 	Observer Observer
+	// Encoding says what the events are: the CloudEvents subject is its
+	// row key, datacontenttype (and a binary-mode body's content type)
+	// its media type (zero: JSON values, keys as they are).
+	Encoding cdc.Encoding
 }
 
 // The CloudEvents HTTP content modes (Config.CloudEventsMode).

@@ -71,8 +71,11 @@ func (s *Sink) post(ctx context.Context, r request) error {
 	if err != nil {
 		return fmt.Errorf("webhook post %s: %w", s.endpoint, err)
 	}
-	ct := contentTypeJSON
-	if s.cfg.CloudEvents && r.ce == nil {
+	ct := contentTypeJSON // a JSON array of the events
+	switch {
+	case r.ce != nil:
+		ct = s.cfg.Encoding.Type() // binary mode: the body is the event
+	case s.cfg.CloudEvents:
 		ct = contentTypeCloudEvents
 	}
 	// A fresh timestamp and signature on every attempt: a receiver

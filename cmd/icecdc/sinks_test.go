@@ -1,0 +1,56 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/icecdc/icecdc/sinks/opensearch"
+)
+
+const sinkBase = "name: p\ntables: [{name: a.b}]\n"
+
+func TestSinkTypeDidYouMean(t *testing.T) {
+	_, err := parseConfig([]byte(sinkBase+"sink: {type: webhok}\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), `sink.type: "webhok": did you mean "webhook"? want kafka, webhook, stdout, file or opensearch`) {
+		t.Fatalf("misspelt sink type: %v", err)
+	}
+}
+
+// The OpenSearch sink comes from its section alone: the registry finds
+// it, its defaults apply, and the capabilities it declares refuse what an
+// index cannot hold.
+func TestOpenSearchSinkFromConfig(t *testing.T) {
+	c, err := parseConfig([]byte(sinkBase+"sink: {type: opensearch, opensearch: {urls: [\"http://127.0.0.1:9\"], password: ${OS_PW}, username: u}}\n"),
+		env(map[string]string{"OS_PW": "pw"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Format != formatDebeziumJSON || c.Sink.OpenSearch.Password != "pw" {
+		t.Errorf("format %s, password expanded %t", c.Format, c.Sink.OpenSearch.Password == "pw")
+	}
+	if o, _ := c.transforms().unwrap(); o == nil || o.DeleteHandling != "delete-to-tombstone" {
+		t.Errorf("unwrap options %+v: a sink that keeps rows gets them flattened", o)
+	}
+	s, err := buildSink(c, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(*opensearch.Sink); !ok {
+		t.Fatalf("built %T", s)
+	}
+	for _, tc := range []struct{ extra, want string }{
+		{"debezium: {heartbeat.interval.ms: 1000}\n", "sink opensearch has no place for heartbeats (only kafka and webhook carry them)"},
+		{"debezium: {provide.transaction.metadata: true}\n", "only the kafka sink writes transaction records"},
+		{"format: debezium-connect-json\n", "format: sink opensearch takes debezium-json, not debezium-connect-json"},
+		{"transforms: {unwrap: {type: io.debezium.transforms.ExtractNewRecordState, delete.tombstone.handling.mode: drop}}\n", "would never delete one"},
+	} {
+		_, err := parseConfig([]byte(sinkBase+tc.extra+"sink: {type: opensearch, opensearch: {urls: [\"http://127.0.0.1:9\"]}}\n"), env(nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", strings.TrimSpace(tc.extra), err, tc.want)
+		}
+	}
+	_, err = parseConfig([]byte(sinkBase+"sink: {type: opensearch, opensearch: {index: \"{tabel}\"}}\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "sink.opensearch.urls: at least one") {
+		t.Errorf("no urls: %v", err)
+	}
+}
