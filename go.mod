@@ -39,7 +39,7 @@ require (
 	google.golang.org/api v0.295.0
 )
 
-require github.com/opensearch-project/opensearch-go/v4 v4.8.1 // indirect
+require github.com/opensearch-project/opensearch-go/v4 v4.8.1
 
 require (
 	cel.dev/expr v0.25.2 // indirect
