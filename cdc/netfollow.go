@@ -188,7 +188,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 	}
 	uuid, epoch := f.spec.Source.Info().UUID, f.cp.Epoch
 	pos := func(next int) Checkpoint {
-		cp := Checkpoint{TableUUID: uuid, SnapshotID: end.ID, Seq: end.SequenceNumber, TimestampMs: end.TimestampMs, Next: next, Epoch: epoch, Signal: f.cp.Signal}
+		cp := Checkpoint{TableUUID: uuid, SnapshotID: end.ID, Seq: end.SequenceNumber, TimestampMs: end.TimestampMs, Next: next, Epoch: epoch, Signal: f.cp.Signal, SignalMark: f.cp.SignalMark}
 		if next >= total {
 			cp.Done = true
 		} else {

@@ -847,7 +847,7 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker Snap
 	d := &delivery{f: f, c: c, n: n, next: from, marker: marker, initial: marker == SnapshotRead,
 		epoch: f.cp.Epoch, limit: f.chunkLimit()}
 	d.resync = d.initial && f.cp.Resync
-	d.signal = f.cp.Signal
+	d.signal, d.mark = f.cp.Signal, f.cp.SignalMark
 	if d.initial {
 		d.kind, d.filter = f.cp.Kind, f.cp.Filter
 	}
@@ -885,8 +885,9 @@ type delivery struct {
 	initial bool
 	resync  bool
 	epoch   int64
-	signal  string // Checkpoint.Signal
-	kind    string // Checkpoint.Kind and Filter of a read
+	signal  string      // Checkpoint.Signal
+	mark    *SignalMark // Checkpoint.SignalMark
+	kind    string      // Checkpoint.Kind and Filter of a read
 	filter  string
 	turn    int // which of the builders' send encodes the next chunk
 	s       *sender
@@ -920,7 +921,7 @@ func (d *delivery) flush() error {
 	hi := lo + len(d.chunk)
 	cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
 		Next: hi, Done: hi >= d.n, TimestampMs: c.Snapshot.TimestampMs, Initial: d.initial, Resync: d.resync, Epoch: d.epoch,
-		Signal: d.signal, Kind: d.kind, Filter: d.filter}
+		Signal: d.signal, SignalMark: d.mark, Kind: d.kind, Filter: d.filter}
 	if d.initial && cp.Done {
 		// The stream resumes after the read snapshot. Resync stays: the
 		// write below marks this last chunk's events with it.

@@ -480,3 +480,9 @@ func (c *ClusterChannel) commitLoop(ctx context.Context) {
 		}
 	}
 }
+
+// inflight is a signal read whose effect is not durable yet.
+type inflight struct {
+	offset int64
+	done   bool
+}
