@@ -176,7 +176,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		p.Notify = notifier.Notice
 	}
 	sctx, stopSignals := context.WithCancel(ctx) // ends with the run, whichever way
-	waitSignals, err := startSignals(sctx, cfg, log, p, tableNames(p.Tables), notifier, p.Ready)
+	waitSignals, err := startSignals(sctx, cfg, log, p, tableNames(p.Tables), notifier, p.Serving())
 	if err != nil {
 		stopSignals()
 		return err
