@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -461,6 +462,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 	}
 	switch {
 	case stop:
+		f.showPaused(false)
 		cp := f.cp
 		cp.Initial, cp.Done, cp.Next, cp.Paused, cp.Kind, cp.Filter = false, true, 0, false, "", ""
 		kind := f.cp.Kind
@@ -482,6 +484,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 			f.logger().Info("on-demand snapshot paused", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
 			f.notice(NoticePaused, cp.Next, 0)
 		}
+		f.showPaused(true)
 		return errReadHeld
 	case f.cp.Paused:
 		cp := f.cp
@@ -491,8 +494,28 @@ func (f *follower) holdRead(ctx context.Context) error {
 		}
 		f.logger().Info("on-demand snapshot resumed", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
 		f.notice(NoticeResumed, cp.Next, 0)
+		f.showPaused(false)
 	}
 	return nil
+}
+
+// showPaused sets the table's icecdc_snapshot_paused and its health's
+// note: a paused read holds the table's stream, which must be seen.
+func (f *follower) showPaused(on bool) {
+	id := ""
+	if on {
+		id = cmp.Or(f.cp.Signal, "-")
+	}
+	if f.pausedShown == id {
+		return
+	}
+	f.pausedShown = id
+	v := 0.0
+	if on {
+		v = 1
+	}
+	f.p.Metrics.SnapshotPaused.WithLabelValues(f.spec.Name).Set(v)
+	f.p.Health.Paused(f.spec.Name, id)
 }
 
 // bindFilter binds the read's filter to sc, keeping the last binding.

@@ -308,6 +308,9 @@ type follower struct {
 	iw       idleWait
 	pk       parking
 	notified bool // the source calls f.poke on its catalog's wake-ups
+	// pausedShown is the signal whose paused read the metrics and health
+	// show ("": none), see showPaused.
+	pausedShown string
 	// readFilter is the row filter of the read being delivered, and
 	// filter its last binding (see adhoc.go).
 	readFilter string
