@@ -422,7 +422,7 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 	if mark != nil {
 		cp.SignalMark = mark
 	}
-	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
+	if err := f.saveCP(context.WithoutCancel(ctx), cp); err != nil {
 		answer(snapshotReply{err: fmt.Errorf("snapshot of table %s: %w", f.spec.Name, err)})
 		return err
 	}
@@ -454,7 +454,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 	}
 	stop, paused := f.p.requests.control(f.spec.Name)
 	save := func(cp Checkpoint) error {
-		if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
+		if err := f.saveCP(context.WithoutCancel(ctx), cp); err != nil {
 			return err
 		}
 		f.cp = cp

@@ -37,6 +37,7 @@ type Health struct {
 const (
 	InSink   = "sink"   // the sink refused or could not be reached
 	InSource = "source" // the table could not be loaded or read
+	InState  = "state"  // the table's checkpoint could not be stored
 )
 
 // Table states of TableHealth.
@@ -50,7 +51,7 @@ const (
 type TableHealth struct {
 	Table     string    `json:"table"`
 	State     string    `json:"state"`               // ok, failing or stopped
-	Component string    `json:"component,omitempty"` // sink or source
+	Component string    `json:"component,omitempty"` // sink, source or state
 	Since     time.Time `json:"since,omitzero"`      // when the fault began
 	Failures  int       `json:"failures,omitempty"`  // failed attempts since then
 	LastError string    `json:"last_error,omitempty"`

@@ -586,7 +586,7 @@ func (f *follower) load(ctx context.Context) error {
 		}
 		// Stored at once: a restart must not resolve "latest" again and
 		// skip the commits made in between.
-		if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
+		if err := f.saveCP(ctx, cp); err != nil {
 			return err
 		}
 		switch {
@@ -1024,7 +1024,7 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 	if o.initial {
 		f.p.Progress.Add(0, 0, int64(o.events))
 	}
-	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, o.cp); err != nil {
+	if err := f.saveConfirmed(ctx, o.cp); err != nil {
 		return err
 	}
 	f.cp = o.cp
@@ -1044,6 +1044,49 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 	}
 	return nil
 }
+
+// saveConfirmed stores the checkpoint of a batch the sink confirmed. A
+// failed save is retried here, with the pipeline's backoff, not by the
+// table's loop: that would load the last stored position and write the
+// confirmed batch again. A shutdown ends the retries (the batch is
+// written again after the restart).
+func (f *follower) saveConfirmed(ctx context.Context, cp Checkpoint) error {
+	backoff, failed := f.p.RetryInitial, false
+	for {
+		err := f.saveCP(context.WithoutCancel(ctx), cp)
+		if err == nil {
+			if failed {
+				f.p.Health.OK(f.spec.Name)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		failed = true
+		f.p.Health.Fail(f.spec.Name, InState, err)
+		f.p.Metrics.Retries.WithLabelValues(f.spec.Name).Inc()
+		if !sleep(ctx, jitter(backoff)) {
+			return err
+		}
+		backoff = min(2*backoff, f.p.RetryMax)
+	}
+}
+
+// saveCP stores the table's checkpoint; its error is a stateError.
+func (f *follower) saveCP(ctx context.Context, cp Checkpoint) error {
+	if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
+		return &stateError{err}
+	}
+	return nil
+}
+
+// stateError is an error of Store.Save: the state file could not be
+// written (a full disk, a lost volume).
+type stateError struct{ err error }
+
+func (e *stateError) Error() string { return "state: " + e.err.Error() }
+func (e *stateError) Unwrap() error { return e.err }
 
 // chunkLimit returns the events of the next batch: ChunkSize, or fewer
 // when the last batch's bytes per event would take it past ChunkBytes.
@@ -1184,8 +1227,12 @@ func (e *sinkError) Unwrap() error { return e.err }
 // component says where an error of a table's loop arose.
 func component(err error) string {
 	var se *sinkError
-	if errors.As(err, &se) {
+	var st *stateError
+	switch {
+	case errors.As(err, &se):
 		return InSink
+	case errors.As(err, &st):
+		return InState
 	}
 	return InSource
 }

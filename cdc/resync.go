@@ -50,7 +50,7 @@ func (f *follower) resync(ctx context.Context, cause error) error {
 			cp.Done, cp.Initial, cp.Resync = false, true, true
 		}
 	}
-	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
+	if err := f.saveCP(context.WithoutCancel(ctx), cp); err != nil {
 		return err
 	}
 	f.p.Metrics.Resyncs.WithLabelValues(f.spec.Name).Inc()
