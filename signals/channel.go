@@ -223,7 +223,9 @@ func (c *Channel) handle(ctx context.Context, rt *router, r *kgo.Record, sk *ski
 	case d.a.Signal.Type != TypeExecuteSnapshot:
 		if d.a.Control == cdc.StopSnapshot {
 			for _, t := range d.a.Tables {
-				c.lanes.drop(t) // the executes before the stop, not started
+				for _, w := range c.lanes.remove(t) {
+					w.drop() // an execute before the stop, not started
+				}
 			}
 		}
 		if !rt.control(ctx, d.a, d.a.Tables) {

@@ -59,19 +59,17 @@ func (l *lanes) drain(table string, ln *lane) {
 	}
 }
 
-// drop removes the work queued on table's lane (executes not handed to
-// the table yet) and calls their drop: a stop-snapshot read after them
-// ends them before they start.
-func (l *lanes) drop(table string) {
+// remove removes the work queued on table's lane (executes not handed
+// to the table yet) and returns it: a stop-snapshot read after them ends
+// them before they start, and the caller calls their drop.
+func (l *lanes) remove(table string) []*laneWork {
 	l.mu.Lock()
-	var dropped []*laneWork
+	defer l.mu.Unlock()
+	var removed []*laneWork
 	if ln := l.byTable[table]; ln != nil {
-		dropped, ln.queue = ln.queue, nil
+		removed, ln.queue = ln.queue, nil
 	}
-	l.mu.Unlock()
-	for _, w := range dropped {
-		w.drop()
-	}
+	return removed
 }
 
 // wait returns once every lane is drained.

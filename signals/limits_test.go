@@ -136,3 +136,37 @@ func complexPattern() string {
 	}
 	return strings.Join(alts, "|")
 }
+
+// TestClusterMark: a partition's mark is bounded however many signals
+// wait (on main it listed every done offset past the first that waits,
+// without bound), reads back as written, and a mark of an earlier
+// icecdc is still read.
+func TestClusterMark(t *testing.T) {
+	ps := &partSignals{}
+	ps.prog.end = 40
+	for o := int64(40); o < 40+100_000; o++ {
+		if o%20 == 0 {
+			ps.prog.read(o)
+		} else {
+			ps.prog.pass(o)
+		}
+	}
+	m := ps.mark()
+	if len(m) > maxMetaBytes+len(markPrefix)+16 {
+		t.Fatalf("a mark of %d bytes", len(m))
+	}
+	next, sk, err := parseMark(m)
+	if err != nil || next != 40 {
+		t.Fatalf("parseMark: %d, %v", next, err)
+	}
+	if sk.done(40) || sk.done(60) || !sk.done(41) || !sk.done(59) || sk.done(40+100_000) {
+		t.Errorf("the mark read back: %+v", sk)
+	}
+	next, sk, err = parseMark(`signals:{"next":5,"done":[7,9]}`)
+	if err != nil || next != 5 || !sk.done(7) || !sk.done(9) || sk.done(6) || sk.done(8) {
+		t.Errorf("an earlier mark: %d, %+v, %v", next, sk, err)
+	}
+	if _, _, err := parseMark("signals/2 zz!"); err == nil {
+		t.Error("a bad mark read")
+	}
+}

@@ -73,11 +73,18 @@ func (p *progress) commit() (int64, string) {
 type skip struct {
 	base, end int64
 	pending   map[int64]bool
+	listed    map[int64]bool // instead: the done offsets (an older mark)
 }
 
 // done reports whether the record at o was done before the restart.
 func (s *skip) done(o int64) bool {
-	return s != nil && o >= s.base && o < s.end && !s.pending[o]
+	if s == nil || o < s.base {
+		return false
+	}
+	if s.listed != nil {
+		return s.listed[o]
+	}
+	return o < s.end && !s.pending[o]
 }
 
 // parseSkip reads the metadata committed with offset base; nil (with
