@@ -56,13 +56,14 @@ type Channel struct {
 	// wait, the channel fetches no more. Default DefaultWindow.
 	Window int
 
-	mu      sync.Mutex
-	prog    progress
-	skipped int64         // records passed over as done before a restart
-	freed   chan struct{} // a signal is done: room in the window
-	dirty   chan struct{} // the committer: progress changed
-	lanes   lanes
-	adm     *kadm.Client
+	mu         sync.Mutex
+	prog       progress
+	skipped    int64 // records passed over as done before a restart
+	skipLogged bool
+	freed      chan struct{} // a signal is done: room in the window
+	dirty      chan struct{} // the committer: progress changed
+	lanes      lanes
+	adm        *kadm.Client
 
 	commitMu sync.Mutex
 	last     struct {
@@ -207,11 +208,15 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, log *slog.
 // handle acts on one record: at once when it asks nothing, is refused
 // or is a control, else on its tables' lanes.
 func (c *Channel) handle(ctx context.Context, rt *router, r *kgo.Record, sk *skip) {
+	if sk != nil && r.Offset >= sk.end && !c.skipLogged {
+		c.skipLogged = true
+		c.Log.Info("signals: passed over the signals done before the restart", "signals", c.skipped, "from", sk.base, "to", sk.end)
+	}
 	if sk.done(r.Offset) {
 		c.mu.Lock()
 		c.prog.pass(r.Offset)
-		c.skipped++
 		c.mu.Unlock()
+		c.skipped++
 		return
 	}
 	d := rt.decode(r)
@@ -386,7 +391,7 @@ func (rt *router) decode(r *kgo.Record) decoded {
 // passOver logs a record that asks nothing.
 func (rt *router) passOver(r *kgo.Record, why string) {
 	if why != "-" {
-		rt.log.Info(why, "offset", r.Offset, "key", string(r.Key), "want", rt.key)
+		rt.log.Info(why, "offset", r.Offset, "key", quote(string(r.Key)), "want", rt.key)
 	}
 }
 
