@@ -256,20 +256,16 @@ func (c *Channel) execute(ctx context.Context, rt *router, offset int64, a Actio
 	c.prog.read(offset)
 	c.mu.Unlock()
 	rt.logExecute(a, a.Tables)
+	if len(a.Tables) == 0 { // Parse matches one at least; never left pending
+		c.finishRecord(offset)
+		return
+	}
 	var left atomic.Int64
 	left.Store(int64(len(a.Tables)))
 	part := func() {
-		if left.Add(-1) != 0 {
-			return
+		if left.Add(-1) == 0 {
+			c.finishRecord(offset)
 		}
-		c.mu.Lock()
-		c.prog.done(offset)
-		c.mu.Unlock()
-		select {
-		case c.freed <- struct{}{}:
-		default:
-		}
-		c.changed()
 	}
 	mark := &cdc.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
 	for _, t := range a.Tables {
@@ -285,6 +281,18 @@ func (c *Channel) execute(ctx context.Context, rt *router, offset int64, a Actio
 			},
 		})
 	}
+}
+
+// finishRecord marks the pending record at offset done.
+func (c *Channel) finishRecord(offset int64) {
+	c.mu.Lock()
+	c.prog.done(offset)
+	c.mu.Unlock()
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
+	c.changed()
 }
 
 // changed tells the committer.
