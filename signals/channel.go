@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,7 @@ type Channel struct {
 	prog       progress
 	skipped    int64 // records passed over as done before a restart
 	skipLogged bool
+	carry      *skip         // the done signals the restart found, for commit
 	freed      chan struct{} // a signal is done: room in the window
 	dirty      chan struct{} // the committer: progress changed
 	lanes      lanes
@@ -87,6 +89,7 @@ func (c *Channel) Run(ctx context.Context) error {
 		return fmt.Errorf("signal topic %s: %w", c.Topic, err)
 	}
 	start, skip, err := c.prepare(ctx, kadm.NewClient(cl))
+	c.carry = skip
 	cl.Close()
 	if err != nil {
 		return nil // ctx ended
@@ -177,6 +180,7 @@ func (c *Channel) prepare(ctx context.Context, adm *kadm.Client) (kgo.Offset, *s
 				c.Log.Warn("signals: the committed offset's metadata cannot be read; the signals past the offset are read again", "offset", o.At, "err", err)
 			}
 			c.prog.end = o.At
+			c.last.at, c.last.meta = o.At, o.Metadata // committed already
 			return kgo.NewOffset().At(o.At), sk, nil
 		}
 		c.Log.Warn("read the signal group's offset", "group", c.Group, "err", err)
@@ -323,7 +327,20 @@ func (c *Channel) commit(ctx context.Context, final bool) {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	c.mu.Lock()
-	at, meta := c.prog.commit()
+	p := c.prog
+	if sk := c.carry; sk != nil && sk.end > p.end {
+		// Not read that far since the restart: what the restart found
+		// done past here stays so.
+		p.pending = slices.Clone(p.pending)
+		for o := range sk.pending {
+			if o >= p.end {
+				p.pending = append(p.pending, o)
+			}
+		}
+		slices.Sort(p.pending)
+		p.end = sk.end
+	}
+	at, meta := p.commit()
 	c.mu.Unlock()
 	if at == c.last.at && meta == c.last.meta || at <= 0 && meta == "" && c.last.at < 0 {
 		return

@@ -279,3 +279,53 @@ func slicesOf(format string, n int) []string {
 	}
 	return out
 }
+
+// TestSignalsDoneKeptWhenNotReadAgain: a restart that stops before it
+// read again as far as the commit's metadata said keeps what the
+// metadata said of the rest: the signals it named done stay done. Here
+// s2 to s4 are named done, s1 waits for a failing table in a window of
+// one, so the run never reads past s1.
+func TestSignalsDoneKeptWhenNotReadAgain(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	brokers := kf.ListenAddrs()
+	r := newRig(t, brokers, "shop.orders", "shop.items")
+	produce(t, brokers, "icecdc", snap("s1", "shop.orders"), snap("s2", "shop.items"), snap("s3", "shop.items"), snap("s4", "shop.items"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	const meta = "icecdc-signals/1 4" // s1 pending, s2 to s4 done
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "icecdc-signal", Partition: 0, At: 0, LeaderEpoch: -1, Metadata: meta})
+	if err := adm.CommitAllOffsets(t.Context(), "kafka-signal", offs); err != nil {
+		t.Fatal(err)
+	}
+	r.failing["shop.orders"].Store(true)
+	stop := r.run(1)
+	r.waitLog("the window of pending signals is full", 1)
+	stop()
+	got, err := adm.FetchOffsets(t.Context(), "kafka-signal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := got.Lookup("icecdc-signal", 0); o.At != 0 || o.Metadata != meta {
+		t.Fatalf("committed %d %q after a run that read s1 only, want 0 %q", o.At, o.Metadata, meta)
+	}
+	r.failing["shop.orders"].Store(false)
+	r.run(0)
+	produce(t, brokers, "icecdc", snap("s5", "shop.items"))
+	// shop.items takes its signals in order: s2 to s4, read again,
+	// would have started before s5.
+	all := waitNote(t, brokers, "s5", cdc.NoticeCompleted)
+	for _, id := range []string{"s2", "s3", "s4"} {
+		if n := count(all, id, cdc.NoticeStarted); n != 0 {
+			t.Errorf("%s, named done, started %d times", id, n)
+		}
+	}
+}
