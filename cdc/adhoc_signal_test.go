@@ -168,6 +168,9 @@ func TestSignalSnapshot(t *testing.T) {
 		t.Fatalf("a paused read restarted to %s (paused %v)", cp, cp.Paused)
 	}
 	paused("s2")
+	if v := testutil.ToFloat64(p.Metrics.SnapshotsBehind.WithLabelValues("shop.orders")); v != 1 {
+		t.Errorf("icecdc_snapshots_behind %v while a paused read holds a commit, want 1", v)
+	}
 	if ids, _ := rRows(sink, first.ID); len(ids) != 32 {
 		t.Fatalf("the paused read emitted %d rows", len(ids)-32)
 	}

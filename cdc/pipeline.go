@@ -666,6 +666,13 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 	}
 	if f.cp.Initial && !f.cp.Done {
 		if err := f.initialRead(ctx); err != nil {
+			if errors.Is(err, errReadHeld) {
+				// A paused read holds the stream: the commits after its
+				// snapshot wait, and the lag says so.
+				if snaps, serr := src.Snapshots(ctx, f.cp.Seq, 0); serr == nil {
+					f.lag(snaps)
+				}
+			}
 			return err
 		}
 	}
