@@ -118,16 +118,29 @@ func (p *Pipeline) RequestSnapshot(ctx context.Context, table string) (SnapshotI
 // the request's ID in its checkpoint: read already); a waiting request
 // joins one with the same ID and filter.
 func (p *Pipeline) Snapshot(ctx context.Context, table string, req SnapshotRequest) (SnapshotInfo, error) {
-	reply, err := p.requests.add(table, req)
+	wait, err := p.QueueSnapshot(table, req)
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	select {
-	case r := <-reply:
-		return r.snap, r.err
-	case <-ctx.Done():
-		return SnapshotInfo{}, fmt.Errorf("snapshot of table %s: not started yet (the table is delivering a commit or retrying): %w; the request stays queued", table, ctx.Err())
+	return wait(ctx)
+}
+
+// QueueSnapshot is Snapshot in two steps: it queues the request at once
+// (behind the table's earlier ones; a stop drops it), and wait answers
+// as Snapshot does.
+func (p *Pipeline) QueueSnapshot(table string, req SnapshotRequest) (wait func(context.Context) (SnapshotInfo, error), err error) {
+	reply, err := p.requests.add(table, req)
+	if err != nil {
+		return nil, err
 	}
+	return func(ctx context.Context) (SnapshotInfo, error) {
+		select {
+		case r := <-reply:
+			return r.snap, r.err
+		case <-ctx.Done():
+			return SnapshotInfo{}, fmt.Errorf("snapshot of table %s: not started yet (the table is delivering a commit or retrying): %w; the request stays queued", table, ctx.Err())
+		}
+	}, nil
 }
 
 // SnapshotControl is what a signal asks of a table's on-demand snapshot.

@@ -145,3 +145,52 @@ func TestSnapshotMarks(t *testing.T) {
 		}
 	}
 }
+
+// TestPausedReadResumesWithoutCommit: a read paused in its first chunk
+// on a caught-up table resumes (and a later one stops) on the signal
+// alone, with no new commit to wake the table. On main the table took
+// itself for synced and never looked at the read again: a resume or a
+// stop waited for the table's next commit.
+func TestPausedReadResumesWithoutCommit(t *testing.T) {
+	store, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	src := cdctest.New(cdctest.Info("shop", "orders"))
+	first := src.Append(cdctest.Inserts(1, 100)...)
+	var ns notices
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
+		Encoder: newEncoder("p"), Sink: &cdctest.Sink{}, Store: store, Poll: time.Millisecond, ChunkSize: 10,
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Notify: ns.add, Ready: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}()
+	waitFor(t, "caught up", func() bool {
+		cp, _, _ := store.Load(context.Background(), "p", "shop.orders")
+		return cp.Done && cp.SnapshotID == first.ID
+	})
+	for _, c := range []struct {
+		id      string
+		control cdc.SnapshotControl
+		want    string
+	}{{"r", cdc.ResumeSnapshot, "STARTED,PAUSED,RESUMED,TABLE_SCAN_COMPLETED,COMPLETED"}, {"s", cdc.StopSnapshot, "STARTED,PAUSED,ABORTED"}} {
+		if err := p.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: c.id, Kind: "incremental"}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, c.id+" paused", func() bool { return strings.Join(ns.types(c.id), ",") == "STARTED,PAUSED" })
+		if err := p.ControlSnapshot("shop.orders", c.control); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, c.id+" ended", func() bool { return strings.Join(ns.types(c.id), ",") == c.want })
+	}
+}

@@ -649,6 +649,7 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 	}
 	f.changed = changed || !f.synced
 	if err := f.serveSnapshots(ctx); err != nil {
+		f.synced = false // a read paused or failing: the next poll goes on with it
 		return err
 	}
 	if !changed && f.synced {
@@ -740,7 +741,13 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 		return err
 	}
 	f.synced = true
-	return f.serveSnapshots(ctx)
+	if err := f.serveSnapshots(ctx); err != nil {
+		// A read paused (or failing) in its first chunks: the next poll
+		// must go on with it (a resume, a stop), though nothing changed.
+		f.synced = false
+		return err
+	}
+	return nil
 }
 
 // checkContinuity makes sure the listed snapshots continue the stream

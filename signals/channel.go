@@ -25,6 +25,14 @@ type Target interface {
 	ControlSnapshot(table string, c cdc.SnapshotControl) error
 }
 
+// Queuer is a Target that queues a snapshot request without waiting for
+// its start (*cdc.Pipeline): a table's lane queues its requests with
+// its lock held, so that a stop-snapshot read after one finds it queued
+// (and drops it) or not yet taken from the lane (and removes it).
+type Queuer interface {
+	QueueSnapshot(table string, req cdc.SnapshotRequest) (wait func(context.Context) (cdc.SnapshotInfo, error), err error)
+}
+
 // ErrNotOwned is a table another member of the cluster follows: its
 // owner acts on the signal.
 var ErrNotOwned = errors.New("the table is followed by another member")
@@ -272,10 +280,12 @@ func (c *Channel) execute(ctx context.Context, rt *router, offset int64, a Actio
 		}
 	}
 	mark := &cdc.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
+	q, _ := rt.target.(Queuer)
 	for _, t := range a.Tables {
-		c.lanes.add(t, &laneWork{
+		var queued *queuedSnapshot
+		w := &laneWork{
 			run: func() {
-				if rt.snapshot(ctx, a, t, mark) {
+				if rt.snapshot(ctx, a, t, mark, queued) {
 					part()
 				} // else not durable: read again after the restart
 			},
@@ -283,8 +293,24 @@ func (c *Channel) execute(ctx context.Context, rt *router, offset int64, a Actio
 				rt.log.Info("signal: snapshot stopped before it started", "id", a.Signal.ID, "table", t)
 				part()
 			},
-		})
+		}
+		if q != nil {
+			w.queue = func() {
+				if ctx.Err() == nil {
+					queued = &queuedSnapshot{}
+					queued.wait, queued.err = q.QueueSnapshot(t, rt.request(a, t, mark))
+				}
+			}
+		}
+		c.lanes.add(t, w)
 	}
+}
+
+// queuedSnapshot is a request a lane queued (Queuer): its wait, or the
+// error queueing it met.
+type queuedSnapshot struct {
+	wait func(context.Context) (cdc.SnapshotInfo, error)
+	err  error
 }
 
 // finishRecord marks the pending record at offset done.
@@ -435,7 +461,7 @@ func (rt *router) act(ctx context.Context, a Action, tables []string) bool {
 		twg.Add(1)
 		go func() {
 			defer twg.Done()
-			if !rt.snapshot(ctx, a, t, nil) {
+			if !rt.snapshot(ctx, a, t, nil, nil) {
 				shutdown.Store(true)
 			}
 		}()
@@ -475,13 +501,24 @@ func (rt *router) logExecute(a Action, tables []string) {
 // snapshot hands a's execute-snapshot to table t (mark: where it was
 // read; nil: its id alone names it) and reports whether that is done:
 // false when ctx ended first.
-func (rt *router) snapshot(ctx context.Context, a Action, t string, mark *cdc.SignalMark) bool {
-	req := cdc.SnapshotRequest{ID: a.Signal.ID, Kind: a.Kind, Filter: a.Filters[t], Mark: mark}
+func (rt *router) snapshot(ctx context.Context, a Action, t string, mark *cdc.SignalMark, queued *queuedSnapshot) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	var si cdc.SnapshotInfo
-	err := rt.retry(ctx, t, func() (err error) {
-		si, err = rt.target.Snapshot(ctx, t, req)
-		return err
-	})
+	var err error
+	switch {
+	case queued != nil && queued.err != nil:
+		err = queued.err
+	case queued != nil:
+		si, err = queued.wait(ctx)
+	default:
+		req := rt.request(a, t, mark)
+		err = rt.retry(ctx, t, func() (err error) {
+			si, err = rt.target.Snapshot(ctx, t, req)
+			return err
+		})
+	}
 	switch {
 	case err == nil:
 		rt.log.Info("signal: snapshot started", "id", a.Signal.ID, "table", t, "snapshot", si.ID)
@@ -494,6 +531,11 @@ func (rt *router) snapshot(ctx context.Context, a Action, t string, mark *cdc.Si
 		rt.reject(Action{Signal: a.Signal, Kind: a.Kind, Tables: []string{t}}, fmt.Sprintf("signal %s (%s): %v", quote(a.Signal.ID), a.Signal.Type, err))
 	}
 	return true
+}
+
+// request is a's snapshot request for table t.
+func (rt *router) request(a Action, t string, mark *cdc.SignalMark) cdc.SnapshotRequest {
+	return cdc.SnapshotRequest{ID: a.Signal.ID, Kind: a.Kind, Filter: a.Filters[t], Mark: mark}
 }
 
 // retry calls f until it returns anything but ErrNotOwned or ctx ends,

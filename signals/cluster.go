@@ -494,7 +494,7 @@ func (c *ClusterChannel) act(rt *router, ps *partSignals, offset int64, a Action
 	mark := &cdc.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
 	for _, t := range tables {
 		c.lanes.add(t, &laneWork{
-			run: func() { part(rt.snapshot(ps.ctx, a, t, mark)) },
+			run: func() { part(rt.snapshot(ps.ctx, a, t, mark, nil)) },
 			drop: func() {
 				rt.log.Info("signal: snapshot stopped before it started", "id", a.Signal.ID, "table", t)
 				part(true)

@@ -329,3 +329,40 @@ func TestSignalsDoneKeptWhenNotReadAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalStopDropsQueued: a stop-snapshot ends the running read and
+// drops the signals before it that have not started, whether queued in
+// the table (B) or still in the table's lane (C); the signal after it
+// runs. Every signal is done (the offset is committed past them all).
+func TestSignalStopDropsQueued(t *testing.T) {
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	brokers := kf.ListenAddrs()
+	r := newRig(t, brokers, "shop.orders")
+	r.run(0)
+	r.waitLog(`"msg":"commit delivered"`, 1)
+	produce(t, brokers, "icecdc", `{"id": "p", "type": "pause-snapshot"}`, snap("A", "shop.orders"), snap("B", "shop.orders"), snap("C", "shop.orders"))
+	waitNote(t, brokers, "A", cdc.NoticePaused)
+	r.waitLog(`"msg":"signal","id":"C"`, 1)
+	produce(t, brokers, "icecdc", `{"id": "stop", "type": "stop-snapshot"}`, snap("D", "shop.orders"))
+	all := waitNote(t, brokers, "D", cdc.NoticeCompleted)
+	if n := count(all, "A", cdc.NoticeAborted); n != 1 {
+		t.Errorf("A aborted %d times, want 1", n)
+	}
+	for _, id := range []string{"B", "C"} {
+		if n := count(all, id, cdc.NoticeStarted); n != 0 {
+			t.Errorf("%s, before the stop, started %d times", id, n)
+		}
+		if !strings.Contains(r.log.String(), `"msg":"signal: snapshot stopped before it started","id":"`+id+`"`) {
+			t.Errorf("no line says %s was stopped before it started", id)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); committed(t, brokers, "kafka-signal") != 6; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the committed offset is %d, want 6 (past every signal)", committed(t, brokers, "kafka-signal"))
+		}
+	}
+}

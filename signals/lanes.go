@@ -19,7 +19,10 @@ type lane struct {
 
 // laneWork is one signal's work on one table.
 type laneWork struct {
-	run func()
+	// queue, when set, is called with the lanes' lock held before run:
+	// a request queued there is queued before a later stop is applied.
+	queue func()
+	run   func()
 	// drop is called instead of run when a stop dropped the work.
 	drop func()
 }
@@ -54,6 +57,9 @@ func (l *lanes) drain(table string, ln *lane) {
 		w := ln.queue[0]
 		ln.queue[0] = nil
 		ln.queue = ln.queue[1:]
+		if w.queue != nil {
+			w.queue()
+		}
 		l.mu.Unlock()
 		w.run()
 	}
