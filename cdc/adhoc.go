@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,26 @@ type SnapshotRequest struct {
 	// Filter, when set, keeps the rows it holds for (see RowFilter),
 	// checked against the table's schema when the read starts.
 	Filter string
+	// Mark, when set, is where the request was read (a signal record). A
+	// table's requests with marks must come in their topic's order: the
+	// checkpoint keeps the last mark taken, and a request at or below it
+	// is answered as read already.
+	Mark *SignalMark
+}
+
+// SignalMark is a signal record's place in its topic, and its id.
+type SignalMark struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	ID        string `json:"id,omitempty"`
+}
+
+// taken reports whether a request at m was taken by a table whose
+// checkpoint holds mark cp (nil: none): the same topic and partition,
+// at or below it.
+func (m *SignalMark) taken(cp *SignalMark) bool {
+	return m != nil && cp != nil && m.Topic == cp.Topic && m.Partition == cp.Partition && m.Offset <= cp.Offset
 }
 
 // SnapshotNotice is a step of an on-demand snapshot with a kind, for
@@ -97,16 +118,29 @@ func (p *Pipeline) RequestSnapshot(ctx context.Context, table string) (SnapshotI
 // the request's ID in its checkpoint: read already); a waiting request
 // joins one with the same ID and filter.
 func (p *Pipeline) Snapshot(ctx context.Context, table string, req SnapshotRequest) (SnapshotInfo, error) {
-	reply, err := p.requests.add(table, req)
+	wait, err := p.QueueSnapshot(table, req)
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	select {
-	case r := <-reply:
-		return r.snap, r.err
-	case <-ctx.Done():
-		return SnapshotInfo{}, fmt.Errorf("snapshot of table %s: not started yet (the table is delivering a commit or retrying): %w; the request stays queued", table, ctx.Err())
+	return wait(ctx)
+}
+
+// QueueSnapshot is Snapshot in two steps: it queues the request at once
+// (behind the table's earlier ones; a stop drops it), and wait answers
+// as Snapshot does.
+func (p *Pipeline) QueueSnapshot(table string, req SnapshotRequest) (wait func(context.Context) (SnapshotInfo, error), err error) {
+	reply, err := p.requests.add(table, req)
+	if err != nil {
+		return nil, err
 	}
+	return func(ctx context.Context) (SnapshotInfo, error) {
+		select {
+		case r := <-reply:
+			return r.snap, r.err
+		case <-ctx.Done():
+			return SnapshotInfo{}, fmt.Errorf("snapshot of table %s: not started yet (the table is delivering a commit or retrying): %w; the request stays queued", table, ctx.Err())
+		}
+	}, nil
 }
 
 // SnapshotControl is what a signal asks of a table's on-demand snapshot.
@@ -163,8 +197,26 @@ type snapshotReply struct {
 
 // snapshotRequests are the pending on-demand snapshots, by table.
 type snapshotRequests struct {
-	mu     sync.Mutex
-	tables map[string]*tableRequests // nil until Run
+	mu      sync.Mutex
+	tables  map[string]*tableRequests // nil until Run
+	serving chan struct{}             // closed by open
+}
+
+// servingCh is the channel open closes (made on first use).
+func (r *snapshotRequests) servingCh() chan struct{} {
+	if r.serving == nil {
+		r.serving = make(chan struct{})
+	}
+	return r.serving
+}
+
+// Serving is closed once Run takes snapshot requests and controls for
+// every table, also those still loading their start position or
+// retrying it: their requests wait in the table's queue.
+func (p *Pipeline) Serving() <-chan struct{} {
+	p.requests.mu.Lock()
+	defer p.requests.mu.Unlock()
+	return p.requests.servingCh()
 }
 
 type tableRequests struct {
@@ -190,6 +242,11 @@ func (r *snapshotRequests) open(specs []TableSpec) {
 	r.tables = make(map[string]*tableRequests, len(specs))
 	for _, s := range specs {
 		r.tables[s.Name] = &tableRequests{wake: make(chan struct{}, 1)}
+	}
+	select {
+	case <-r.servingCh():
+	default:
+		close(r.serving)
 	}
 }
 
@@ -244,7 +301,9 @@ func (r *snapshotRequests) woken(table string) <-chan struct{} {
 }
 
 // take removes and returns the table's first pending request and those
-// that join it (same ID and filter).
+// that join it (same ID and filter). A request with a mark joins only
+// those before it (none taken past another request's mark), so that
+// the checkpoint's mark only grows.
 func (r *snapshotRequests) take(table string) []pendingSnapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -254,11 +313,13 @@ func (r *snapshotRequests) take(table string) []pendingSnapshot {
 	}
 	first := t.pending[0].req
 	var took, rest []pendingSnapshot
+	passed := false // a request left pending before this one
 	for _, p := range t.pending {
-		if p.req.ID == first.ID && p.req.Filter == first.Filter {
+		if p.req.ID == first.ID && p.req.Filter == first.Filter && (!passed || p.req.Mark == nil && first.Mark == nil) {
 			took = append(took, p)
 		} else {
 			rest = append(rest, p)
+			passed = true
 		}
 	}
 	t.pending = rest
@@ -344,9 +405,15 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 		}
 	}
 	req := reqs[0].req
-	if req.ID != "" && req.ID == f.cp.Signal {
-		// Read already (the signal came again after a crash): the first
-		// read stands, resumed from its checkpoint.
+	mark := req.Mark
+	for _, p := range reqs { // the last of those joined
+		if p.req.Mark != nil && (mark == nil || p.req.Mark.Offset > mark.Offset) {
+			mark = p.req.Mark
+		}
+	}
+	if mark.taken(f.cp.SignalMark) || req.ID != "" && req.ID == f.cp.Signal && (mark == nil || f.cp.SignalMark == nil) {
+		// Read already (the signal came again after a crash or a move):
+		// the first read stands, resumed from its checkpoint.
 		answer(snapshotReply{snap: SnapshotInfo{ID: f.cp.SnapshotID, SequenceNumber: f.cp.Seq}})
 		return nil
 	}
@@ -365,7 +432,10 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 	cp := f.cp
 	cp.Initial, cp.Done, cp.Next, cp.Resync, cp.Epoch = true, false, 0, false, cp.Epoch+1
 	cp.Signal, cp.Kind, cp.Filter, cp.Paused = req.ID, req.Kind, req.Filter, false
-	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
+	if mark != nil {
+		cp.SignalMark = mark
+	}
+	if err := f.saveCP(context.WithoutCancel(ctx), cp); err != nil {
 		answer(snapshotReply{err: fmt.Errorf("snapshot of table %s: %w", f.spec.Name, err)})
 		return err
 	}
@@ -397,7 +467,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 	}
 	stop, paused := f.p.requests.control(f.spec.Name)
 	save := func(cp Checkpoint) error {
-		if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
+		if err := f.saveCP(context.WithoutCancel(ctx), cp); err != nil {
 			return err
 		}
 		f.cp = cp
@@ -405,6 +475,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 	}
 	switch {
 	case stop:
+		f.showPaused(false)
 		cp := f.cp
 		cp.Initial, cp.Done, cp.Next, cp.Paused, cp.Kind, cp.Filter = false, true, 0, false, "", ""
 		kind := f.cp.Kind
@@ -426,6 +497,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 			f.logger().Info("on-demand snapshot paused", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
 			f.notice(NoticePaused, cp.Next, 0)
 		}
+		f.showPaused(true)
 		return errReadHeld
 	case f.cp.Paused:
 		cp := f.cp
@@ -435,8 +507,28 @@ func (f *follower) holdRead(ctx context.Context) error {
 		}
 		f.logger().Info("on-demand snapshot resumed", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
 		f.notice(NoticeResumed, cp.Next, 0)
+		f.showPaused(false)
 	}
 	return nil
+}
+
+// showPaused sets the table's icecdc_snapshot_paused and its health's
+// note: a paused read holds the table's stream, which must be seen.
+func (f *follower) showPaused(on bool) {
+	id := ""
+	if on {
+		id = cmp.Or(f.cp.Signal, "-")
+	}
+	if f.pausedShown == id {
+		return
+	}
+	f.pausedShown = id
+	v := 0.0
+	if on {
+		v = 1
+	}
+	f.p.Metrics.SnapshotPaused.WithLabelValues(f.spec.Name).Set(v)
+	f.p.Health.Paused(f.spec.Name, id)
 }
 
 // bindFilter binds the read's filter to sc, keeping the last binding.

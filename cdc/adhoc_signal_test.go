@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/state"
@@ -146,6 +148,17 @@ func TestSignalSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "s2 paused", func() bool { return strings.Join(ns.types("s2"), ",") == "STARTED,PAUSED" })
+	// The pause is seen: icecdc_snapshot_paused and /readyz's note.
+	paused := func(want string) {
+		t.Helper()
+		v := testutil.ToFloat64(p.Metrics.SnapshotPaused.WithLabelValues("shop.orders"))
+		notes := p.Health.PausedNotes()
+		if want == "" && (v != 0 || len(notes) != 0) || want != "" && (v != 1 || len(notes) != 1 || !strings.Contains(notes[0], want) ||
+			p.Health.Tables()[0].SnapshotPaused != want) {
+			t.Errorf("icecdc_snapshot_paused %v, notes %q; want paused by %q", v, notes, want)
+		}
+	}
+	paused("s2")
 	second := src.Append(cdctest.Inserts(101, 5)...)
 	stop()
 	stop = start()
@@ -154,6 +167,10 @@ func TestSignalSnapshot(t *testing.T) {
 	if cp := checkpoint(); !cp.Initial || !cp.Paused || cp.Next != 0 || cp.Signal != "s2" {
 		t.Fatalf("a paused read restarted to %s (paused %v)", cp, cp.Paused)
 	}
+	paused("s2")
+	if v := testutil.ToFloat64(p.Metrics.SnapshotsBehind.WithLabelValues("shop.orders")); v != 1 {
+		t.Errorf("icecdc_snapshots_behind %v while a paused read holds a commit, want 1", v)
+	}
 	if ids, _ := rRows(sink, first.ID); len(ids) != 32 {
 		t.Fatalf("the paused read emitted %d rows", len(ids)-32)
 	}
@@ -161,6 +178,7 @@ func TestSignalSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the commit after s2", caughtUp(second.ID))
+	paused("")
 	if got := strings.Join(ns.types("s2"), ","); got != "STARTED,PAUSED,RESUMED,TABLE_SCAN_COMPLETED,COMPLETED" {
 		t.Errorf("s2 notices %s", got)
 	}
@@ -181,6 +199,7 @@ func TestSignalSnapshot(t *testing.T) {
 	}
 	third := src.Append(cdctest.Inserts(106, 1)...)
 	waitFor(t, "the commit after s3", caughtUp(third.ID))
+	paused("")
 	if got := strings.Join(ns.types("s3"), ","); got != "STARTED,PAUSED,ABORTED" {
 		t.Errorf("s3 notices %s", got)
 	}

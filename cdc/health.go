@@ -37,6 +37,7 @@ type Health struct {
 const (
 	InSink   = "sink"   // the sink refused or could not be reached
 	InSource = "source" // the table could not be loaded or read
+	InState  = "state"  // the table's checkpoint could not be stored
 )
 
 // Table states of TableHealth.
@@ -50,13 +51,16 @@ const (
 type TableHealth struct {
 	Table     string    `json:"table"`
 	State     string    `json:"state"`               // ok, failing or stopped
-	Component string    `json:"component,omitempty"` // sink or source
+	Component string    `json:"component,omitempty"` // sink, source or state
 	Since     time.Time `json:"since,omitzero"`      // when the fault began
 	Failures  int       `json:"failures,omitempty"`  // failed attempts since then
 	LastError string    `json:"last_error,omitempty"`
 	// LastChecked is when the table's metadata was last checked for a
 	// change: by its own load, or by its catalog's bulk check.
 	LastChecked time.Time `json:"last_checked,omitzero"`
+	// SnapshotPaused names the signal whose on-demand snapshot is paused
+	// (pause-snapshot): the table's stream waits for resume-snapshot.
+	SnapshotPaused string `json:"snapshot_paused,omitempty"`
 }
 
 type fault struct {
@@ -65,6 +69,7 @@ type fault struct {
 	unlogged int       // failures since that line
 	checked  time.Time // see Checked
 	watched  bool
+	paused   string // see Paused
 }
 
 func (h *Health) now() time.Time {
@@ -174,6 +179,26 @@ func (h *Health) attrs(table, component string) []any {
 	return attrs
 }
 
+// Paused records that the table's on-demand snapshot of signal id is
+// paused (id "": it is not). /readyz and /status name a paused table.
+func (h *Health) Paused(table, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.table(table).paused = id
+}
+
+// PausedNotes describes, one line per table, every table whose
+// on-demand snapshot is paused.
+func (h *Health) PausedNotes() []string {
+	var out []string
+	for _, t := range h.Tables() {
+		if t.SnapshotPaused != "" {
+			out = append(out, fmt.Sprintf("%s: on-demand snapshot paused (signal %.64q); its stream waits for resume-snapshot or stop-snapshot", t.Table, t.SnapshotPaused))
+		}
+	}
+	return out
+}
+
 // Forget drops a table this process no longer follows (cluster mode:
 // another member took it over), so that /status and /readyz speak of the
 // tables it owns only: a table that stopped here and moved on would keep
@@ -191,7 +216,7 @@ func (h *Health) Tables() []TableHealth {
 	out := make([]TableHealth, 0, len(h.tables))
 	for _, f := range h.tables {
 		t := f.TableHealth
-		t.LastChecked = f.checked
+		t.LastChecked, t.SnapshotPaused = f.checked, f.paused
 		if f.watched && h.catalogChecked.After(t.LastChecked) {
 			t.LastChecked = h.catalogChecked
 		}

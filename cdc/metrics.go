@@ -29,6 +29,7 @@ type Metrics struct {
 	Resyncs         *CounterVec            // re-reads of the head after lost history (on_history_loss: resync)
 	HoldAge         *GaugeVec              // age of the oldest snapshot the retention hold keeps
 	Snapshots       *CounterVec            // on-demand snapshots started
+	SnapshotPaused  *GaugeVec              // 1 while the table's on-demand snapshot is paused
 }
 
 // The sets of per-table series (configuration metrics.per_table).
@@ -83,11 +84,12 @@ func newMetrics(reg prometheus.Registerer, full bool) *Metrics {
 		Resyncs:         counter(summed, prometheus.CounterOpts{Name: "icecdc_resyncs_total", Help: "Re-reads of the head after the table's history from the checkpoint was lost (on_history_loss: resync)."}),
 		HoldAge:         gauge(alerted, prometheus.GaugeOpts{Name: "icecdc_hold_age_seconds", Help: "Age of the oldest snapshot the table's retention hold keeps from expiry (hold: true)."}),
 		Snapshots:       counter(summed, prometheus.CounterOpts{Name: "icecdc_snapshots_total", Help: "On-demand snapshots (icecdc snapshot) started."}),
+		SnapshotPaused:  gauge(alerted, prometheus.GaugeOpts{Name: "icecdc_snapshot_paused", Help: "1 while the table's on-demand snapshot is paused (pause-snapshot): its stream waits; 0 once resumed or stopped."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Events.vec, m.Anomalies.vec, m.SnapshotsBehind.vec, m.SecondsBehind.vec,
 			m.SinkErrors.vec, m.Retries.vec, m.SinkRetries, m.TableUp.vec, m.PollDuration.vec, m.CommitDuration.vec, m.DeliveryLatency.vec,
-			m.Resyncs.vec, m.HoldAge.vec, m.Snapshots.vec)
+			m.Resyncs.vec, m.HoldAge.vec, m.Snapshots.vec, m.SnapshotPaused.vec)
 		if m.CheckpointSeq.table {
 			reg.MustRegister(m.CheckpointSeq.vec)
 		}
@@ -102,7 +104,7 @@ func (m *Metrics) Forget(table string) {
 	l := prometheus.Labels{"table": table}
 	for _, v := range []interface{ forget(prometheus.Labels) }{m.Events, m.Anomalies, m.SnapshotsBehind, m.SecondsBehind,
 		m.CheckpointSeq, m.SinkErrors, m.Retries, m.TableUp, m.PollDuration, m.CommitDuration, m.DeliveryLatency,
-		m.Resyncs, m.HoldAge, m.Snapshots} {
+		m.Resyncs, m.HoldAge, m.Snapshots, m.SnapshotPaused} {
 		v.forget(l)
 	}
 }

@@ -179,7 +179,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 	}
 	save := func(cp Checkpoint) error {
 		// Stored even when a shutdown began: the chunk was confirmed.
-		if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
+		if err := f.saveCP(context.WithoutCancel(ctx), cp); err != nil {
 			return err
 		}
 		f.cp = cp
@@ -188,7 +188,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 	}
 	uuid, epoch := f.spec.Source.Info().UUID, f.cp.Epoch
 	pos := func(next int) Checkpoint {
-		cp := Checkpoint{TableUUID: uuid, SnapshotID: end.ID, Seq: end.SequenceNumber, TimestampMs: end.TimestampMs, Next: next, Epoch: epoch, Signal: f.cp.Signal}
+		cp := Checkpoint{TableUUID: uuid, SnapshotID: end.ID, Seq: end.SequenceNumber, TimestampMs: end.TimestampMs, Next: next, Epoch: epoch, Signal: f.cp.Signal, SignalMark: f.cp.SignalMark}
 		if next >= total {
 			cp.Done = true
 		} else {

@@ -308,6 +308,9 @@ type follower struct {
 	iw       idleWait
 	pk       parking
 	notified bool // the source calls f.poke on its catalog's wake-ups
+	// pausedShown is the signal whose paused read the metrics and health
+	// show ("": none), see showPaused.
+	pausedShown string
 	// readFilter is the row filter of the read being delivered, and
 	// filter its last binding (see adhoc.go).
 	readFilter string
@@ -583,7 +586,7 @@ func (f *follower) load(ctx context.Context) error {
 		}
 		// Stored at once: a restart must not resolve "latest" again and
 		// skip the commits made in between.
-		if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
+		if err := f.saveCP(ctx, cp); err != nil {
 			return err
 		}
 		switch {
@@ -646,6 +649,7 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 	}
 	f.changed = changed || !f.synced
 	if err := f.serveSnapshots(ctx); err != nil {
+		f.synced = false // a read paused or failing: the next poll goes on with it
 		return err
 	}
 	if !changed && f.synced {
@@ -663,6 +667,13 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 	}
 	if f.cp.Initial && !f.cp.Done {
 		if err := f.initialRead(ctx); err != nil {
+			if errors.Is(err, errReadHeld) {
+				// A paused read holds the stream: the commits after its
+				// snapshot wait, and the lag says so.
+				if snaps, serr := src.Snapshots(ctx, f.cp.Seq, 0); serr == nil {
+					f.lag(snaps)
+				}
+			}
 			return err
 		}
 	}
@@ -730,7 +741,13 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 		return err
 	}
 	f.synced = true
-	return f.serveSnapshots(ctx)
+	if err := f.serveSnapshots(ctx); err != nil {
+		// A read paused (or failing) in its first chunks: the next poll
+		// must go on with it (a resume, a stop), though nothing changed.
+		f.synced = false
+		return err
+	}
+	return nil
 }
 
 // checkContinuity makes sure the listed snapshots continue the stream
@@ -847,7 +864,7 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker Snap
 	d := &delivery{f: f, c: c, n: n, next: from, marker: marker, initial: marker == SnapshotRead,
 		epoch: f.cp.Epoch, limit: f.chunkLimit()}
 	d.resync = d.initial && f.cp.Resync
-	d.signal = f.cp.Signal
+	d.signal, d.mark = f.cp.Signal, f.cp.SignalMark
 	if d.initial {
 		d.kind, d.filter = f.cp.Kind, f.cp.Filter
 	}
@@ -885,8 +902,9 @@ type delivery struct {
 	initial bool
 	resync  bool
 	epoch   int64
-	signal  string // Checkpoint.Signal
-	kind    string // Checkpoint.Kind and Filter of a read
+	signal  string      // Checkpoint.Signal
+	mark    *SignalMark // Checkpoint.SignalMark
+	kind    string      // Checkpoint.Kind and Filter of a read
 	filter  string
 	turn    int // which of the builders' send encodes the next chunk
 	s       *sender
@@ -920,7 +938,7 @@ func (d *delivery) flush() error {
 	hi := lo + len(d.chunk)
 	cp := Checkpoint{TableUUID: c.Table.UUID, SnapshotID: c.Snapshot.ID, Seq: c.Snapshot.SequenceNumber,
 		Next: hi, Done: hi >= d.n, TimestampMs: c.Snapshot.TimestampMs, Initial: d.initial, Resync: d.resync, Epoch: d.epoch,
-		Signal: d.signal, Kind: d.kind, Filter: d.filter}
+		Signal: d.signal, SignalMark: d.mark, Kind: d.kind, Filter: d.filter}
 	if d.initial && cp.Done {
 		// The stream resumes after the read snapshot. Resync stays: the
 		// write below marks this last chunk's events with it.
@@ -1020,7 +1038,7 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 	if o.initial {
 		f.p.Progress.Add(0, 0, int64(o.events))
 	}
-	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, o.cp); err != nil {
+	if err := f.saveConfirmed(ctx, o.cp); err != nil {
 		return err
 	}
 	f.cp = o.cp
@@ -1040,6 +1058,49 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 	}
 	return nil
 }
+
+// saveConfirmed stores the checkpoint of a batch the sink confirmed. A
+// failed save is retried here, with the pipeline's backoff, not by the
+// table's loop: that would load the last stored position and write the
+// confirmed batch again. A shutdown ends the retries (the batch is
+// written again after the restart).
+func (f *follower) saveConfirmed(ctx context.Context, cp Checkpoint) error {
+	backoff, failed := f.p.RetryInitial, false
+	for {
+		err := f.saveCP(context.WithoutCancel(ctx), cp)
+		if err == nil {
+			if failed {
+				f.p.Health.OK(f.spec.Name)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		failed = true
+		f.p.Health.Fail(f.spec.Name, InState, err)
+		f.p.Metrics.Retries.WithLabelValues(f.spec.Name).Inc()
+		if !sleep(ctx, jitter(backoff)) {
+			return err
+		}
+		backoff = min(2*backoff, f.p.RetryMax)
+	}
+}
+
+// saveCP stores the table's checkpoint; its error is a stateError.
+func (f *follower) saveCP(ctx context.Context, cp Checkpoint) error {
+	if err := f.p.Store.Save(ctx, f.p.Name, f.spec.Name, cp); err != nil {
+		return &stateError{err}
+	}
+	return nil
+}
+
+// stateError is an error of Store.Save: the state file could not be
+// written (a full disk, a lost volume).
+type stateError struct{ err error }
+
+func (e *stateError) Error() string { return "state: " + e.err.Error() }
+func (e *stateError) Unwrap() error { return e.err }
 
 // chunkLimit returns the events of the next batch: ChunkSize, or fewer
 // when the last batch's bytes per event would take it past ChunkBytes.
@@ -1180,8 +1241,12 @@ func (e *sinkError) Unwrap() error { return e.err }
 // component says where an error of a table's loop arose.
 func component(err error) string {
 	var se *sinkError
-	if errors.As(err, &se) {
+	var st *stateError
+	switch {
+	case errors.As(err, &se):
 		return InSink
+	case errors.As(err, &st):
+		return InState
 	}
 	return InSource
 }

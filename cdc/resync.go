@@ -42,7 +42,7 @@ func (f *follower) resync(ctx context.Context, cause error) error {
 		return err
 	}
 	info := src.Info()
-	cp := Checkpoint{TableUUID: info.UUID, Done: true, Epoch: f.cp.Epoch + 1}
+	cp := Checkpoint{TableUUID: info.UUID, Done: true, Epoch: f.cp.Epoch + 1, SignalMark: f.cp.SignalMark}
 	head, ok := src.Head()
 	if ok {
 		cp.SnapshotID, cp.Seq, cp.TimestampMs = head.ID, head.SequenceNumber, head.TimestampMs
@@ -50,7 +50,7 @@ func (f *follower) resync(ctx context.Context, cause error) error {
 			cp.Done, cp.Initial, cp.Resync = false, true, true
 		}
 	}
-	if err := f.p.Store.Save(context.WithoutCancel(ctx), f.p.Name, f.spec.Name, cp); err != nil {
+	if err := f.saveCP(context.WithoutCancel(ctx), cp); err != nil {
 		return err
 	}
 	f.p.Metrics.Resyncs.WithLabelValues(f.spec.Name).Inc()

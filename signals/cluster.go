@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -63,6 +66,9 @@ type ClusterChannel struct {
 	// RetryMax bounds the backoff of a signal for a table this member
 	// owns whose pipeline is not serving yet (starting). Default 5s.
 	RetryMax time.Duration
+	// Window bounds the signals this member acts on and has not finished;
+	// while that many wait, the reader stops. Default DefaultWindow.
+	Window int
 
 	initOnce sync.Once
 	base     context.Context // ends when Run returns
@@ -76,6 +82,9 @@ type ClusterChannel struct {
 	wake    chan struct{} // the reader: a restart is due
 	saveNow chan struct{} // the committer: a mark changed
 	wg      sync.WaitGroup
+	acting  int           // signals handed to lanes, not finished
+	freed   chan struct{} // acting went down
+	lanes   lanes
 }
 
 // partSignals is a coordination partition this member owns.
@@ -85,29 +94,56 @@ type partSignals struct {
 	loaded bool // its mark is read
 	ready  bool // the reader hands it every record from floor on
 	floor  int64
-	marked map[int64]bool // done past floor, as the loaded mark says
-	list   []*inflight    // the records read since floor, by offset
-	seen   map[int64]bool
-	dirty  int // bumped by every change of the mark
-	saved  int // dirty as last committed
+	done   *skip    // done past floor, as the loaded mark says
+	prog   progress // the records read from floor on: prog.end, and those pending
+	dirty  int      // bumped by every change of the mark
+	saved  int      // dirty as last committed
 }
 
-// mark is a partition's mark as committed.
-type mark struct {
+// A partition's mark, as committed: markPrefix, the first offset not
+// done, and the progress metadata past it (see progress). Marks of an
+// earlier icecdc, oldMarkPrefix and JSON {"next", "done"}, are read.
+const (
+	markPrefix    = "signals/2 "
+	oldMarkPrefix = "signals:"
+)
+
+// oldMark is a mark an earlier icecdc committed.
+type oldMark struct {
 	Next int64   `json:"next"`
 	Done []int64 `json:"done,omitempty"`
 }
 
-// markPrefix tells a signal mark from another use of the metadata.
-const markPrefix = "signals:"
-
-func parseMark(s string) (mark, error) {
-	var m mark
-	if len(s) < len(markPrefix) || s[:len(markPrefix)] != markPrefix {
-		return m, fmt.Errorf("not a signal mark: %q", s)
+// parseMark reads a mark: the first offset not done, and what past it
+// is done (nil: nothing).
+func parseMark(s string) (int64, *skip, error) {
+	if rest, ok := strings.CutPrefix(s, oldMarkPrefix); ok {
+		var m oldMark
+		if len(s) > 1<<20 {
+			return 0, nil, fmt.Errorf("a mark of %d bytes", len(s))
+		}
+		if err := json.Unmarshal([]byte(rest), &m); err != nil {
+			return 0, nil, err
+		}
+		sk := &skip{base: m.Next, listed: map[int64]bool{}}
+		for _, o := range m.Done {
+			if o >= m.Next {
+				sk.listed[o] = true
+			}
+		}
+		return m.Next, sk, nil
 	}
-	err := json.Unmarshal([]byte(s[len(markPrefix):]), &m)
-	return m, err
+	rest, ok := strings.CutPrefix(s, markPrefix)
+	if !ok {
+		return 0, nil, fmt.Errorf("not a signal mark: %s", quote(s))
+	}
+	head, meta, _ := strings.Cut(rest, " ")
+	next, err := strconv.ParseInt(head, 36, 64)
+	if err != nil || next < 0 {
+		return 0, nil, fmt.Errorf("not a signal mark: %s", quote(s))
+	}
+	sk, err := parseSkip(next, meta)
+	return next, sk, err
 }
 
 func (c *ClusterChannel) init() {
@@ -115,9 +151,12 @@ func (c *ClusterChannel) init() {
 		c.base, c.stopBase = context.WithCancel(context.Background())
 		c.parts = map[int32]*partSignals{}
 		c.pos, c.restart = -1, -1
-		c.wake, c.saveNow = make(chan struct{}, 1), make(chan struct{}, 1)
+		c.wake, c.saveNow, c.freed = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
 		if c.RetryMax <= 0 {
 			c.RetryMax = 5 * time.Second
+		}
+		if c.Window <= 0 {
+			c.Window = DefaultWindow
 		}
 	})
 }
@@ -138,7 +177,7 @@ func (c *ClusterChannel) Assigned(parts []int32) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(c.base)
-		ps := &partSignals{ctx: ctx, cancel: cancel, marked: map[int64]bool{}, seen: map[int64]bool{}}
+		ps := &partSignals{ctx: ctx, cancel: cancel}
 		c.parts[p], load[p] = ps, ps
 	}
 	c.mu.Unlock()
@@ -191,15 +230,14 @@ func (c *ClusterChannel) load(load map[int32]*partSignals) {
 		}
 		ps.loaded = true
 		if s, ok := marks[p]; ok {
-			m, err := parseMark(s)
+			next, done, err := parseMark(s)
 			if err != nil {
 				c.Log.Warn("signals: a partition's mark cannot be read; reading the signal topic from its start for it", "partition", p, "err", err)
+				next, done = 0, nil
 			}
-			ps.floor = m.Next
-			for _, o := range m.Done {
-				ps.marked[o] = true
-			}
+			ps.floor, ps.done = next, done
 		}
+		ps.prog.end = ps.floor
 		if c.pos >= 0 && ps.floor >= c.pos {
 			ps.ready = true
 			continue
@@ -248,36 +286,15 @@ func (c *ClusterChannel) Revoked(parts []int32, lost bool) {
 	}
 }
 
+// mark is ps's mark to commit. The records past its end that the
+// loaded mark said were done are read again by the next owner: their
+// tables' checkpoints recognise a snapshot taken.
 func (ps *partSignals) mark() string {
-	m := mark{Next: ps.floor}
-	for _, f := range ps.list {
-		if f.done {
-			m.Done = append(m.Done, f.offset)
-		}
+	at, meta := ps.prog.commit()
+	if meta == "" {
+		return markPrefix + strconv.FormatInt(at, 36)
 	}
-	for o := range ps.marked {
-		if o >= ps.floor {
-			m.Done = append(m.Done, o)
-		}
-	}
-	slices.Sort(m.Done)
-	b, _ := json.Marshal(m)
-	return markPrefix + string(b)
-}
-
-// advance moves ps's floor past its done records.
-func (ps *partSignals) advance() {
-	for len(ps.list) > 0 && ps.list[0].done {
-		ps.floor = ps.list[0].offset + 1
-		delete(ps.seen, ps.list[0].offset)
-		ps.list = ps.list[1:]
-	}
-	for o := range ps.marked {
-		if o < ps.floor {
-			delete(ps.marked, o)
-		}
-	}
-	ps.dirty++
+	return markPrefix + strconv.FormatInt(at, 36) + " " + meta
 }
 
 // Run reads the signal topic until ctx ends. It creates the topic when
@@ -285,6 +302,7 @@ func (ps *partSignals) advance() {
 func (c *ClusterChannel) Run(ctx context.Context) error {
 	c.init()
 	defer c.wg.Wait()
+	defer c.lanes.wait() // after stopBase: the lanes' work ends with its partition
 	defer c.stopBase()
 	cl, err := kgo.NewClient(c.Opts...)
 	if err != nil {
@@ -313,6 +331,24 @@ func (c *ClusterChannel) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// room waits until fewer than Window signals are being acted on; false
+// when ctx ended first.
+func (c *ClusterChannel) room(ctx context.Context) bool {
+	for {
+		c.mu.Lock()
+		full := c.acting >= c.Window
+		c.mu.Unlock()
+		if !full {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-c.freed:
+		}
+	}
 }
 
 // read reads from the due restart until ctx ends or another restart is
@@ -348,8 +384,8 @@ func (c *ClusterChannel) read(ctx context.Context, rt *router) error {
 			c.Log.Warn("read the signal topic", "topic", topic, "partition", p, "err", err)
 		})
 		for it := fs.RecordIter(); !it.Done(); {
-			if !c.handle(rt, it.Next()) {
-				break // a restart is due
+			if !c.room(rctx) || !c.handle(rt, it.Next()) {
+				break // a restart is due, or the reader stops
 			}
 		}
 	}
@@ -383,45 +419,100 @@ func (c *ClusterChannel) handle(rt *router, r *kgo.Record) bool {
 	}
 	c.pos = r.Offset + 1
 	for p, ps := range c.parts {
-		if !ps.ready || r.Offset < ps.floor || ps.seen[r.Offset] {
+		if !ps.ready || r.Offset < ps.prog.end {
+			continue // not this partition's yet, or handed to it already
+		}
+		tables, mine := byPart[p]
+		if !mine || ps.done.done(r.Offset) {
+			ps.prog.pass(r.Offset)
+			ps.dirty++
 			continue
 		}
-		f := &inflight{offset: r.Offset, done: true}
-		ps.list = append(ps.list, f)
-		ps.seen[r.Offset] = true
-		tables, mine := byPart[p]
-		if mine && !ps.marked[r.Offset] {
-			switch {
-			case d.none != "":
-				rt.passOver(r, d.none)
-			case d.err != nil:
-				rt.reject(d.a, d.err.Error())
-			default:
-				f.done = false
-				c.wg.Add(1)
-				go func() {
-					defer c.wg.Done()
-					if rt.act(ps.ctx, d.a, tables) {
-						c.finish(ps, f)
-					}
-				}()
-			}
+		switch {
+		case d.none != "":
+			rt.passOver(r, d.none)
+		case d.err != nil:
+			rt.reject(d.a, d.err.Error())
+		default:
+			ps.prog.read(r.Offset)
+			ps.dirty++
+			c.act(rt, ps, r.Offset, d.a, tables)
+			continue
 		}
-		ps.advance()
+		ps.prog.pass(r.Offset)
+		ps.dirty++
 	}
 	c.save()
 	return true
 }
 
-// finish marks f done in ps, unless ps was given up meanwhile.
-func (c *ClusterChannel) finish(ps *partSignals, f *inflight) {
+// act acts on a's signal for tables of ps, with c.mu held: a control at
+// once (in its own goroutine: a table's pipeline may be starting), an
+// execute-snapshot on its tables' lanes, in the topic's order.
+func (c *ClusterChannel) act(rt *router, ps *partSignals, offset int64, a Action, tables []string) {
+	c.acting++
+	var left atomic.Int64
+	left.Store(int64(len(tables)))
+	var failed atomic.Bool
+	part := func(ok bool) {
+		if !ok {
+			failed.Store(true)
+		}
+		if left.Add(-1) != 0 {
+			return
+		}
+		c.mu.Lock()
+		c.acting--
+		c.mu.Unlock()
+		select {
+		case c.freed <- struct{}{}:
+		default:
+		}
+		if !failed.Load() {
+			c.finish(ps, offset)
+		}
+	}
+	if a.Signal.Type != TypeExecuteSnapshot {
+		left.Store(1)
+		var dropped []*laneWork
+		if a.Control == cdc.StopSnapshot {
+			for _, t := range tables {
+				dropped = append(dropped, c.lanes.remove(t)...)
+			}
+		}
+		c.wg.Add(1)
+		go func() { // part and drop take c.mu, held here
+			defer c.wg.Done()
+			for _, w := range dropped {
+				w.drop()
+			}
+			part(rt.control(ps.ctx, a, tables))
+		}()
+		return
+	}
+	rt.logExecute(a, tables)
+	mark := &cdc.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
+	for _, t := range tables {
+		c.lanes.add(t, &laneWork{
+			run: func() { part(rt.snapshot(ps.ctx, a, t, mark, nil)) },
+			drop: func() {
+				rt.log.Info("signal: snapshot stopped before it started", "id", a.Signal.ID, "table", t)
+				part(true)
+			},
+		})
+	}
+}
+
+// finish marks the record at offset done in ps, unless ps was given up
+// meanwhile.
+func (c *ClusterChannel) finish(ps *partSignals, offset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ps.ctx.Err() != nil {
 		return
 	}
-	f.done = true
-	ps.advance()
+	ps.prog.done(offset)
+	ps.dirty++
 	c.save()
 }
 

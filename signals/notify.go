@@ -79,7 +79,12 @@ func (n *Notifier) Notice(x cdc.SnapshotNotice) {
 // additional_data (an icecdc addition; Debezium only logs it).
 func (n *Notifier) Rejected(sig Signal, kind string, tables []string, reason string) {
 	data := map[string]string{"reason": reason}
-	if len(tables) > 0 {
+	switch {
+	case len(tables) > maxListed:
+		// A signal for 10,000 tables is refused in a notice of a few.
+		data["data_collections"] = strings.Join(tables[:maxListed], ",")
+		data["data_collections_more"] = strconv.Itoa(len(tables) - maxListed)
+	case len(tables) > 0:
 		data["data_collections"] = strings.Join(tables, ",")
 	}
 	n.send(Notification{ID: sig.ID, AggregateType: aggregate(kind), Type: cdc.NoticeAborted, AdditionalData: data})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -68,10 +67,15 @@ func Parse(value []byte, tables []string) (Action, error) {
 	}
 	a := Action{Signal: sig}
 	fail := func(format string, args ...any) (Action, error) {
-		return a, fmt.Errorf("signal %q (%s): %s", sig.ID, sig.Type, fmt.Sprintf(format, args...))
+		return a, fmt.Errorf("signal %s (%s): %s", quote(sig.ID), quote(sig.Type), fmt.Sprintf(format, args...))
 	}
 	if sig.ID == "" {
 		return fail("no id: a signal needs one, so that its notifications can name it")
+	}
+	if len(sig.ID) > MaxIDBytes {
+		// Named by its place in the topic instead (see router.decode).
+		a.Signal.ID = ""
+		return fail("an id of %d bytes: at most %d", len(sig.ID), MaxIDBytes)
 	}
 	var data snapshotData
 	if len(sig.Data) > 0 && !bytes.Equal(bytes.TrimSpace(sig.Data), []byte("null")) {
@@ -86,6 +90,9 @@ func Parse(value []byte, tables []string) (Action, error) {
 			return fail("data: %v", err)
 		}
 	}
+	if len(data.DataCollections) > MaxCollections || len(data.AdditionalConditions) > MaxCollections {
+		return fail("data: more than %d data-collections or additional-conditions (%d, %d)", MaxCollections, len(data.DataCollections), len(data.AdditionalConditions))
+	}
 	switch sig.Type {
 	case TypeExecuteSnapshot:
 		a.Kind = strings.ToLower(data.Type)
@@ -93,7 +100,7 @@ func Parse(value []byte, tables []string) (Action, error) {
 			a.Kind = KindIncremental
 		}
 		if a.Kind != KindIncremental && a.Kind != KindBlocking {
-			return fail("data.type %q: want incremental or blocking", data.Type)
+			return fail("data.type %s: want incremental or blocking", quote(data.Type))
 		}
 		if data.SurrogateKey != "" {
 			return fail("data.surrogate-key: not accepted; icecdc reads a table's rows by file and position, not by key")
@@ -132,7 +139,7 @@ func Parse(value []byte, tables []string) (Action, error) {
 				}
 			}
 			if !hit {
-				return fail("data.additional-conditions[%d].data-collection %q matches none of the tables to read (%s)", i, c.DataCollection, strings.Join(a.Tables, ", "))
+				return fail("data.additional-conditions[%d].data-collection %s matches none of the tables to read (%s)", i, quote(c.DataCollection), listTables(a.Tables))
 			}
 		}
 		if data.AdditionalCondition != "" {
@@ -142,7 +149,7 @@ func Parse(value []byte, tables []string) (Action, error) {
 		}
 	case TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot:
 		if t := strings.ToLower(data.Type); t != "" && t != KindIncremental && t != KindBlocking {
-			return fail("data.type %q: want incremental or blocking", data.Type)
+			return fail("data.type %s: want incremental or blocking", quote(data.Type))
 		}
 		a.Control = map[string]cdc.SnapshotControl{TypeStopSnapshot: cdc.StopSnapshot, TypePauseSnapshot: cdc.PauseSnapshot, TypeResumeSnapshot: cdc.ResumeSnapshot}[sig.Type]
 		a.Tables = tables
@@ -158,20 +165,6 @@ func Parse(value []byte, tables []string) (Action, error) {
 		return fail("unknown type; icecdc takes %s, %s, %s and %s", TypeExecuteSnapshot, TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot)
 	}
 	return a, nil
-}
-
-// collectionPattern compiles a data collection as Debezium matches it: a
-// regular expression over the whole name, case-insensitive.
-func collectionPattern(s string) (*regexp.Regexp, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, errors.New("empty")
-	}
-	re, err := regexp.Compile(`(?i)^(?:` + s + `)$`)
-	if err != nil {
-		return nil, fmt.Errorf("%q is not a regular expression: %v", s, err)
-	}
-	return re, nil
 }
 
 // match returns the tables the data collections name, in the order the
@@ -190,7 +183,7 @@ func match(collections, tables []string) ([]string, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("data.data-collections[%d] %q matches no table the pipeline follows (%s)", i, c, strings.Join(tables, ", "))
+			return nil, fmt.Errorf("data.data-collections[%d] %s matches no table the pipeline follows (%s)", i, quote(c), listTables(tables))
 		}
 	}
 	var out []string

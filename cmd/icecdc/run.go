@@ -173,7 +173,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		p.Notify = notifier.Notice
 	}
 	sctx, stopSignals := context.WithCancel(ctx) // ends with the run, whichever way
-	waitSignals, err := startSignals(sctx, cfg, log, p, tableNames(p.Tables), notifier, p.Ready)
+	waitSignals, err := startSignals(sctx, cfg, log, p, tableNames(p.Tables), notifier, p.Serving())
 	if err != nil {
 		stopSignals()
 		return err
@@ -588,13 +588,15 @@ func serveHTTP(cfg HTTPConfig, log *slog.Logger, reg *prometheus.Registry, ready
 	mux.Handle("/metrics", guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// A paused on-demand snapshot is asked for: ready, and said.
+		paused := pausedNotes(health)
 		if problems := health.Problems(); len(problems) > 0 {
-			http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+			http.Error(w, strings.Join(append(problems, paused...), "\n"), http.StatusServiceUnavailable)
 			return
 		}
 		select {
 		case <-ready:
-			io.WriteString(w, "ready\n")
+			io.WriteString(w, strings.Join(append([]string{"ready"}, paused...), "\n")+"\n")
 		default:
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 		}
@@ -635,6 +637,16 @@ func serveHTTP(cfg HTTPConfig, log *slog.Logger, reg *prometheus.Registry, ready
 		}
 	}()
 	return &httpServer{srv: srv, cancel: cancel}, nil
+}
+
+// pausedNotes are /readyz's lines on paused tables: at most 10, and
+// how many more.
+func pausedNotes(health *cdc.Health) []string {
+	notes := health.PausedNotes()
+	if len(notes) > 10 {
+		notes = append(notes[:10:10], fmt.Sprintf("and %d more tables with a paused on-demand snapshot", len(notes)-10))
+	}
+	return notes
 }
 
 // bearer makes a handler want the token as a bearer token; without a

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -181,5 +183,42 @@ func TestNotifierSinkChannel(t *testing.T) {
 	if p.ID != "s-1" || p.AggregateType != "Initial Snapshot" || p.Type != "TABLE_SCAN_COMPLETED" || p.Timestamp == 0 ||
 		p.AdditionalData["scanned_collection"] != "a.b" || p.AdditionalData["total_rows_scanned"] != "7" || p.AdditionalData["connector_name"] != "shop" {
 		t.Errorf("notification %+v", p)
+	}
+}
+
+// TestReadyzSaysPaused: /readyz stays ready while a table's on-demand
+// snapshot is paused (a pause is asked for), and says which tables are
+// paused, by which signal, at most 10 of them and how many more; a
+// resumed table is no longer named. On main a paused table was
+// invisible there.
+func TestReadyzSaysPaused(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	listen := freeAddr(t)
+	ready := make(chan struct{})
+	close(ready)
+	health := &cdc.Health{Log: log}
+	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, prometheus.NewRegistry(), ready, health, func() (any, error) { return "ok", nil }, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	health.Track("shop.orders")
+	health.Paused("shop.orders", "s-7")
+	if code, body := probe(t, listen, "/readyz"); code != http.StatusOK || !strings.HasPrefix(body, "ready\n") ||
+		!strings.Contains(body, `shop.orders: on-demand snapshot paused (signal "s-7")`) {
+		t.Errorf("/readyz with a paused table: %d %q", code, body)
+	}
+	for i := range 30 {
+		health.Paused(fmt.Sprintf("t.%02d", i), "s")
+	}
+	if code, body := probe(t, listen, "/readyz"); code != http.StatusOK || strings.Count(body, "\n") != 12 || !strings.Contains(body, "and 21 more tables") {
+		t.Errorf("/readyz with 31 paused tables: %d %q", code, body)
+	}
+	for i := range 30 {
+		health.Paused(fmt.Sprintf("t.%02d", i), "")
+	}
+	health.Paused("shop.orders", "")
+	if code, body := probe(t, listen, "/readyz"); code != http.StatusOK || body != "ready\n" {
+		t.Errorf("/readyz once resumed: %d %q", code, body)
 	}
 }
