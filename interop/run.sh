@@ -211,6 +211,8 @@ cleanup() {
   # the metastore, started in the background by the hive part
   [ -s "$WORK/hive/metastore.pid" ] && stop_pid "$(cat "$WORK/hive/metastore.pid")"
   declare -F pg_stop >/dev/null && pg_stop
+  # the OpenSearch node, which the opensearch part may have restarted
+  [ -s "$WORK/opensearch/node.pid" ] && stop_pid "$(cat "$WORK/opensearch/node.pid")"
 }
 trap cleanup EXIT
 
@@ -463,6 +465,7 @@ hive_metastore() {
 # above are all it takes; nothing below runs.
 . "$HERE/parts/v3.sh"
 . "$HERE/parts/signals.sh"
+. "$HERE/parts/opensearch.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
