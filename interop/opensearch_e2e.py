@@ -15,13 +15,15 @@ while they run and started again on its data. Then:
   2. `icecdc run --once` with the same state ends at once and changes
      nothing (the daemons had reached the head);
   3. a replay from the state copied at the kill, and one from the start
-     (`icecdc reset --all`), both `run --once`, change no document: same
-     _source and same _version (external_gte versions from the sequence
-     number and the event index; an older event is refused with 409, the
-     newest one of each document is written again at its own version, so
-     its _seq_no moves and nothing else; a document deleted and re-created
-     by the replay, whose tombstone the node forgot after index.gc_deletes,
-     ends deleted again).
+     (`icecdc reset --all`), both `run --once` (the two modes at once),
+     change no document: same _source and same _version (external_gte
+     versions from the sequence number and the event index; an older
+     event is refused with 409, the newest one of each document is written
+     again at its own version, so its _seq_no moves and nothing else; a
+     document deleted and re-created by the replay, whose tombstone the
+     node forgot after index.gc_deletes, ends deleted again);
+  4. control: a document changed by hand, one deleted and one added must
+     each be found by the comparison.
 
 The indexes are made before the daemons start, with a mapping from the
 Iceberg types (long, double, date, ...): OpenSearch's dynamic mapping maps
@@ -245,7 +247,13 @@ def has_sink(a):
     names sink.type when it does not)."""
     cfg = config(a, "probe", ["probe"], os.path.join(a.work, "probe.db"))
     p = subprocess.run([a.icecdc, "status", "-c", cfg], capture_output=True, text=True, timeout=60)
-    return "sink.type" not in p.stdout + p.stderr
+    out = p.stdout + p.stderr
+    if 'unknown key "opensearch"' in out or "sink.type" in out:
+        return False
+    if "config:" in out:
+        raise RuntimeError("icecdc refuses the part's opensearch config: "
+                           + next(ln for ln in out.splitlines() if "config:" in ln).strip())
+    return True
 
 
 def start(a, mode, cfg, log, *extra):
@@ -452,24 +460,65 @@ def native(a, node, heads, tables):
               f"{delivered(os.path.join(a.work, f'{m}-once.log'))} events delivered", flush=True)
     ok2, docs2 = check_all(node, heads, tables, "after run --once", quiet=True)
     good = unchanged(docs, docs2, "run --once at the head") and ok2 and good
-    for m in MODES:
-        secs = run_once(a, cfgs[m], os.path.join(a.work, f"{m}-at-kill.db"), f"{m}-replay-kill")
-        print(f"opensearch: {m}: replay from the state copied at the kill: {secs:.1f}s, "
-              f"{delivered(os.path.join(a.work, f'{m}-replay-kill.log'))} events delivered", flush=True)
+    states = {m: os.path.join(a.work, f"{m}-at-kill.db") for m in MODES}
+    secs = both_once(a, cfgs, states, "replay-kill")
+    print(f"opensearch: replay from the state copied at the kill, both daemons at once: {secs:.1f}s, events "
+          f"delivered: {', '.join(str(delivered(os.path.join(a.work, f'{m}-replay-kill.log'))) for m in MODES)}",
+          flush=True)
     ok3, docs3 = check_all(node, heads, tables, "after the replay", quiet=True)
     good = unchanged(docs, docs3, "replay from the kill's checkpoint") and ok3 and good
+    states = {m: os.path.join(a.work, f"{m}.db") for m in MODES}
     for m in MODES:
-        state = os.path.join(a.work, f"{m}.db")
-        p = subprocess.run([a.icecdc, "reset", "--all", "-c", cfgs[m], "--state", state], capture_output=True, text=True,
-                           timeout=120)
+        p = subprocess.run([a.icecdc, "reset", "--all", "-c", cfgs[m], "--state", states[m]], capture_output=True,
+                           text=True, timeout=120)
         if p.returncode != 0:
             raise RuntimeError(f"`icecdc reset --all -c {cfgs[m]}` exited {p.returncode}: {p.stderr.strip()[-500:]}")
-        secs = run_once(a, cfgs[m], state, f"{m}-replay-all")
-        print(f"opensearch: {m}: replay from the start (icecdc reset --all): {secs:.1f}s, "
-              f"{delivered(os.path.join(a.work, f'{m}-replay-all.log'))} events delivered", flush=True)
+    secs = both_once(a, cfgs, states, "replay-all")
+    print(f"opensearch: replay from the start (icecdc reset --all), both daemons at once: {secs:.1f}s, events "
+          f"delivered: {', '.join(str(delivered(os.path.join(a.work, f'{m}-replay-all.log'))) for m in MODES)}",
+          flush=True)
     ok4, docs4 = check_all(node, heads, tables, "after the full replay", quiet=True)
     good = unchanged(docs, docs4, "replay from the start") and ok4 and good
-    return 0 if good else 1
+    return 0 if control(node, heads, tables) and good else 1
+
+
+def both_once(a, cfgs, states, label):
+    """run_once of both modes at once; the seconds the two took."""
+    from concurrent.futures import ThreadPoolExecutor
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(MODES)) as pool:
+        for f in [pool.submit(run_once, a, cfgs[m], states[m], f"{m}-{label}") for m in MODES]:
+            f.result()
+    return time.monotonic() - t0
+
+
+def control(node, heads, tables):
+    """The comparison must see a document changed, one deleted and one
+    added by hand (in the ident index of the table with the most rows,
+    after every other check): each is a failure it reports."""
+    t = max(tables, key=lambda x: len(heads[x]["rows"]))
+    index = index_of("ident", t)
+    docs = node.documents(index)
+    ids = sorted(docs)
+    if len(ids) < 2:
+        print(f"opensearch control: FAILED: {index} has {len(ids)} documents; it needs two")
+        return False
+    changed, gone = ids[0], ids[1]
+    src, version, _ = docs[changed]
+    col = next(n for n, ty in heads[t]["columns"] if ty == "string" and n in src)
+    bad = dict(src, **{col: f"{src[col]} (changed by hand)"})
+    node.call("PUT", f"/{index}/_doc/{changed}?version={version + 1}&version_type=external_gte", bad)
+    node.call("DELETE", f"/{index}/_doc/{gone}")
+    node.call("PUT", f"/{index}/_doc/by-hand", src)
+    exact, lines, _ = compare(node, heads[t], t, "ident", index)
+    want = f"  {len(docs)} documents, {len(docs)} rows: 1 missing, 1 unexpected, 1 differ"
+    found = not exact and lines and lines[0] == want
+    print(f"opensearch control: document {changed} of {index} changed by hand, {gone} deleted and by-hand added: "
+          + ("each found" if found else "NOT all found:"), flush=True)
+    if not found:
+        for ln in lines:
+            print(ln)
+    return bool(found)
 
 
 # ---------------------------------------------------------------- by hand (no sink yet)
@@ -532,7 +581,8 @@ def by_hand(a, node, heads, tables):
         replay += send(node, its, a.max_docs)
     print(f"opensearch (by hand): replay of every item: {dict(replay)} by status", flush=True)
     ok2, docs2 = check_all(node, heads, tables, "(by hand) after the replay", quiet=True)
-    return 0 if unchanged(docs, docs2, "(by hand) replay from the start") and ok2 and good else 1
+    good = unchanged(docs, docs2, "(by hand) replay from the start") and ok2 and good
+    return 0 if control(node, heads, tables) and good else 1
 
 
 def main():
@@ -562,7 +612,11 @@ def main():
     node = Node(a.url)
     producer = a.producer
     if producer == "auto":
-        producer = "native" if has_sink(a) else "bulk"
+        try:
+            producer = "native" if has_sink(a) else "bulk"
+        except RuntimeError as err:
+            print(f"opensearch: FAILED: {err}")
+            return 1
     if producer == "bulk":
         print("opensearch: skipped: icecdc has no sink type opensearch yet (`icecdc run` into the node is what this "
               "part checks); meanwhile the comparison and the version model are checked with documents indexed by "

@@ -88,7 +88,8 @@ opensearch_wait() {
   local i
   for ((i = 0; i < 240 * 5; i++)); do
     if grep -q '^opensearch node ready' "$LOGS/opensearch-stdout.log" 2>/dev/null; then
-      echo "OpenSearch $OPENSEARCH_VERSION at $OS_URL (pid $OS_PID, heap 512 MB): green in $(elapsed "$OS_T0")s," \
+      echo "OpenSearch $OPENSEARCH_VERSION at $OS_URL (pid $OS_PID, heap 512 MB):" \
+        "$(sed -n 's/^opensearch node ready [^ ]* (\(.*\))$/\1/p' "$LOGS/opensearch-stdout.log" | head -n 1)," \
         "RSS $(($(ps -o rss= -p "$OS_PID" 2>/dev/null || echo 0) / 1024)) MiB; plugins:" \
         "$(sed -n 's/.*loaded plugin \[\(.*\)\]/\1/p' "$LOGS/opensearch-node.log" | sed 's/.*\.//' | sort -u | tr '\n' ' ')"
       return 0

@@ -1,3 +1,4 @@
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.Collections;
@@ -28,7 +29,8 @@ import org.opensearch.transport.Netty4Plugin;
  * Once started, it sets the cluster's default replica count to 0 (one
  * node: a replica would stay unassigned and every index yellow), waits for
  * the cluster to be green and prints "opensearch node ready
- * http://127.0.0.1:N (green)"; it closes the node on SIGTERM. A start
+ * http://127.0.0.1:N (green Ss after the JVM started)"; it closes the
+ * node on SIGTERM. A start
  * that fails exits 1, naming why.
  */
 public final class OpenSearchNode extends Node {
@@ -105,7 +107,8 @@ public final class OpenSearchNode extends Node {
             e.printStackTrace();
             System.exit(1);
         }
-        System.out.println("opensearch node ready http://127.0.0.1:" + s.get("http.port") + " (green)");
+        System.out.printf("opensearch node ready http://127.0.0.1:%s (green %.1fs after the JVM started)%n", s.get("http.port"),
+            ManagementFactory.getRuntimeMXBean().getUptime() / 1000.0);
         System.out.flush();
         closed.await();
     }
