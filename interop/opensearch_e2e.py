@@ -3,10 +3,13 @@
 `icecdc run` with `sink: {type: opensearch}` follows the local Spark
 scenario tables from earliest into the node (interop/parts/opensearch.sh
 starts it), twice at once: documents by the key columns (index
-ident-<table>, `tables[].key`) and by row id (rowid-<table>, no key).
-Mid-stream both daemons are SIGKILLed, their state files copied, and they
-are started again; later the node is stopped (SIGTERM) for a few seconds
-while they run and started again on its data. Then:
+ident-<table>, `tables[].key`) and by row id (rowid-<table>, no key);
+with --flink-catalog-db a third daemon follows the Flink upsert tables
+(equality deletes) by their identifier fields (flink-<table>), whose head
+is flink_upserts.py's steps applied by key. Mid-stream the daemons are
+SIGKILLed, their state files copied, and they are started again; later
+the node is stopped (SIGTERM) for a few seconds while they run and
+started again on its data. Then:
 
   1. every index equals Spark's rows at the head (run_scenarios.py
      --heads): one document per row, its id the key (or the row id), its
@@ -64,6 +67,48 @@ from connect_sink import (LEFT_OUT, NS, Stuck, changes, compared_tables, from_he
                           run_part, table_metadata)
 
 MODES = ("ident", "rowid")
+
+
+class Stream:
+    """One daemon's documents: its tables (as the heads name them), their
+    heads, the catalog they are in and the key of their documents
+    (keys(table): the key columns, None for the row id); key_config says
+    whether the config names the key (tables[].key) or leaves it to the
+    table's identifier fields."""
+
+    def __init__(self, tables, heads, catalog, db, warehouse, namespace, keys, key_config):
+        self.tables, self.heads, self.keys, self.key_config = tables, heads, keys, key_config
+        self.catalog, self.db, self.warehouse, self.namespace = catalog, db, warehouse, namespace
+
+
+def spark_streams(a, heads, tables):
+    return {"ident": Stream(tables, heads, "local", a.catalog_db, a.warehouse, NS, key_columns, True),
+            "rowid": Stream(tables, heads, "local", a.catalog_db, a.warehouse, NS, lambda t: None, False)}
+
+
+FLINK_TYPES = {"BIGINT": "long", "STRING": "string", "INT": "int", "DOUBLE": "double"}
+
+
+def flink_stream(a):
+    """The Flink upsert tables (flink_upserts.py, keyed by their identifier
+    fields): their heads are its STEPS applied by key, which the
+    flink-upserts part holds Spark's reads of every snapshot to."""
+    import flink_upserts as fu
+    heads = {}
+    for name, (ddl, keys, _) in fu.TABLES.items():
+        cols = [(c.split()[0], FLINK_TYPES[c.split()[1]]) for c in ddl.split(", ")]
+        rows = {}
+        for _, steps in fu.STEPS:
+            for kind, row in steps.get(name, []):
+                r = dict(zip([c for c, _ in cols], row))
+                k = tuple(r[c] for c in keys)
+                if kind == fu.D:
+                    rows.pop(k, None)
+                else:
+                    rows[k] = r
+        heads[name] = {"columns": cols, "rows": list(rows.values())}
+    return Stream(sorted(heads), heads, "flink", a.flink_catalog_db, a.flink_warehouse, fu.NAMESPACE,
+                  lambda t: fu.TABLES[t][1], False)
 INDEX_BITS = 20  # the sink's version: sequence_number << 20 | min(event index, 2^20 - 1)
 UTC = datetime.timezone.utc
 
@@ -170,22 +215,23 @@ def doc_id(values):
     return json.dumps(values, separators=(",", ":"))
 
 
-def head_docs(head, table, mode):
-    """{id: {column: typed value}} that the index of table must hold."""
+def head_docs(head, keys):
+    """{id: {column: typed value}} that an index must hold: keys are the
+    key columns, None for the row id."""
     out = {}
     for r in head["rows"]:
         row = {n: norm(from_heads_json(r.get(n)), t) for n, t in head["columns"]}
-        if mode == "rowid":
+        if keys is None:
             key = doc_id([r["_row_id"]])
         else:
-            key = doc_id([r[k] for k in key_columns(table)])  # bigint keys: plain JSON numbers
+            key = doc_id([r[k] for k in keys])  # bigint and string keys: plain JSON
         out[key] = row
     return out
 
 
-def compare(node, head, table, mode, index):
+def compare(node, head, keys, index):
     """(exact, lines, documents): the index against the head."""
-    want = head_docs(head, table, mode)
+    want = head_docs(head, keys)
     types = dict(head["columns"])
     docs = node.documents(index)
     if docs is None:
@@ -225,13 +271,13 @@ def index_of(mode, table):
 
 # ---------------------------------------------------------------- daemons
 
-def config(a, mode, tables, state):
+def config(a, mode, s, state):
     lines = [f"name: interop-opensearch-{mode}",
-             f'catalog: {{name: local, type: sql, uri: "file:{a.catalog_db}", warehouse: "file://{a.warehouse}"}}',
+             f'catalog: {{name: {s.catalog}, type: sql, uri: "file:{s.db}", warehouse: "file://{s.warehouse}"}}',
              "tables:"]
-    for t in tables:
-        key = f", key: [{', '.join(key_columns(t))}]" if mode == "ident" else ""
-        lines.append(f'  - {{name: "{NS}.{t}", start: earliest{key}}}')
+    for t in s.tables:
+        key = f", key: [{', '.join(s.keys(t))}]" if s.key_config else ""
+        lines.append(f'  - {{name: "{s.namespace}.{t}", start: earliest{key}}}')
     lines += ["poll: {interval: 100ms}", f"chunk: {a.chunk}", "sink:", "  type: opensearch",
               f'  opensearch: {{urls: ["{a.url}"], index: "{mode}-{{table}}", batch: {{max_docs: {a.max_docs}}}, '
               f'timeout: 10s}}',
@@ -245,7 +291,8 @@ def config(a, mode, tables, state):
 def has_sink(a):
     """Whether this icecdc knows sink type opensearch (its config check
     names sink.type when it does not)."""
-    cfg = config(a, "probe", ["probe"], os.path.join(a.work, "probe.db"))
+    probe = Stream(["probe"], {}, "local", a.catalog_db, a.warehouse, NS, lambda t: None, False)
+    cfg = config(a, "probe", probe, os.path.join(a.work, "probe.db"))
     p = subprocess.run([a.icecdc, "status", "-c", cfg], capture_output=True, text=True, timeout=60)
     out = p.stdout + p.stderr
     if 'unknown key "opensearch"' in out or "sink.type" in out:
@@ -335,12 +382,12 @@ def restart_node(a, node, down_secs):
     p = subprocess.Popen([a.node_cmd], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     with open(a.node_pid_file, "w") as fh:
         fh.write(f"{p.pid}\n")
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 300
     while ready_lines(a) == before:
         if p.poll() is not None:
             raise RuntimeError(f"the restarted node exited with {p.returncode} (log {a.node_log})")
         if time.monotonic() > deadline:
-            raise Stuck(f"the restarted node was not ready within 240s (log {a.node_log})")
+            raise Stuck(f"the restarted node was not ready within 300s (log {a.node_log})")
         time.sleep(0.2)
     if not node.up():
         raise RuntimeError("the restarted node says it is ready but its health does not answer")
@@ -349,17 +396,17 @@ def restart_node(a, node, down_secs):
 
 # ---------------------------------------------------------------- the proof
 
-def check_all(node, heads, tables, label, quiet=False):
-    """Compares every index with its head; prints a line a mode and table
+def check_all(node, streams, label, quiet=False):
+    """Compares every index with its head; prints a line a stream and table
     unless quiet (then only whether all are exact). Returns (ok, docs)."""
     ok, docs = True, {}
-    for mode in MODES:
-        for t in tables:
-            exact, lines, d = compare(node, heads[t], t, mode, index_of(mode, t))
+    for mode, s in streams.items():
+        for t in s.tables:
+            exact, lines, d = compare(node, s.heads[t], s.keys(t), index_of(mode, t))
             docs[mode, t] = d
             ok = ok and exact
             if not quiet:
-                print(f"opensearch {label} {mode:5} {t}: {len(heads[t]['rows'])} rows, {len(d)} documents: "
+                print(f"opensearch {label} {mode:5} {t}: {len(s.heads[t]['rows'])} rows, {len(d)} documents: "
                       + ("exact" if exact else "NOT exact"), flush=True)
                 for ln in lines:
                     print(ln)
@@ -387,41 +434,43 @@ def unchanged(before, after, label):
     return changed == 0
 
 
-def create_indexes(node, heads, tables):
-    for mode in MODES:
-        for t in tables:
+def create_indexes(node, streams):
+    for mode, s in streams.items():
+        for t in s.tables:
             index = index_of(mode, t)
             node.call("DELETE", f"/{index}", ok=(200, 404))
-            node.call("PUT", f"/{index}", mapping(heads[t]["columns"]))
+            node.call("PUT", f"/{index}", mapping(s.heads[t]["columns"]))
 
 
-def native(a, node, heads, tables):
+def native(a, node, streams):
     t0 = time.monotonic()
-    create_indexes(node, heads, tables)
-    total_rows = sum(len(heads[t]["rows"]) for t in tables)
-    cfgs = {m: config(a, m, tables, os.path.join(a.work, f"{m}.db")) for m in MODES}
-    logs = {m: os.path.join(a.work, f"{m}-run.log") for m in MODES}
-    fhs = {m: open(logs[m], "w") for m in MODES}
-    daemons = {m: start(a, m, cfgs[m], fhs[m]) for m in MODES}
+    create_indexes(node, streams)
+    modes = list(streams)
+    total = {m: sum(len(s.heads[t]["rows"]) for t in s.tables) for m, s in streams.items()}
+    cfgs = {m: config(a, m, s, os.path.join(a.work, f"{m}.db")) for m, s in streams.items()}
+    logs = {m: os.path.join(a.work, f"{m}-run.log") for m in modes}
+    fhs = {m: open(logs[m], "w") for m in modes}
+    daemons = {m: start(a, m, cfgs[m], fhs[m]) for m in modes}
     deadline = time.monotonic() + a.timeout
     try:
-        # 1. SIGKILL both daemons once a third of the rows' documents are in.
-        while min(node.count(f"{m}-*") for m in MODES) < total_rows // 3:
+        # 1. SIGKILL the daemons once a third of the Spark rows' documents
+        # are in.
+        while min(node.count(f"{m}-*") for m in MODES) < total["ident"] // 3:
             alive(daemons, logs)
             if time.monotonic() > deadline:
-                raise Stuck(f"fewer than {total_rows // 3} documents in the indexes after {a.timeout:.0f}s")
+                raise Stuck(f"fewer than {total['ident'] // 3} documents in the indexes after {a.timeout:.0f}s")
             time.sleep(0.2)
-        counts = {m: node.count(f"{m}-*") for m in MODES}
-        for m in MODES:
+        counts = {m: node.count(f"{m}-*") for m in modes}
+        for m in modes:
             daemons[m].send_signal(signal.SIGKILL)
             daemons[m].wait()
             copy_state(os.path.join(a.work, f"{m}.db"), os.path.join(a.work, f"{m}-at-kill.db"))
-        print(f"opensearch: SIGKILL of both daemons at {counts['ident']} and {counts['rowid']} documents "
-              f"(events delivered: {delivered(logs['ident'])}, {delivered(logs['rowid'])}); their state files copied",
-              flush=True)
-        daemons = {m: start(a, m, cfgs[m], fhs[m]) for m in MODES}
-        # 2. Stop the node for a while once two thirds are in (or the kill's
-        # count has grown, for small tables), and start it again.
+        print("opensearch: SIGKILL of the daemons at " + ", ".join(f"{counts[m]} {m}" for m in modes)
+              + " documents (events of whole commits delivered: " + ", ".join(str(delivered(logs[m])) for m in modes)
+              + "); their state files copied", flush=True)
+        daemons = {m: start(a, m, cfgs[m], fhs[m]) for m in modes}
+        # 2. Stop the node for a while once the Spark daemons have delivered
+        # another commit, and start it again.
         mark = {m: delivered(logs[m]) for m in MODES}
         while not all(delivered(logs[m]) > mark[m] for m in MODES):
             alive(daemons, logs)
@@ -430,12 +479,12 @@ def native(a, node, heads, tables):
             time.sleep(0.1)
         down, green = restart_node(a, node, a.node_down)
         alive(daemons, logs)
-        print(f"opensearch: node stopped (SIGTERM) and started again on its data while both daemons ran: "
+        print(f"opensearch: node stopped (SIGTERM) and started again on its data while the daemons ran: "
               f"down {down:.1f}s, {green:.1f}s of it starting", flush=True)
         # 3. Every index equal to its head.
         while True:
             alive(daemons, logs)
-            ok, _ = check_all(node, heads, tables, "", quiet=True)
+            ok, _ = check_all(node, streams, "", quiet=True)
             if ok or time.monotonic() > deadline:
                 break
             time.sleep(1)
@@ -449,54 +498,55 @@ def native(a, node, heads, tables):
             except subprocess.TimeoutExpired:
                 d.kill()
                 d.wait()
-    print(f"opensearch: both daemons caught up in {time.monotonic() - t0:.1f}s (chunk {a.chunk}, "
-          f"batch.max_docs {a.max_docs}); SIGTERM: exit {daemons['ident'].returncode}, {daemons['rowid'].returncode}",
+    print(f"opensearch: the daemons caught up in {time.monotonic() - t0:.1f}s (chunk {a.chunk}, "
+          f"batch.max_docs {a.max_docs}); SIGTERM: exit " + ", ".join(str(daemons[m].returncode) for m in modes),
           flush=True)
-    good, docs = check_all(node, heads, tables, "head")
+    good, docs = check_all(node, streams, "head")
     good = good and all(d.returncode == 0 for d in daemons.values())
-    for m in MODES:
+    for m in modes:
         secs = run_once(a, cfgs[m], os.path.join(a.work, f"{m}.db"), f"{m}-once")
         print(f"opensearch: {m}: run --once with the daemon's state: {secs:.1f}s, "
               f"{delivered(os.path.join(a.work, f'{m}-once.log'))} events delivered", flush=True)
-    ok2, docs2 = check_all(node, heads, tables, "after run --once", quiet=True)
+    ok2, docs2 = check_all(node, streams, "after run --once", quiet=True)
     good = unchanged(docs, docs2, "run --once at the head") and ok2 and good
-    states = {m: os.path.join(a.work, f"{m}-at-kill.db") for m in MODES}
-    secs = both_once(a, cfgs, states, "replay-kill")
-    print(f"opensearch: replay from the state copied at the kill, both daemons at once: {secs:.1f}s, events "
-          f"delivered: {', '.join(str(delivered(os.path.join(a.work, f'{m}-replay-kill.log'))) for m in MODES)}",
+    states = {m: os.path.join(a.work, f"{m}-at-kill.db") for m in modes}
+    secs = all_once(a, cfgs, states, "replay-kill")
+    print(f"opensearch: replay from the state copied at the kill, the daemons at once: {secs:.1f}s, events "
+          f"delivered: {', '.join(str(delivered(os.path.join(a.work, f'{m}-replay-kill.log'))) for m in modes)}",
           flush=True)
-    ok3, docs3 = check_all(node, heads, tables, "after the replay", quiet=True)
+    ok3, docs3 = check_all(node, streams, "after the replay", quiet=True)
     good = unchanged(docs, docs3, "replay from the kill's checkpoint") and ok3 and good
-    states = {m: os.path.join(a.work, f"{m}.db") for m in MODES}
-    for m in MODES:
+    states = {m: os.path.join(a.work, f"{m}.db") for m in modes}
+    for m in modes:
         p = subprocess.run([a.icecdc, "reset", "--all", "-c", cfgs[m], "--state", states[m]], capture_output=True,
                            text=True, timeout=120)
         if p.returncode != 0:
             raise RuntimeError(f"`icecdc reset --all -c {cfgs[m]}` exited {p.returncode}: {p.stderr.strip()[-500:]}")
-    secs = both_once(a, cfgs, states, "replay-all")
-    print(f"opensearch: replay from the start (icecdc reset --all), both daemons at once: {secs:.1f}s, events "
-          f"delivered: {', '.join(str(delivered(os.path.join(a.work, f'{m}-replay-all.log'))) for m in MODES)}",
+    secs = all_once(a, cfgs, states, "replay-all")
+    print(f"opensearch: replay from the start (icecdc reset --all), the daemons at once: {secs:.1f}s, events "
+          f"delivered: {', '.join(str(delivered(os.path.join(a.work, f'{m}-replay-all.log'))) for m in modes)}",
           flush=True)
-    ok4, docs4 = check_all(node, heads, tables, "after the full replay", quiet=True)
+    ok4, docs4 = check_all(node, streams, "after the full replay", quiet=True)
     good = unchanged(docs, docs4, "replay from the start") and ok4 and good
-    return 0 if control(node, heads, tables) and good else 1
+    return 0 if control(node, streams["ident"]) and good else 1
 
 
-def both_once(a, cfgs, states, label):
-    """run_once of both modes at once; the seconds the two took."""
+def all_once(a, cfgs, states, label):
+    """run_once of every daemon at once; the seconds they took."""
     from concurrent.futures import ThreadPoolExecutor
     t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=len(MODES)) as pool:
-        for f in [pool.submit(run_once, a, cfgs[m], states[m], f"{m}-{label}") for m in MODES]:
+    with ThreadPoolExecutor(max_workers=len(cfgs)) as pool:
+        for f in [pool.submit(run_once, a, cfgs[m], states[m], f"{m}-{label}") for m in cfgs]:
             f.result()
     return time.monotonic() - t0
 
 
-def control(node, heads, tables):
+def control(node, s):
     """The comparison must see a document changed, one deleted and one
     added by hand (in the ident index of the table with the most rows,
     after every other check): each is a failure it reports."""
-    t = max(tables, key=lambda x: len(heads[x]["rows"]))
+    heads = s.heads
+    t = max(s.tables, key=lambda x: len(heads[x]["rows"]))
     index = index_of("ident", t)
     docs = node.documents(index)
     ids = sorted(docs)
@@ -510,7 +560,7 @@ def control(node, heads, tables):
     node.call("PUT", f"/{index}/_doc/{changed}?version={version + 1}&version_type=external_gte", bad)
     node.call("DELETE", f"/{index}/_doc/{gone}")
     node.call("PUT", f"/{index}/_doc/by-hand", src)
-    exact, lines, _ = compare(node, heads[t], t, "ident", index)
+    exact, lines, _ = compare(node, heads[t], s.keys(t), index)
     want = f"  {len(docs)} documents, {len(docs)} rows: 1 missing, 1 unexpected, 1 differ"
     found = not exact and lines and lines[0] == want
     print(f"opensearch control: document {changed} of {index} changed by hand, {gone} deleted and by-hand added: "
@@ -559,10 +609,10 @@ def send(node, items, chunk):
     return counts
 
 
-def by_hand(a, node, heads, tables):
-    create_indexes(node, heads, tables)
+def by_hand(a, node, streams):
+    create_indexes(node, streams)
     items = {}
-    for t in tables:
+    for t in streams["ident"].tables:
         events = [json.loads(ln) for ln in changes(a.icecdc, a.catalog_db, a.warehouse, t)]
         for m in MODES:
             items[m, t] = bulk_items(events, t, m)
@@ -574,15 +624,15 @@ def by_hand(a, node, heads, tables):
             sent += send(node, part * (2 if (i // a.chunk) % 2 else 1), a.max_docs)
     print(f"opensearch (by hand): {sum(len(v) for v in items.values())} items from icecdc changes, every other "
           f"{a.chunk}-item chunk sent twice: {dict(sent)} by status", flush=True)
-    good, docs = check_all(node, heads, tables, "(by hand) head")
+    good, docs = check_all(node, streams, "(by hand) head")
     # Replay everything: nothing may change.
     replay = Counter()
     for its in items.values():
         replay += send(node, its, a.max_docs)
     print(f"opensearch (by hand): replay of every item: {dict(replay)} by status", flush=True)
-    ok2, docs2 = check_all(node, heads, tables, "(by hand) after the replay", quiet=True)
+    ok2, docs2 = check_all(node, streams, "(by hand) after the replay", quiet=True)
     good = unchanged(docs, docs2, "(by hand) replay from the start") and ok2 and good
-    return 0 if control(node, heads, tables) and good else 1
+    return 0 if control(node, streams["ident"]) and good else 1
 
 
 def main():
@@ -599,8 +649,10 @@ def main():
     ap.add_argument("--chunk", type=int, default=7)
     ap.add_argument("--max-docs", type=int, default=50)
     ap.add_argument("--node-down", type=float, default=3, help="seconds the node stays stopped")
-    ap.add_argument("--timeout", type=float, default=240)
+    ap.add_argument("--timeout", type=float, default=420)
     ap.add_argument("--producer", choices=("auto", "native", "bulk"), default="auto")
+    ap.add_argument("--flink-catalog-db", help="the Flink upsert tables' catalog (flink_upserts.py): adds them")
+    ap.add_argument("--flink-warehouse")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     with open(a.heads, encoding="utf-8") as fh:
@@ -610,6 +662,7 @@ def main():
         print("opensearch: skipped: no local Spark table to follow (ICECDC_INTEROP_ONLY leaves them out?)")
         return 3
     node = Node(a.url)
+    streams = spark_streams(a, heads, tables)
     producer = a.producer
     if producer == "auto":
         try:
@@ -621,9 +674,11 @@ def main():
         print("opensearch: skipped: icecdc has no sink type opensearch yet (`icecdc run` into the node is what this "
               "part checks); meanwhile the comparison and the version model are checked with documents indexed by "
               "hand through _bulk")
-        rc = run_part("opensearch", by_hand, a, node, heads, tables)
+        rc = run_part("opensearch", by_hand, a, node, streams)
         return 3 if rc == 0 else rc
-    return run_part("opensearch", native, a, node, heads, tables)
+    if a.flink_catalog_db:
+        streams["flink"] = flink_stream(a)
+    return run_part("opensearch", native, a, node, streams)
 
 
 if __name__ == "__main__":

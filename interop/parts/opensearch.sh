@@ -10,12 +10,15 @@
 # The node starts once; interop/opensearch_e2e.py then has `icecdc run`
 # (sink opensearch) follow the Spark scenario tables into it, twice over:
 # documents by key columns (index ident-<table>) and by row id
-# (rowid-<table>). Mid-stream it SIGKILLs both daemons (and keeps a copy of
-# their state files) and restarts them, and later stops the node for a
-# while and starts it again on the same data; at the end every index must
-# equal Spark's head rows value by value, none missing, none extra; and
-# two replays, one from the state copied at the kill and one from the start
-# (`icecdc reset --all`), must change no document (_source and _version).
+# (rowid-<table>), and, in the stage, a third daemon the Flink upsert
+# tables by their identifier fields (flink-<table>). Mid-stream it
+# SIGKILLs the daemons (and keeps a copy of their state files) and restarts
+# them, and later stops the node for a while and starts it again on the
+# same data; at the end every index must equal the table's head (Spark's
+# rows; for the Flink tables the writer's steps applied by key) value by
+# value, none missing, none extra; and two replays, one from the state
+# copied at the kill and one from the start (`icecdc reset --all`), must
+# change no document (_source and _version).
 #
 #   opensearch_install   the jars (once per pom) and the launcher's classes
 #   opensearch_launch    the node in the background, on a free port
@@ -82,11 +85,11 @@ EOF
   PIDS+=("$OS_PID")
 }
 
-# opensearch_wait: waits up to 240 s (a loaded machine takes long to
+# opensearch_wait: waits up to 300 s (a loaded machine takes long to
 # load painless) for the node's ready line.
 opensearch_wait() {
   local i
-  for ((i = 0; i < 240 * 5; i++)); do
+  for ((i = 0; i < 300 * 5; i++)); do
     if grep -q '^opensearch node ready' "$LOGS/opensearch-stdout.log" 2>/dev/null; then
       echo "OpenSearch $OPENSEARCH_VERSION at $OS_URL (pid $OS_PID, heap 512 MB):" \
         "$(sed -n 's/^opensearch node ready [^ ]* (\(.*\))$/\1/p' "$LOGS/opensearch-stdout.log" | head -n 1)," \
@@ -163,10 +166,15 @@ opensearch_run() {
   build_icecdc || { echo "opensearch: icecdc did not build (log $LOGS/build-icecdc.log)"; return 1; }
   opensearch_tables || { opensearch_stop; return 1; }
   opensearch_wait || return 1
+  local flink=()
+  # The Flink upsert tables, when the stage's Flink writer wrote them.
+  if [ "$(cut -d' ' -f1 "$WORK/flink/status" 2>/dev/null)" = 0 ]; then
+    flink=(--flink-catalog-db "$WORK/flink/catalog.db" --flink-warehouse "$WORK/flink/wh")
+  fi
   (cd "$HERE" && "$PY" opensearch_e2e.py --icecdc "$BIN" --url "$OS_URL" --node-cmd "$OS_DIR/node.sh" \
     --node-pid-file "$OS_DIR/node.pid" --node-log "$LOGS/opensearch-stdout.log" \
-    --catalog-db "$OS_CATALOG_DB" --warehouse "$OS_WAREHOUSE" --heads "$OS_HEADS" --work "$WORK/opensearch/e2e") \
-    2>"$LOGS/opensearch-e2e.stderr"
+    --catalog-db "$OS_CATALOG_DB" --warehouse "$OS_WAREHOUSE" --heads "$OS_HEADS" --work "$WORK/opensearch/e2e" \
+    "${flink[@]}") 2>"$LOGS/opensearch-e2e.stderr"
   rc=$?
   [ $rc -ne 0 ] && [ $rc -ne 3 ] && tail -n 20 "$LOGS/opensearch-e2e.stderr" | sed 's/^/    /'
   opensearch_stop
