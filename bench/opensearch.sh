@@ -27,7 +27,7 @@ batch=${OS_BATCH:-1000}
 . interop/run.sh >/dev/null
 tmp=$WORK/bench
 mkdir -p "$tmp"
-trap 'cleanup; rm -rf "$WORK"' EXIT
+trap 'cleanup || :; rm -rf "$WORK"' EXIT
 go build -o "$tmp/icecdc" ./cmd/icecdc
 go build -o "$tmp/tables" ./bench/tables
 opensearch_install >&2

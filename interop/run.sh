@@ -223,7 +223,7 @@ cleanup() {
   [ -s "$WORK/hive/metastore.pid" ] && stop_pid "$(cat "$WORK/hive/metastore.pid")"
   declare -F pg_stop >/dev/null && pg_stop
   # the OpenSearch node, which the opensearch part may have restarted
-  [ -s "$WORK/opensearch/node.pid" ] && stop_pid "$(cat "$WORK/opensearch/node.pid")"
+  if [ -s "$WORK/opensearch/node.pid" ]; then stop_pid "$(cat "$WORK/opensearch/node.pid")"; fi
 }
 trap cleanup EXIT
 
