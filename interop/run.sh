@@ -79,9 +79,10 @@
 #      Central jars (interop/maven/opensearch: a Node subclass loading
 #      netty4, analysis-common and painless as class-path plugins), started
 #      at the end of install-jars; `icecdc run` with the opensearch sink
-#      follows the Spark tables into it by key and by row id through a
+#      follows the Spark tables into it by key and by row id, and the
+#      Flink upsert tables of 5 by their identifier fields, through a
 #      SIGKILL of the daemons and a restart of the node; every index must
-#      equal Spark's head rows value by value, and replays from an older
+#      equal its table's head value by value, and replays from an older
 #      checkpoint and from the start change no document
 #      (interop/parts/opensearch.sh, interop/opensearch_e2e.py). Alone
 #      (it writes a subset of the Spark tables itself):
