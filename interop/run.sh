@@ -75,6 +75,18 @@
 #      change, every SIGINT'd member gone within the session timeout.
 #  12. avro (issue 21): format debezium-avro through Apicurio Registry,
 #      Apicurio's Connect converter and the JDBC sink (interop/parts/avro.sh).
+#  13. opensearch (issue 32): a real OpenSearch 2.19.6 node from Maven
+#      Central jars (interop/maven/opensearch: a Node subclass loading
+#      netty4, analysis-common and painless as class-path plugins), started
+#      at the end of install-jars; `icecdc run` with the opensearch sink
+#      follows the Spark tables into it by key and by row id, and the
+#      Flink upsert tables of 5 by their identifier fields, through a
+#      SIGKILL of the daemons and a restart of the node; every index must
+#      equal its table's head value by value, and replays from an older
+#      checkpoint and from the start change no document
+#      (interop/parts/opensearch.sh, interop/opensearch_e2e.py). Alone
+#      (it writes a subset of the Spark tables itself):
+#        bash -c '. interop/run.sh && opensearch_run'
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -106,7 +118,7 @@ fi
 # The parts ICECDC_INTEROP_PARTS may name (the installs, kafka-start,
 # postgres and spark-scenarios run whenever a part needs them).
 KNOWN_PARTS="avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
-  masks rest-catalog retention-hold s3-run signals unwrap v3-flink v3-pg v3-spark"
+  masks opensearch rest-catalog retention-hold s3-run signals unwrap v3-flink v3-pg v3-spark"
 for p in ${ICECDC_INTEROP_PARTS:-}; do
   if [[ " $(echo $KNOWN_PARTS) " != *" $p "* ]]; then
     echo "interop: ICECDC_INTEROP_PARTS: no part $p (want some of: $(echo $KNOWN_PARTS))"
@@ -211,6 +223,8 @@ cleanup() {
   # the metastore, started in the background by the hive part
   [ -s "$WORK/hive/metastore.pid" ] && stop_pid "$(cat "$WORK/hive/metastore.pid")"
   declare -F pg_stop >/dev/null && pg_stop
+  # the OpenSearch node, which the opensearch part may have restarted
+  if [ -s "$WORK/opensearch/node.pid" ]; then stop_pid "$(cat "$WORK/opensearch/node.pid")"; fi
 }
 trap cleanup EXIT
 
@@ -463,6 +477,7 @@ hive_metastore() {
 # above are all it takes; nothing below runs.
 . "$HERE/parts/v3.sh"
 . "$HERE/parts/signals.sh"
+. "$HERE/parts/opensearch.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
@@ -1117,6 +1132,8 @@ PY_OK=$?
 part install-jars install_jars
 JARS_OK=$?
 wants hive && launch_hive # needs only Maven (install-jars installs it) and Java
+# The OpenSearch node boots while the other servers and Spark run.
+[ $JARS_OK -eq 0 ] && wants opensearch && part install-opensearch opensearch_prepare
 if [ $JARS_OK -eq 0 ]; then
   wants flink-upserts && launch_flink
   [ $? -eq 3 ] && SKIPPED+=(flink-upserts)
@@ -1215,6 +1232,7 @@ if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ] && wants s3-run; then
   part s3-run s3_run
 fi
 
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants opensearch && part opensearch opensearch_run
 wants cloud-emulators && part cloud-emulators cloud_emulators
 wants hive && part hive hive_metastore
 
