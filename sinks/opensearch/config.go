@@ -69,6 +69,13 @@ type Config struct {
 	} `yaml:"batch"`
 	// Timeout bounds each request (default 30s).
 	Timeout time.Duration `yaml:"timeout"`
+	// CreateIndex (default true) creates a missing index before its first
+	// write, with a dynamic template that maps JSON numbers with a
+	// fraction as double: OpenSearch's own dynamic mapping makes them
+	// float, which loses a double's precision and refuses a value past
+	// float's range. An index that exists is left as it is; false leaves
+	// creating indexes to the node (or to the operator's templates).
+	CreateIndex *bool `yaml:"create_index"`
 	// DeadLetter.File, when set, takes the items a node refuses for good
 	// (one JSON line each, synced before the batch is acknowledged)
 	// instead of stopping the table.
@@ -126,6 +133,10 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.CreateIndex == nil {
+		yes := true
+		c.CreateIndex = &yes
 	}
 	return c
 }

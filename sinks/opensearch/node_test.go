@@ -39,6 +39,11 @@ type bulkNode struct {
 	refresh  []string
 	// applied logs the items the node applied (not the 409s), in order.
 	applied []appliedItem
+	// mappings are the bodies of the indexes created (PUT /index);
+	// create, when set, answers a creation instead (status, error type).
+	mappings map[string]string
+	create   func(index string) (int, string)
+	creates  int
 }
 
 type appliedItem struct {
@@ -47,7 +52,7 @@ type appliedItem struct {
 }
 
 func newBulkNode(t *testing.T) (*bulkNode, string) {
-	n := &bulkNode{docs: map[string]map[string]*doc{}}
+	n := &bulkNode{docs: map[string]map[string]*doc{}, mappings: map[string]string{}}
 	srv := httptest.NewServer(n)
 	t.Cleanup(srv.Close)
 	return n, srv.URL
@@ -63,6 +68,10 @@ type action struct {
 func (n *bulkNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if r.Method == http.MethodPut {
+		n.createIndex(w, r)
+		return
+	}
 	n.requests++
 	n.refresh = append(n.refresh, r.URL.Query().Get("refresh"))
 	body, _ := io.ReadAll(r.Body)
@@ -111,6 +120,29 @@ func (n *bulkNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return b
 	}(), []byte(",")))
+}
+
+// createIndex answers PUT /index as a node does (OpenSearch API
+// reference, "Create index"): acknowledged, or 400
+// resource_already_exists_exception for an index that exists.
+func (n *bulkNode) createIndex(w http.ResponseWriter, r *http.Request) {
+	n.creates++
+	index := r.URL.Path[1:]
+	body, _ := io.ReadAll(r.Body)
+	if n.create != nil {
+		if st, typ := n.create(index); st != 0 {
+			w.WriteHeader(st)
+			fmt.Fprintf(w, `{"error":{"root_cause":[],"type":%q,"reason":"refused [%s]","index":%q},"status":%d}`, typ, index, index, st)
+			return
+		}
+	}
+	if _, ok := n.mappings[index]; ok || n.docs[index] != nil {
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"error":{"root_cause":[],"type":"resource_already_exists_exception","reason":"index [%s/abc] already exists","index":%q},"status":400}`, index, index)
+		return
+	}
+	n.mappings[index] = string(body)
+	fmt.Fprintf(w, `{"acknowledged":true,"shards_acknowledged":true,"index":%q}`, index)
 }
 
 // apply applies one item and returns its answer object.

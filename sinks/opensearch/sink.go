@@ -10,8 +10,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +32,7 @@ type Sink struct {
 	cfg    Config
 	client *opensearchgo.Client
 	dead   *deadLetters // nil without Config.DeadLetter.File
+	ready  sync.Map     // index name → true once created or found (see prepare)
 }
 
 var _ cdc.NonRetainingSink = (*Sink)(nil)
@@ -104,6 +107,9 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 		return nil
 	}
 	index := s.IndexOf(&b.Table)
+	if err := s.prepare(ctx, index); err != nil {
+		return err
+	}
 	pending := make([]item, 0, len(b.Messages))
 	for i := range b.Messages {
 		it, err := newItem(i, &b.Messages[i], index, b.Snapshot.SequenceNumber)
@@ -141,6 +147,56 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if w.deadLettered && s.dead != nil {
 		return s.dead.sync()
 	}
+	return nil
+}
+
+// indexMapping is the body that creates an index (see
+// Config.CreateIndex).
+const indexMapping = `{"mappings":{"dynamic_templates":[{"icecdc_doubles":{"match_mapping_type":"double","mapping":{"type":"double"}}}]}}`
+
+// prepare creates index, once per sink, when Config.CreateIndex says
+// so: an index that exists already is left as it is. A refusal no retry
+// can change (an invalid index name, a wrong password) stops the table
+// naming the index; 403 (a user who may write but not create indexes)
+// is logged once and the writes go on.
+func (s *Sink) prepare(ctx context.Context, index string) error {
+	if !*s.cfg.CreateIndex {
+		return nil
+	}
+	if _, ok := s.ready.Load(index); ok {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "/"+url.PathEscape(index), strings.NewReader(indexMapping))
+	if err != nil {
+		return cdc.Permanent(fmt.Errorf("index %s: %w", index, err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Perform(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		failed := fmt.Errorf("index %s: create it: opensearch %s: %s", index, s.cfg.hosts(), redact.Text(err.Error()))
+		if errors.As(err, new(*tls.CertificateVerificationError)) {
+			return cdc.Permanent(failed)
+		}
+		return failed
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch st := resp.StatusCode; {
+	case st < 300:
+		s.cfg.Logger.Info("opensearch: index created", "index", index)
+	case st == http.StatusBadRequest && bytes.Contains(answer, []byte("resource_already_exists_exception")):
+	case st == http.StatusForbidden:
+		s.cfg.Logger.Warn("opensearch: may not create the index; writing to it as it is", "index", index,
+			"answer", redact.Credentials(requestError(st, answer)))
+	case st == http.StatusTooManyRequests || st >= 500:
+		return fmt.Errorf("index %s: create it: opensearch %s: %s", index, s.cfg.hosts(), redact.Credentials(requestError(st, answer)))
+	default:
+		return cdc.Permanent(fmt.Errorf("index %s: create it: opensearch %s: %s", index, s.cfg.hosts(), redact.Credentials(requestError(st, answer))))
+	}
+	s.ready.Store(index, true)
 	return nil
 }
 

@@ -301,3 +301,57 @@ func TestRefreshPolicyIsSent(t *testing.T) {
 		t.Fatalf("refresh parameters sent: %q", node.refresh)
 	}
 }
+
+// TestCreatesIndexWithDoubles: a missing index is created once, before
+// its first write, mapping fractions as double; an index that exists is
+// written as it is; a name the node refuses stops the table naming the
+// index; a user who may not create indexes still writes; create_index
+// false creates nothing.
+func TestCreatesIndexWithDoubles(t *testing.T) {
+	node, url := newBulkNode(t)
+	s := newTestSink(t, url, nil)
+	h := newHistory(t)
+	writeAll(t, s, someHistory(h)...)
+	sameIndex(t, node.live("items"), h.want())
+	if node.creates != 1 || !strings.Contains(node.mappings["items"], `"match_mapping_type":"double","mapping":{"type":"double"}`) {
+		t.Fatalf("%d creations, mapping %q", node.creates, node.mappings["items"])
+	}
+
+	// A second sink (a restart) finds the index and writes.
+	s2 := newTestSink(t, url, nil)
+	writeAll(t, s2, h.commit(10, change{cdc.OpCreate, 99, "z"}))
+	sameIndex(t, node.live("items"), h.want())
+
+	for _, tc := range []struct {
+		status    int
+		typ, want string
+		permanent bool
+	}{
+		{400, "invalid_index_name_exception", "index items: create it: opensearch http://127.0.0.1", true},
+		{401, "security_exception", "401 security_exception", true},
+		{503, "cluster_block_exception", "503 cluster_block_exception", false},
+		{403, "security_exception", "", false},
+	} {
+		node, url := newBulkNode(t)
+		node.create = func(string) (int, string) { return tc.status, tc.typ }
+		s := newTestSink(t, url, nil)
+		h := newHistory(t)
+		err := s.Write(context.Background(), h.commit(10, change{cdc.OpCreate, 1, "a"})[0])
+		if tc.want == "" {
+			if err != nil || len(node.live("items")) != 1 {
+				t.Errorf("%d on creation: %v, %d documents; want the write done", tc.status, err, len(node.live("items")))
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, cdc.ErrPermanent) != tc.permanent || len(node.live("items")) != 0 {
+			t.Errorf("%d on creation: %v (permanent %v), %d documents", tc.status, err, errors.Is(err, cdc.ErrPermanent), len(node.live("items")))
+		}
+	}
+
+	node, url = newBulkNode(t)
+	s = newTestSink(t, url, func(c *Config) { no := false; c.CreateIndex = &no })
+	writeAll(t, s, newHistory(t).commit(10, change{cdc.OpCreate, 1, "a"}))
+	if node.creates != 0 || len(node.live("items")) != 1 {
+		t.Fatalf("create_index false: %d creations, %d documents", node.creates, len(node.live("items")))
+	}
+}
