@@ -57,6 +57,20 @@ type TableHealth struct {
 	// LastChecked is when the table's metadata was last checked for a
 	// change: by its own load, or by its catalog's bulk check.
 	LastChecked time.Time `json:"last_checked,omitzero"`
+	// Lag is how far delivery was behind the branch head when the table
+	// last compared them; nil before its first load.
+	Lag *TableLag `json:"-"`
+}
+
+// TableLag is a table's branch head and the part of it not yet delivered,
+// as the table saw them at its last load.
+type TableLag struct {
+	Head    SnapshotInfo // zero ID: the branch has no snapshot
+	Pending int          // snapshots on the branch not yet delivered
+	// OldestMs is the commit time of the oldest snapshot not yet
+	// delivered (0 when caught up): the seconds behind grow from it.
+	OldestMs int64
+	At       time.Time // when it was measured
 }
 
 type fault struct {
@@ -65,6 +79,7 @@ type fault struct {
 	unlogged int       // failures since that line
 	checked  time.Time // see Checked
 	watched  bool
+	lag      *TableLag // see Lag
 }
 
 func (h *Health) now() time.Time {
@@ -174,6 +189,18 @@ func (h *Health) attrs(table, component string) []any {
 	return attrs
 }
 
+// Lag records the branch head a table loaded and the snapshots of it not
+// yet delivered (oldest first), for /status.
+func (h *Health) Lag(table string, head SnapshotInfo, pending []SnapshotInfo) {
+	l := &TableLag{Head: head, Pending: len(pending), At: h.now()}
+	if len(pending) > 0 {
+		l.OldestMs = pending[0].TimestampMs
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.table(table).lag = l
+}
+
 // Forget drops a table this process no longer follows (cluster mode:
 // another member took it over), so that /status and /readyz speak of the
 // tables it owns only: a table that stopped here and moved on would keep
@@ -192,6 +219,7 @@ func (h *Health) Tables() []TableHealth {
 	for _, f := range h.tables {
 		t := f.TableHealth
 		t.LastChecked = f.checked
+		t.Lag = f.lag
 		if f.watched && h.catalogChecked.After(t.LastChecked) {
 			t.LastChecked = h.catalogChecked
 		}

@@ -775,6 +775,8 @@ func (f *follower) lag(pending []SnapshotInfo) {
 		behind = time.Since(time.UnixMilli(pending[0].TimestampMs)).Seconds()
 	}
 	m.SecondsBehind.WithLabelValues(f.spec.Name).Set(behind)
+	head, _ := f.spec.Source.Head()
+	f.p.Health.Lag(f.spec.Name, head, pending)
 	f.held.report(f)
 }
 

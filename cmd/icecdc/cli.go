@@ -334,3 +334,11 @@ Other commands:
 Run '{{.CommandPath}} COMMAND --help' for a command's flags and examples.
 {{- end}}
 `
+
+// plural is one when n is 1, else many: "1 event", "2 events".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
