@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/icecdc/icecdc/internal/suggest"
 )
 
 // decodeConfig parses raw, expands ${NAME} inside its scalar values (see
@@ -408,38 +410,10 @@ func joinPath(path, key string) string {
 // didYouMean suggests the name closest to key, if one is close enough to
 // be a typo.
 func didYouMean(key string, names []string) string {
-	best, bestD := "", math.MaxInt
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(key), n); d < bestD {
-			best, bestD = n, d
-		}
+	if best := suggest.Closest(key, names); best != "" {
+		return fmt.Sprintf("did you mean %q? ", best)
 	}
-	if best == "" || bestD > 2 || bestD*2 > len(best) {
-		return ""
-	}
-	return fmt.Sprintf("did you mean %q? ", best)
-}
-
-// editDistance is the Levenshtein distance of a and b in bytes (the keys
-// are ASCII). No module in go.mod exports one, and it is a dozen lines.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 func isInteger(t reflect.Type) bool {
