@@ -162,6 +162,7 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 		return err
 	}
 	shaper, _ := enc.(cdc.RecordShaper)
+	tombstones := cc.tombstones(enc)
 	if f.netMax < 1 {
 		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
 	}
@@ -292,6 +293,7 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					buf = append(buf, '\t')
 				}
 				n := len(buf)
+				keyEnd := n // the key and its tab, or nothing
 				buf, err = enc.AppendValue(buf, c, &evs[i], now)
 				if err != nil {
 					return err
@@ -302,6 +304,11 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					return err
 				}
 				buf = append(buf, '\n')
+				if tombstones && evs[i].Op == cdc.OpDelete {
+					// The Kafka tombstone after the delete: its key, no value.
+					buf = append(buf, buf[:keyEnd]...)
+					buf = append(buf, "null\n"...)
+				}
 				if _, err := w.Write(buf); err != nil {
 					return err
 				}

@@ -229,7 +229,7 @@ func (f *configFlags) register(cmd *cobra.Command, overrides int) {
 		names = append(names, "state")
 	}
 	if overrides&overrideSink != 0 {
-		fl.StringVar(&f.sinkType, "sink", "", "override sink.type: kafka | webhook | stdout | file")
+		fl.StringVar(&f.sinkType, "sink", "", "override sink.type: kafka | webhook | stdout | file; the events keep the format the file's sink gets (its format, else that sink's default)")
 		names = append(names, "sink")
 	}
 	if overrides&overrideRegistry != 0 {
@@ -249,6 +249,12 @@ func (f *configFlags) load() (*Config, error) {
 	// settings the command runs with.
 	cfg, err := loadConfig(f.path, func(c *Config) {
 		if f.sinkType != "" {
+			// Only where the events go changes: they keep the format
+			// the file's sink gets, so that --sink stdout shows what
+			// that sink would receive.
+			if c.Format == "" {
+				c.Format = defaultFormat(c.Sink.Type)
+			}
 			c.Sink.Type = f.sinkType
 		}
 		if registryURL != "" {
