@@ -162,7 +162,7 @@ func (h *Health) OK(table string) {
 	if f.State != StateFailing {
 		return
 	}
-	msg := fmt.Sprintf("%s recovered after %d failures over %s", f.Component, f.Failures, now.Sub(f.Since).Round(time.Millisecond))
+	msg := fmt.Sprintf("%s recovered after %s over %s", f.Component, failures(f.Failures), now.Sub(f.Since).Round(time.Millisecond))
 	h.log().Info(msg, h.attrs(table, f.Component)...)
 	f.TableHealth = TableHealth{Table: table, State: StateOK}
 }
@@ -248,6 +248,13 @@ func (t TableHealth) String() string {
 	if t.State == StateOK {
 		return t.Table + ": ok"
 	}
-	return fmt.Sprintf("%s: %s %s since %s (%d failures): %s", t.Table, t.Component, t.State,
-		t.Since.UTC().Format(time.RFC3339), t.Failures, t.LastError)
+	return fmt.Sprintf("%s: %s %s since %s (%s): %s", t.Table, t.Component, t.State,
+		t.Since.UTC().Format(time.RFC3339), failures(t.Failures), t.LastError)
+}
+
+func failures(n int) string {
+	if n == 1 {
+		return "1 failure"
+	}
+	return fmt.Sprintf("%d failures", n)
 }

@@ -63,6 +63,14 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = cmd.Flags().Changed
+			if f.changed("format") {
+				if err := checkChoice(cmd, "format", f.format, formatDebeziumJSON, formatDebeziumConnect, formatDebeziumAvro, "table"); err != nil {
+					return err
+				}
+			}
+			if err := checkChoice(cmd, "progress", f.progress, "auto", "never"); err != nil {
+				return err
+			}
 			return cmdChanges(cmd.Context(), f, e.stdout, e.stderr, e.log)
 		},
 	}

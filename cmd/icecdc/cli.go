@@ -6,10 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/icecdc/icecdc/internal/suggest"
 )
 
 // cli is what every command writes to.
@@ -62,7 +66,7 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 	root.SetUsageTemplate(usageTemplate)
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{fmt.Errorf("%s%w; see '%s --help'", commandPrefix(c), err, c.CommandPath())}
+		return &usageError{fmt.Errorf("%s%s; see '%s --help'", commandPrefix(c), flagError(err), c.CommandPath())}
 	})
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.AddGroup(
@@ -136,6 +140,44 @@ func commandPrefix(c *cobra.Command) string {
 		return ""
 	}
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") + ": "
+}
+
+// parseFailure is Go's text for a flag value that does not parse as a
+// number or a boolean ("strconv.ParseInt: parsing "abc": invalid syntax"),
+// which names Go's function and repeats the value.
+var parseFailure = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing "[^"]*": (invalid syntax|value out of range)`)
+
+// flagError says in words what pflag's error says in Go's.
+func flagError(err error) string {
+	return parseFailure.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		sub := parseFailure.FindStringSubmatch(m)
+		switch {
+		case sub[2] == "value out of range":
+			return "out of range"
+		case sub[1] == "Int":
+			return "want a whole number"
+		case sub[1] == "Uint":
+			return "want a whole number, 0 or more"
+		case sub[1] == "Float":
+			return "want a number"
+		}
+		return "want true or false"
+	})
+}
+
+// checkChoice refuses a flag value that is not one of choices as a
+// command line that does not parse (exit 2), with the nearest choice.
+func checkChoice(cmd *cobra.Command, flag, value string, choices ...string) error {
+	if slices.Contains(choices, value) {
+		return nil
+	}
+	hint := ""
+	if best := suggest.Closest(value, choices); best != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	list := strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
+	return &usageError{fmt.Errorf("%sinvalid argument %q for \"--%s\" flag: want %s%s; see '%s --help'",
+		commandPrefix(cmd), value, flag, list, hint, cmd.CommandPath())}
 }
 
 func unknownCommand(root *cobra.Command, name string) error {

@@ -36,8 +36,9 @@ func decodeConfig(raw []byte, getenv func(string) string, c *Config) error {
 	if len(doc.Content) == 0 {
 		return nil // an empty file: validate says what is missing
 	}
-	ck := &checker{getenv: getenv, refs: refs, seen: map[*yaml.Node]bool{}}
+	ck := &checker{getenv: getenv, refs: refs, seen: map[*yaml.Node]bool{}, lines: map[string]int{}}
 	ck.walk(doc.Content[0], reflect.TypeOf(c).Elem(), "")
+	c.lines = ck.lines
 	if len(ck.missing) > 0 {
 		slices.Sort(ck.missing)
 		return fmt.Errorf("config: environment variable %s is not set", strings.Join(slices.Compact(ck.missing), ", "))
@@ -143,6 +144,9 @@ type checker struct {
 	// (and expanded) once however many aliases name it, which also keeps
 	// an alias bomb from costing more than its size.
 	seen map[*yaml.Node]bool
+	// lines are the line numbers of the settings by dotted path
+	// (tables[0].name), for the errors of Config.validate.
+	lines map[string]int
 }
 
 var (
@@ -187,6 +191,7 @@ func (ck *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			kpath := joinPath(path, ck.refs.unmark(k.Value))
+			ck.lines[kpath] = k.Line
 			ck.walk(k, t.Key(), path)
 			ck.walk(n.Content[i+1], t.Elem(), kpath)
 		}
@@ -196,6 +201,7 @@ func (ck *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		for i, e := range n.Content {
+			ck.lines[fmt.Sprintf("%s[%d]", path, i)] = e.Line
 			ck.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.Interface:
@@ -232,6 +238,7 @@ func (ck *checker) section(n *yaml.Node, t reflect.Type, path string) {
 			ck.fail(k, path, "unknown key %q (%svalid keys: %s)", key, didYouMean(key, names), strings.Join(names, ", "))
 			continue
 		}
+		ck.lines[joinPath(path, k.Value)] = k.Line
 		ck.walk(v, ft, joinPath(path, k.Value))
 	}
 }

@@ -48,8 +48,8 @@ Exits 3 when a table is failing, stopped or cannot be read (after printing the s
 		Args:                  noArgs,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return &usageError{fmt.Errorf("status: invalid argument %q for \"-o, --output\" flag: want table or json; see 'icecdc status --help'", output)}
+			if err := checkChoice(cmd, "output", output, "table", "json"); err != nil {
+				return err
 			}
 			cfg, err := f.load()
 			if err != nil {
