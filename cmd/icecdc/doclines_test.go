@@ -23,7 +23,8 @@ type docCommand struct {
 
 // docCommands finds the icecdc command lines of a Markdown page: each line
 // of a code block (fenced, or indented by four spaces) that starts with
-// "icecdc " (continued by a trailing backslash), and each inline code span
+// "icecdc " or "go run ./cmd/icecdc " (continued by a trailing
+// backslash), and each inline code span
 // that starts with "icecdc " followed by a flag or by a word that is, or
 // nearly is, a command (`icecdc started`, a log message, is not a command
 // line; `icecdc stauts` is one, misspelt). A comment, a pipe or a second
@@ -40,6 +41,9 @@ func docCommands(page, text string) []docCommand {
 		}
 		where := fmt.Sprintf("%s:%d", page, i+1)
 		code := strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+		if rest, ok := strings.CutPrefix(code, "go run ./cmd/icecdc "); ok {
+			code = "icecdc " + rest // the README's quick start, from a clone
+		}
 		if (fenced || strings.HasPrefix(l, "    ")) && strings.HasPrefix(code, "icecdc ") {
 			for strings.HasSuffix(code, "\\") && i+1 < len(lines) {
 				i++
@@ -232,13 +236,14 @@ func TestDocCommandLinesCheck(t *testing.T) {
 		"    icecdc status -c a.yaml extra     # an operand\n" +
 		"    icecdc help nothing\n" +
 		"    icecdc changes --metadata /p/m.json [--from-seq N] \\\n      --to-seq 5 | kcat -P\n" +
-		"```sh\nicecdc demo --dir ./demo --commit update  # fine\n```\n"
+		"```sh\nicecdc demo --dir ./demo --commit update  # fine\n```\n" +
+		"    go run ./cmd/icecdc status -c x.yaml --once\n"
 	cmds := docCommands("page.md", page)
 	var got []string
 	for _, c := range cmds {
 		got = append(got, fmt.Sprintf("%s %v", c.where, parseCommandLine(c.args[1:]) == nil))
 	}
-	want := []string{"page.md:1 false", "page.md:3 false", "page.md:4 false", "page.md:5 false", "page.md:6 false", "page.md:7 true", "page.md:10 true"}
+	want := []string{"page.md:1 false", "page.md:3 false", "page.md:4 false", "page.md:5 false", "page.md:6 false", "page.md:7 true", "page.md:10 true", "page.md:12 false"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("checked:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
