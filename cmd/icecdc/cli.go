@@ -226,10 +226,11 @@ func singleDashLongFlags(root *cobra.Command, args []string) []string {
 				}
 			}
 		case strings.HasPrefix(a, "-") && len(name) > 1:
-			// Unless it starts with a shorthand (-cFILE), a name that is no
-			// flag here is one too, and is refused as --name, not as
-			// shorthands.
-			if f = lookup(name); f != nil || short(name[:1]) == nil {
+			// Unless it is -cFILE (-c with its value attached), a name
+			// that is no flag here is one too, and is refused as --name,
+			// not as shorthands: status's -once is the unknown --once,
+			// not -o with the value "nce".
+			if f = lookup(name); f != nil || name[0] != 'c' || short("c") == nil {
 				a = "-" + a
 			}
 		case strings.HasPrefix(a, "-") && len(name) == 1:
