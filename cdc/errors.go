@@ -77,7 +77,7 @@ type TableError struct {
 
 func (e *TableError) Error() string {
 	msg := e.Err.Error()
-	if strings.HasPrefix(msg, "table "+e.Table+": ") {
+	if strings.HasPrefix(msg, "table "+e.Table+": ") || strings.HasPrefix(msg, "table "+e.Table+" ") {
 		// The source named its table already (source.Table does, for
 		// callers that follow no pipeline).
 		return msg

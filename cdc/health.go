@@ -61,6 +61,20 @@ type TableHealth struct {
 	// SnapshotPaused names the signal whose on-demand snapshot is paused
 	// (pause-snapshot): the table's stream waits for resume-snapshot.
 	SnapshotPaused string `json:"snapshot_paused,omitempty"`
+	// Lag is how far delivery was behind the branch head when the table
+	// last compared them; nil before its first load.
+	Lag *TableLag `json:"-"`
+}
+
+// TableLag is a table's branch head and the part of it not yet delivered,
+// as the table saw them at its last load.
+type TableLag struct {
+	Head    SnapshotInfo // zero ID: the branch has no snapshot
+	Pending int          // snapshots on the branch not yet delivered
+	// OldestMs is the commit time of the oldest snapshot not yet
+	// delivered (0 when caught up): the seconds behind grow from it.
+	OldestMs int64
+	At       time.Time // when it was measured
 }
 
 type fault struct {
@@ -69,7 +83,8 @@ type fault struct {
 	unlogged int       // failures since that line
 	checked  time.Time // see Checked
 	watched  bool
-	paused   string // see Paused
+	paused   string    // see Paused
+	lag      *TableLag // see Lag
 }
 
 func (h *Health) now() time.Time {
@@ -152,7 +167,7 @@ func (h *Health) OK(table string) {
 	if f.State != StateFailing {
 		return
 	}
-	msg := fmt.Sprintf("%s recovered after %d failures over %s", f.Component, f.Failures, now.Sub(f.Since).Round(time.Millisecond))
+	msg := fmt.Sprintf("%s recovered after %s over %s", f.Component, failures(f.Failures), now.Sub(f.Since).Round(time.Millisecond))
 	h.log().Info(msg, h.attrs(table, f.Component)...)
 	f.TableHealth = TableHealth{Table: table, State: StateOK}
 }
@@ -199,6 +214,18 @@ func (h *Health) PausedNotes() []string {
 	return out
 }
 
+// Lag records the branch head a table loaded and the snapshots of it not
+// yet delivered (oldest first), for /status.
+func (h *Health) Lag(table string, head SnapshotInfo, pending []SnapshotInfo) {
+	l := &TableLag{Head: head, Pending: len(pending), At: h.now()}
+	if len(pending) > 0 {
+		l.OldestMs = pending[0].TimestampMs
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.table(table).lag = l
+}
+
 // Forget drops a table this process no longer follows (cluster mode:
 // another member took it over), so that /status and /readyz speak of the
 // tables it owns only: a table that stopped here and moved on would keep
@@ -217,6 +244,8 @@ func (h *Health) Tables() []TableHealth {
 	for _, f := range h.tables {
 		t := f.TableHealth
 		t.LastChecked, t.SnapshotPaused = f.checked, f.paused
+		t.LastChecked = f.checked
+		t.Lag = f.lag
 		if f.watched && h.catalogChecked.After(t.LastChecked) {
 			t.LastChecked = h.catalogChecked
 		}
@@ -245,6 +274,13 @@ func (t TableHealth) String() string {
 	if t.State == StateOK {
 		return t.Table + ": ok"
 	}
-	return fmt.Sprintf("%s: %s %s since %s (%d failures): %s", t.Table, t.Component, t.State,
-		t.Since.UTC().Format(time.RFC3339), t.Failures, t.LastError)
+	return fmt.Sprintf("%s: %s %s since %s (%s): %s", t.Table, t.Component, t.State,
+		t.Since.UTC().Format(time.RFC3339), failures(t.Failures), t.LastError)
+}
+
+func failures(n int) string {
+	if n == 1 {
+		return "1 failure"
+	}
+	return fmt.Sprintf("%d failures", n)
 }

@@ -266,6 +266,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return errors.Join(run.errs...)
 }
 
+// startAttrs says in a log line where a table without a checkpoint
+// starts, in the words of the resume line, not as a Checkpoint (whose
+// "<uuid>@0(snapshot 0, done)" reads as a position that exists).
+func startAttrs(cp Checkpoint) []any {
+	switch {
+	case cp.Initial:
+		return []any{"initial_read_of_snapshot", cp.SnapshotID, "sequence_number", cp.Seq}
+	case cp.Done && cp.SnapshotID == 0:
+		return []any{"from", "the first snapshot"}
+	case cp.Done:
+		return []any{"after_snapshot", cp.SnapshotID, "sequence_number", cp.Seq}
+	}
+	return []any{"snapshot", cp.SnapshotID, "sequence_number", cp.Seq}
+}
+
 // tablesRun is what Run's tables report to it as they end (follower.end).
 type tablesRun struct {
 	wg       sync.WaitGroup
@@ -591,12 +606,12 @@ func (f *follower) load(ctx context.Context) error {
 		}
 		switch {
 		case f.spec.WarnStart != "":
-			f.logger().Warn("no checkpoint: starting", "position", cp.String(), "why", f.spec.WarnStart)
+			f.logger().Warn("no checkpoint: starting", append(startAttrs(cp), "why", f.spec.WarnStart)...)
 		case f.spec.Start.Kind == StartEarliest && cp.Seq > 0:
 			f.logger().Warn("no checkpoint: starting with the oldest retained snapshot; the table's older history was expired",
 				"after_sequence_number", cp.Seq)
 		default:
-			f.logger().Info("no checkpoint: starting", "position", cp.String())
+			f.logger().Info("no checkpoint: starting", startAttrs(cp)...)
 		}
 	}
 	f.cp, f.cpFrom = cp, "the state store"
@@ -792,6 +807,8 @@ func (f *follower) lag(pending []SnapshotInfo) {
 		behind = time.Since(time.UnixMilli(pending[0].TimestampMs)).Seconds()
 	}
 	m.SecondsBehind.WithLabelValues(f.spec.Name).Set(behind)
+	head, _ := f.spec.Source.Head()
+	f.p.Health.Lag(f.spec.Name, head, pending)
 	f.held.report(f)
 }
 

@@ -46,6 +46,9 @@ func CheckCatalogURI(typ, uri string) error {
 		}
 		return nil
 	}
+	if typ == "" || typ == "sql" {
+		return checkSQLURI(uri)
+	}
 	if typ != "hive" {
 		return nil
 	}
@@ -66,6 +69,27 @@ func CheckCatalogURI(typ, uri string) error {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return fmt.Errorf("%s: port %q: want 1 to 65535", u.Redacted(), p)
 		}
+	}
+	return nil
+}
+
+// checkSQLURI refuses the URI forms other tools give a SQLite database
+// (SQLAlchemy's sqlite:///PATH, JDBC's jdbc:sqlite:PATH), which the
+// driver would take for a file name, and names the form it reads.
+func checkSQLURI(uri string) error {
+	for _, scheme := range []string{"jdbc:sqlite:", "sqlite3:", "sqlite:"} {
+		rest, ok := strings.CutPrefix(uri, scheme)
+		if !ok {
+			continue
+		}
+		// sqlite:///rel is a relative path, sqlite:////abs an absolute one.
+		if p, ok := strings.CutPrefix(rest, "//"); ok {
+			rest = strings.TrimPrefix(p, "/")
+			if rest == "" || !strings.HasPrefix(rest, "/") && !strings.HasPrefix(rest, ".") {
+				rest = "./" + rest
+			}
+		}
+		return fmt.Errorf("%s: a SQLite catalog's uri is file:PATH (here file:%s)", redact.URL(uri), rest)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -162,6 +163,9 @@ func OpenCatalog(ctx context.Context, o Options) (catalog.Catalog, error) {
 		if err = newStore(o).explainCatalog(o, err); errors.As(err, &se) {
 			return nil, fmt.Errorf("open catalog %q: %w", name, err) // it names the type
 		}
+		if f := sqliteFile(props["uri"]); typ == "sql" && props["sql.dialect"] == "sqlite" && f != "" {
+			return nil, fmt.Errorf("open sql catalog %q: SQLite file %s: %w", name, f, err)
+		}
 		return nil, fmt.Errorf("open %s catalog %q: %w", typ, name, err)
 	}
 	return cat, nil
@@ -175,7 +179,11 @@ func checkSQLiteFile(uri string) error {
 		return nil
 	}
 	if _, err := os.Stat(p); err != nil {
-		return fmt.Errorf("open sql catalog %s: %w", uri, err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said once, below
+		}
+		return fmt.Errorf("open sql catalog %s: SQLite file %s: %w (a SQLite catalog's uri is file:PATH)", uri, p, err)
 	}
 	return nil
 }
@@ -284,6 +292,9 @@ func New(o Options) (*Table, error) {
 			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
 		case err != nil && cat == nil:
 			return nil, err
+		case err != nil && isMissing(err) && t.tbl == nil && t.dropped == nil:
+			// Never loaded: a name to correct, not a wait (missing.go).
+			return nil, missingTable(lctx, h, *o, ident, err)
 		case err != nil && isThrottle(err):
 			// Not the table's fault: see cdc.ErrThrottled.
 			return nil, cdc.Throttled(fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err)))

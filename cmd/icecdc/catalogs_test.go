@@ -90,7 +90,7 @@ func testGlue(t *testing.T, srv *moto.Server) {
 		{"no region", func(p iceberg.Properties) { delete(p, "glue.region") },
 			[]string{`open glue catalog "local": no region: set glue.region (catalog property), AWS_REGION, or a region in the AWS profile`}},
 		{"no such table", func(iceberg.Properties) {},
-			[]string{"load table shop.nothing: ", "nothing"}},
+			[]string{"table shop.nothing does not exist in glue catalog", "; namespace shop holds shop.orders"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := iceberg.Properties{}

@@ -63,6 +63,14 @@ to read), oldest first, from a metadata.json file or from a catalog, then exit.`
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = cmd.Flags().Changed
+			if f.changed("format") {
+				if err := checkChoice(cmd, "format", f.format, formatDebeziumJSON, formatDebeziumConnect, formatDebeziumAvro, "table"); err != nil {
+					return err
+				}
+			}
+			if err := checkChoice(cmd, "progress", f.progress, "auto", "never"); err != nil {
+				return err
+			}
 			return cmdChanges(cmd.Context(), f, e.stdout, e.stderr, e.log)
 		},
 	}
@@ -162,6 +170,7 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 		return err
 	}
 	shaper, _ := enc.(cdc.RecordShaper)
+	tombstones := cc.tombstones(enc)
 	if f.netMax < 1 {
 		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
 	}
@@ -292,6 +301,7 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					buf = append(buf, '\t')
 				}
 				n := len(buf)
+				keyEnd := n // the key and its tab, or nothing
 				buf, err = enc.AppendValue(buf, c, &evs[i], now)
 				if err != nil {
 					return err
@@ -302,6 +312,11 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					return err
 				}
 				buf = append(buf, '\n')
+				if tombstones && evs[i].Op == cdc.OpDelete {
+					// The Kafka tombstone after the delete: its key, no value.
+					buf = append(buf, buf[:keyEnd]...)
+					buf = append(buf, "null\n"...)
+				}
 				if _, err := w.Write(buf); err != nil {
 					return err
 				}

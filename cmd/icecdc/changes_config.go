@@ -130,6 +130,18 @@ func (cc *changesConfig) encoder(enc cdc.Encoder) (cdc.Encoder, error) {
 	return routeEncoder(cc.cfg, enc), nil
 }
 
+// tombstones reports whether the configuration's sink follows each
+// delete with a tombstone (Kafka's sink.kafka.tombstones, as a flattened
+// stream keeps them): changes prints them where that sink has them.
+func (cc *changesConfig) tombstones(enc cdc.Encoder) bool {
+	if cc == nil || cc.cfg.Sink.Type != "kafka" || enc == nil {
+		return false
+	}
+	kc := cc.cfg.Sink.Kafka
+	unwrapKafka(&kc, enc)
+	return kc.Tombstones == nil || *kc.Tombstones
+}
+
 // route returns the router's topic function, nil without one: the
 // subjects of debezium-avro follow routed topics.
 func (cc *changesConfig) route() func(string) string {

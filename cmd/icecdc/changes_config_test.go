@@ -167,3 +167,103 @@ debezium:
 		t.Errorf("a mask on no column: exit %d, %s", code, errOut)
 	}
 }
+
+// TestChangesConfigTombstones: `changes -c` of a Kafka sink's file prints
+// the tombstone Kafka gets after each delete (the delete's key, a null
+// value); a flattened stream keeps it only in rewrite-with-tombstone, and
+// sink.kafka.tombstones: false or a sink without tombstones prints none.
+func TestChangesConfigTombstones(t *testing.T) {
+	path, _ := demoDaemonConfig(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(sink, extra string) string {
+		body := strings.Replace(string(raw), "sink:\n  type: stdout\n", sink, 1) + extra
+		p := filepath.Join(t.TempDir(), "icecdc.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const kafkaSink = "sink:\n  type: kafka\n  kafka: {brokers: ['localhost:9092']}\n"
+	deletes := 0
+	for _, e := range bookshopEvents {
+		if strings.Contains(e, " d ") {
+			deletes++
+		}
+	}
+	if deletes == 0 {
+		t.Fatal("the demo story has no delete")
+	}
+	for _, tc := range []struct {
+		name, sink, extra string
+		tombstones        bool
+	}{
+		{"kafka", kafkaSink, "", true},
+		{"kafka without tombstones", "sink:\n  type: kafka\n  kafka: {brokers: ['localhost:9092'], tombstones: false}\n", "", false},
+		{"kafka unwrap", kafkaSink, "transforms:\n  unwrap: {}\n", false},
+		{"kafka unwrap rewrite-with-tombstone", kafkaSink, "transforms:\n  unwrap: {delete.tombstone.handling.mode: rewrite-with-tombstone}\n", true},
+		{"stdout", "sink:\n  type: stdout\n", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCmd("changes", "-c", write(tc.sink, tc.extra), "--with-key")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			want := len(bookshopEvents)
+			if tc.tombstones {
+				want += deletes
+			}
+			if len(lines) != want {
+				t.Fatalf("%d lines, want %d (%d events, tombstones %v):\n%s", len(lines), want, len(bookshopEvents), tc.tombstones, out)
+			}
+			seen := 0
+			for i, l := range lines {
+				key, value, _ := strings.Cut(l, "\t")
+				if value != "null" || strings.Contains(tc.extra, "unwrap") && !tc.tombstones {
+					continue
+				}
+				seen++
+				prevKey, prevValue, _ := strings.Cut(lines[max(i-1, 0)], "\t")
+				if i == 0 || prevKey != key || !strings.Contains(prevValue, `"op":"d"`) && !strings.Contains(prevValue, `"__deleted":"true"`) {
+					t.Fatalf("line %d, a tombstone %q, does not follow the delete of its key: %q", i+1, l, lines[max(i-1, 0)])
+				}
+			}
+			if tc.tombstones && seen != deletes {
+				t.Fatalf("%d tombstones, want %d:\n%s", seen, deletes, out)
+			}
+		})
+	}
+}
+
+// TestRunSinkOverrideKeepsFormat: `run --sink stdout` on a Kafka sink's
+// file prints the Connect records Kafka would get, and says so.
+func TestRunSinkOverrideKeepsFormat(t *testing.T) {
+	path, _ := demoDaemonConfig(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(string(raw), "sink:\n  type: stdout\n", "sink:\n  type: kafka\n  kafka: {brokers: ['localhost:9092']}\n", 1)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCmd("run", "--once", "-c", path, "--sink", "stdout", "--state", filepath.Join(t.TempDir(), "try.db"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(bookshopEvents) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(bookshopEvents), out)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, `{"schema":{`) {
+			t.Fatalf("a line not in debezium-connect-json, the Kafka sink's default: %s", l)
+		}
+	}
+	if !strings.Contains(errOut, `"sink":"stdout","format":"debezium-connect-json"`) {
+		t.Fatalf("the start line does not name the sink and format:\n%s", errOut)
+	}
+}

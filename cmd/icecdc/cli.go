@@ -6,10 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/icecdc/icecdc/internal/suggest"
 )
 
 // cli is what every command writes to.
@@ -62,7 +66,7 @@ told apart by row lineage) and delivers them as Debezium-style events: once from
 	root.SetUsageTemplate(usageTemplate)
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{fmt.Errorf("%s%w; see '%s --help'", commandPrefix(c), err, c.CommandPath())}
+		return &usageError{fmt.Errorf("%s%s; see '%s --help'", commandPrefix(c), flagError(err), c.CommandPath())}
 	})
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.AddGroup(
@@ -138,6 +142,44 @@ func commandPrefix(c *cobra.Command) string {
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") + ": "
 }
 
+// parseFailure is Go's text for a flag value that does not parse as a
+// number or a boolean ("strconv.ParseInt: parsing "abc": invalid syntax"),
+// which names Go's function and repeats the value.
+var parseFailure = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing "[^"]*": (invalid syntax|value out of range)`)
+
+// flagError says in words what pflag's error says in Go's.
+func flagError(err error) string {
+	return parseFailure.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		sub := parseFailure.FindStringSubmatch(m)
+		switch {
+		case sub[2] == "value out of range":
+			return "out of range"
+		case sub[1] == "Int":
+			return "want a whole number"
+		case sub[1] == "Uint":
+			return "want a whole number, 0 or more"
+		case sub[1] == "Float":
+			return "want a number"
+		}
+		return "want true or false"
+	})
+}
+
+// checkChoice refuses a flag value that is not one of choices as a
+// command line that does not parse (exit 2), with the nearest choice.
+func checkChoice(cmd *cobra.Command, flag, value string, choices ...string) error {
+	if slices.Contains(choices, value) {
+		return nil
+	}
+	hint := ""
+	if best := suggest.Closest(value, choices); best != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	list := strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
+	return &usageError{fmt.Errorf("%sinvalid argument %q for \"--%s\" flag: want %s%s; see '%s --help'",
+		commandPrefix(cmd), value, flag, list, hint, cmd.CommandPath())}
+}
+
 func unknownCommand(root *cobra.Command, name string) error {
 	msg := fmt.Sprintf("unknown command %q", name)
 	if s := root.SuggestionsFor(name); len(s) > 0 {
@@ -184,10 +226,11 @@ func singleDashLongFlags(root *cobra.Command, args []string) []string {
 				}
 			}
 		case strings.HasPrefix(a, "-") && len(name) > 1:
-			// Unless it starts with a shorthand (-cFILE), a name that is no
-			// flag here is one too, and is refused as --name, not as
-			// shorthands.
-			if f = lookup(name); f != nil || short(name[:1]) == nil {
+			// Unless it is -cFILE (-c with its value attached), a name
+			// that is no flag here is one too, and is refused as --name,
+			// not as shorthands: status's -once is the unknown --once,
+			// not -o with the value "nce".
+			if f = lookup(name); f != nil || name[0] != 'c' || short("c") == nil {
 				a = "-" + a
 			}
 		case strings.HasPrefix(a, "-") && len(name) == 1:
@@ -229,7 +272,7 @@ func (f *configFlags) register(cmd *cobra.Command, overrides int) {
 		names = append(names, "state")
 	}
 	if overrides&overrideSink != 0 {
-		fl.StringVar(&f.sinkType, "sink", "", "override sink.type: kafka | webhook | stdout | file")
+		fl.StringVar(&f.sinkType, "sink", "", "override sink.type: kafka | webhook | stdout | file; the events keep the format the file's sink gets (its format, else that sink's default)")
 		names = append(names, "sink")
 	}
 	if overrides&overrideRegistry != 0 {
@@ -249,6 +292,12 @@ func (f *configFlags) load() (*Config, error) {
 	// settings the command runs with.
 	cfg, err := loadConfig(f.path, func(c *Config) {
 		if f.sinkType != "" {
+			// Only where the events go changes: they keep the format
+			// the file's sink gets, so that --sink stdout shows what
+			// that sink would receive.
+			if c.Format == "" {
+				c.Format = defaultFormat(c.Sink.Type)
+			}
 			c.Sink.Type = f.sinkType
 		}
 		if registryURL != "" {
@@ -334,3 +383,11 @@ Other commands:
 Run '{{.CommandPath}} COMMAND --help' for a command's flags and examples.
 {{- end}}
 `
+
+// plural is one when n is 1, else many: "1 event", "2 events".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -53,6 +53,8 @@ type Config struct {
 	// transformOrder is the order the transforms block lists its
 	// transforms in, the order they run in (decodeConfig).
 	transformOrder []string
+	// lines are the settings' line numbers in the file (see locate).
+	lines map[string]int
 	// SchemaRegistry is the registry of the debezium-avro format's schemas.
 	SchemaRegistry registry.Config `yaml:"schema_registry"`
 	Sink           SinkConfig      `yaml:"sink"`
@@ -163,7 +165,7 @@ func parseConfig(raw []byte, getenv func(string) string, overrides ...func(*Conf
 	}
 	c.defaults()
 	if err := c.validate(); err != nil {
-		return nil, firstError([]error{err})
+		return nil, firstError(c.locate(err))
 	}
 	return &c, nil
 }
@@ -175,7 +177,7 @@ func loadConfig(path string, overrides ...func(*Config)) (*Config, error) {
 	}
 	c, err := parseConfig(raw, os.Getenv, overrides...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", fileLine(path, err), err)
 	}
 	return c, nil
 }

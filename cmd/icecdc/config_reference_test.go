@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // configReference is the page that documents every key of icecdc.yaml.
@@ -126,5 +128,94 @@ func TestConfigKeysWalk(t *testing.T) {
 	want := []string{"plain", "untagged", "dur", "size", "map", "list", "ptr", "nested.deep", "ptr_nest.deep", "items[].deep", "deep"}
 	if !slices.Equal(got, want) {
 		t.Errorf("configKeys = %v, want %v", got, want)
+	}
+}
+
+// completeExample returns the YAML of docs/configuration.md's "A complete
+// example" (its indented block).
+func completeExample(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(configReference)
+	if err != nil {
+		t.Fatalf("read the configuration reference: %v", err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## A complete example\n")
+	if !ok {
+		t.Fatalf("%s has no section \"A complete example\"", configReference)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(section, "\n") {
+		if body, ok := strings.CutPrefix(l, "    "); ok {
+			in = true
+			b.WriteString(body + "\n")
+		} else if in && strings.TrimSpace(l) != "" {
+			break
+		}
+	}
+	return b.String()
+}
+
+// exampleKeys returns the dotted keys a YAML document sets, as configKeys
+// names them (a list of sections adds "[]").
+func exampleKeys(n *yaml.Node, prefix string, into map[string]bool) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			exampleKeys(c, prefix, into)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := prefix + n.Content[i].Value
+			into[key] = true
+			exampleKeys(n.Content[i+1], key+".", into)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if c.Kind == yaml.MappingNode {
+				exampleKeys(c, strings.TrimSuffix(prefix, ".")+"[].", into)
+			}
+		}
+	}
+}
+
+// TestCompleteExampleHasEveryKey holds the reference's "A complete
+// example: every key" to the Config struct: each key is set there (a key
+// with a parameter, column.mask.with.N.chars, by one instance), and the
+// example is a configuration icecdc loads.
+func TestCompleteExampleHasEveryKey(t *testing.T) {
+	example := completeExample(t)
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(example), &doc); err != nil {
+		t.Fatalf("the complete example is not YAML: %v\n%s", err, example)
+	}
+	set := map[string]bool{}
+	exampleKeys(&doc, "", set)
+	param := regexp.MustCompile(`\b(N|ALGORITHM|SALT|[A-Z][A-Z_]+)\b`)
+	for _, k := range configKeys(reflect.TypeFor[Config](), "") {
+		if set[k] {
+			continue
+		}
+		// A key with parameters matches any instance of them.
+		re := regexp.MustCompile("^" + param.ReplaceAllString(regexp.QuoteMeta(k), `[^.]+(\.[^.]+)*?`) + "$")
+		found := false
+		for s := range set {
+			if re.MatchString(s) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("%s: the complete example leaves out %s", configReference, k)
+		}
+	}
+	if len(set) < 40 {
+		t.Fatalf("the complete example sets %d keys: it was not found whole\n%s", len(set), example)
+	}
+	// It loads: each key set is one icecdc reads, with a value it takes
+	// (the secrets come from the environment, here any value).
+	if _, err := parseConfig([]byte(example), func(string) string { return "x" }); err != nil {
+		t.Errorf("the complete example does not load: %v", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/icecdc/icecdc/internal/suggest"
 )
 
 // decodeConfig parses raw, expands ${NAME} inside its scalar values (see
@@ -34,8 +36,9 @@ func decodeConfig(raw []byte, getenv func(string) string, c *Config) error {
 	if len(doc.Content) == 0 {
 		return nil // an empty file: validate says what is missing
 	}
-	ck := &checker{getenv: getenv, refs: refs, seen: map[*yaml.Node]bool{}}
+	ck := &checker{getenv: getenv, refs: refs, seen: map[*yaml.Node]bool{}, lines: map[string]int{}}
 	ck.walk(doc.Content[0], reflect.TypeOf(c).Elem(), "")
+	c.lines = ck.lines
 	if len(ck.missing) > 0 {
 		slices.Sort(ck.missing)
 		return fmt.Errorf("config: environment variable %s is not set", strings.Join(slices.Compact(ck.missing), ", "))
@@ -141,6 +144,9 @@ type checker struct {
 	// (and expanded) once however many aliases name it, which also keeps
 	// an alias bomb from costing more than its size.
 	seen map[*yaml.Node]bool
+	// lines are the line numbers of the settings by dotted path
+	// (tables[0].name), for the errors of Config.validate.
+	lines map[string]int
 }
 
 var (
@@ -185,6 +191,7 @@ func (ck *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			kpath := joinPath(path, ck.refs.unmark(k.Value))
+			ck.lines[kpath] = k.Line
 			ck.walk(k, t.Key(), path)
 			ck.walk(n.Content[i+1], t.Elem(), kpath)
 		}
@@ -194,6 +201,7 @@ func (ck *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		for i, e := range n.Content {
+			ck.lines[fmt.Sprintf("%s[%d]", path, i)] = e.Line
 			ck.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.Interface:
@@ -230,6 +238,7 @@ func (ck *checker) section(n *yaml.Node, t reflect.Type, path string) {
 			ck.fail(k, path, "unknown key %q (%svalid keys: %s)", key, didYouMean(key, names), strings.Join(names, ", "))
 			continue
 		}
+		ck.lines[joinPath(path, k.Value)] = k.Line
 		ck.walk(v, ft, joinPath(path, k.Value))
 	}
 }
@@ -408,38 +417,10 @@ func joinPath(path, key string) string {
 // didYouMean suggests the name closest to key, if one is close enough to
 // be a typo.
 func didYouMean(key string, names []string) string {
-	best, bestD := "", math.MaxInt
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(key), n); d < bestD {
-			best, bestD = n, d
-		}
+	if best := suggest.Closest(key, names); best != "" {
+		return fmt.Sprintf("did you mean %q? ", best)
 	}
-	if best == "" || bestD > 2 || bestD*2 > len(best) {
-		return ""
-	}
-	return fmt.Sprintf("did you mean %q? ", best)
-}
-
-// editDistance is the Levenshtein distance of a and b in bytes (the keys
-// are ASCII). No module in go.mod exports one, and it is a dozen lines.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 func isInteger(t reflect.Type) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -255,8 +256,9 @@ http: {listen: '%s'}
 				sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer scancel()
 				var out bytes.Buffer
-				if err := execute(sctx, []string{"status", "-c", cfg}, &out, io.Discard); err != nil {
-					t.Fatalf("status (daemon running %v): %v", daemon, err)
+				err := execute(sctx, []string{"status", "-c", cfg}, &out, io.Discard)
+				if ee := (*exitError)(nil); !errors.As(err, &ee) || ee.code != exitTablesFailing || !strings.Contains(err.Error(), "cyclic.orders") {
+					t.Fatalf("status (daemon running %v): %v, want exit %d naming cyclic.orders", daemon, err, exitTablesFailing)
 				}
 				if el := time.Since(start); el > 10*time.Second {
 					t.Fatalf("status (daemon running %v) took %s", daemon, el)

@@ -273,7 +273,9 @@ func cmdDemo(ctx context.Context, dir, commit string, stdout io.Writer, log *slo
 		return err
 	}
 	if kept {
-		return demoNext(w, dir, opts)
+		// After a --commit the commands were said already, when the
+		// table was made.
+		return demoNext(w, dir, opts, commit == "")
 	}
 	fmt.Fprintln(w, "# the table was in a temporary directory, now removed; 'icecdc demo --dir ./demo' keeps it, to follow with icecdc run")
 	return nil
@@ -316,7 +318,7 @@ func printDemo(ctx context.Context, w io.Writer, opts source.Options, fromSeq in
 			what = " (" + whats[i] + ")"
 		}
 		i++
-		fmt.Fprintf(w, "# snapshot %d  seq %d  %s%s: %d events\n", c.Snapshot.ID, c.Snapshot.SequenceNumber, c.Snapshot.Operation, what, len(c.Events))
+		fmt.Fprintf(w, "# snapshot %d  seq %d  %s%s: %d %s\n", c.Snapshot.ID, c.Snapshot.SequenceNumber, c.Snapshot.Operation, what, len(c.Events), plural(len(c.Events), "event", "events"))
 		now := time.Now().UnixMilli()
 		for k := range c.Events {
 			var err error
@@ -335,8 +337,9 @@ func printDemo(ctx context.Context, w io.Writer, opts source.Options, fromSeq in
 const demoListen = "127.0.0.1:9464"
 
 // demoNext writes a config for icecdc run on the demo table into dir
-// (unless one is there) and prints the commands to try next.
-func demoNext(w io.Writer, dir string, opts source.Options) error {
+// (unless one is there) and prints the commands to try next, when told
+// to or when it wrote the config.
+func demoNext(w io.Writer, dir string, opts source.Options, tell bool) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -363,6 +366,10 @@ http:
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			return fmt.Errorf("demo: write %s: %w", cfgPath, err)
 		}
+		tell = true
+	}
+	if !tell {
+		return nil
 	}
 	q := shellQuote
 	fmt.Fprintf(w, `#

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	stdlog "log"
@@ -222,8 +223,10 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 		t.Fatalf("/status health while failing: %+v", h)
 	}
 	var out bytes.Buffer
-	if err := execute(ctx, []string{"status", "-c", cfgPath}, &out, io.Discard); err != nil {
-		t.Fatal(err)
+	err = execute(ctx, []string{"status", "-c", cfgPath}, &out, io.Discard)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitTablesFailing || !strings.Contains(err.Error(), "1 of 1 table failing") {
+		t.Fatalf("icecdc status while failing: %v, want exit %d naming the table", err, exitTablesFailing)
 	}
 	if !strings.Contains(out.String(), "\n\nbookshop.orders: sink failing since ") || !strings.Contains(out.String(), want) {
 		t.Fatalf("icecdc status while failing:\n%s", out.String())

@@ -110,9 +110,9 @@ func TestHiveMetastore(t *testing.T) {
 			{"nothing listening", []string{"--catalog-uri", "thrift://icecdc:" + hivePassword + "@" + closed, "--table", name},
 				[]string{"load table " + name + ": ", "hive metastore at thrift://icecdc:xxxxx@" + closed + ": cannot connect to " + closed + ": connect: connection refused"}},
 			{"no such table", []string{"--table", ns + ".nothing"},
-				[]string{"load table " + ns + ".nothing: hive metastore at " + strings.Replace(withPassword, hivePassword, "xxxxx", 1) + ": no such table"}},
+				[]string{"table " + ns + ".nothing does not exist in hive catalog", " at " + strings.Replace(withPassword, hivePassword, "xxxxx", 1), "; namespace " + ns + " holds "}},
 			{"no such database", []string{"--table", ns + "_nodb.orders"},
-				[]string{"load table " + ns + "_nodb.orders: hive metastore at ", ": no such database"}},
+				[]string{"table " + ns + "_nodb.orders does not exist in hive catalog", ": no namespace " + ns + "_nodb"}},
 			{"not a metastore URI", []string{"--catalog-uri", "http://icecdc:" + hivePassword + "@" + strings.TrimPrefix(uri, "thrift://"), "--table", name},
 				[]string{"changes: --catalog-uri http://icecdc:xxxxx@", "want thrift://host:port"}},
 		} {

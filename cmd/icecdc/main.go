@@ -67,12 +67,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	err := execute(ctx, args, stdout, stderr)
 	var ue *usageError
+	var ee *exitError
 	switch {
 	case errors.As(err, &ue):
 		if msg := ue.Error(); msg != "" {
 			fmt.Fprintln(stderr, "icecdc:", oneLine(msg))
 		}
 		return 2
+	case errors.As(err, &ee):
+		fmt.Fprintln(stderr, "icecdc:", oneLine(ee.Error()))
+		return ee.code
 	case err != nil:
 		fmt.Fprintln(stderr, "icecdc:", oneLine(err.Error()))
 		return 1

@@ -2,9 +2,12 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,7 +74,10 @@ func TestDaemonMetricsPerTable(t *testing.T) {
 					}
 					fams[name]++
 				}
-				return fams["icecdc_events_published_total"] > 0 && (set != cdc.PerTableFull || fams["icecdc_checkpoint_sequence_number"] > 0)
+				var rows []tableStatus
+				caughtUp := json.Unmarshal([]byte(daemonPage(listen, "/status")), &rows) == nil && len(rows) == 1 &&
+					rows[0].Lag != nil && rows[0].Lag.SnapshotsBehind == 0 && rows[0].Checkpoint != nil && rows[0].Checkpoint.Seq > 0
+				return caughtUp && fams["icecdc_events_published_total"] > 0 && (set != cdc.PerTableFull || fams["icecdc_checkpoint_sequence_number"] > 0)
 			})
 			d.stop(t)
 			for name, n := range fams {
@@ -82,6 +88,39 @@ func TestDaemonMetricsPerTable(t *testing.T) {
 			if full := fams["icecdc_poll_duration_seconds"] > 0 && fams["icecdc_checkpoint_sequence_number"] > 0; full != (set == cdc.PerTableFull) {
 				t.Errorf("metrics.per_table %q: the table's series are %v", set, fams)
 			}
+			if set == cdc.PerTableFull {
+				checkDocumentedSeries(t, fams)
+			}
 		})
+	}
+}
+
+// documentedSeries finds the number of series per table that
+// configuration.md and operations.md give for metrics.per_table: full,
+// for a table like the demo's (commits with inserts, updates and deletes,
+// no hold, no sink error).
+var documentedSeries = regexp.MustCompile(`(\d+) series per table for a table whose commits had inserts, updates and deletes`)
+
+// checkDocumentedSeries holds the docs' count of a table's series with
+// metrics.per_table: full to what /metrics served for the demo table.
+func checkDocumentedSeries(t *testing.T, fams map[string]int) {
+	t.Helper()
+	n := 0
+	for _, k := range fams {
+		n += k
+	}
+	for _, doc := range []string{"../../docs/configuration.md", "../../docs/operations.md"} {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := documentedSeries.FindSubmatch(raw)
+		if m == nil {
+			t.Errorf("%s does not say how many series a table has with metrics.per_table: full (%q)", doc, documentedSeries)
+			continue
+		}
+		if string(m[1]) != strconv.Itoa(n) {
+			t.Errorf("%s says %s series per table with metrics.per_table: full; /metrics served %d for the demo table: %v", doc, m[1], n, fams)
+		}
 	}
 }

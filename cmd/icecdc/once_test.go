@@ -57,7 +57,7 @@ func withMsg(lines []map[string]any, msg string) []map[string]any {
 func TestRunOnceFailsOnUnreadableTable(t *testing.T) {
 	catalog := bookshopCatalog(t)
 	for _, tc := range []struct{ table, want string }{
-		{"bookshop.nope", "table bookshop.nope: "},
+		{"bookshop.nope", "table bookshop.nope does not exist in sql catalog "},
 		{"nowhere.*", "run --once: "},
 	} {
 		t.Run(tc.table, func(t *testing.T) {

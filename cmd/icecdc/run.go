@@ -162,7 +162,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
-	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "state", cfg.State.Path, "version", version)
+	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "format", cfg.Format, "state", cfg.State.Path, "version", version)
 	started = true
 	notifier, closeNotifier, err := newNotifier(ctx, cfg, log)
 	if err != nil {

@@ -402,8 +402,8 @@ http: {listen: '%s'}
 	d.waitFor(t, "/readyz to show the denied bucket", func() bool { return strings.Contains(get("/readyz"), "access denied (AccessDenied)") })
 	shown := map[string]string{"/status": get("/status"), "/readyz": get("/readyz")}
 	statusOut, statusErr, code := runCmd("status", "-c", cfg)
-	if code != 0 {
-		t.Fatalf("icecdc status: exit %d: %s", code, statusErr)
+	if code != exitTablesFailing {
+		t.Fatalf("icecdc status while the bucket is denied: exit %d, want %d: %s", code, exitTablesFailing, statusErr)
 	}
 	shown["icecdc status"] = statusOut + statusErr
 	if !strings.Contains(shown["/status"], "s3 bucket lake at "+proxy.URL+": access denied") {

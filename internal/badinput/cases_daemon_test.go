@@ -156,7 +156,9 @@ func classifyStatus(w *work, res Result) (string, string) {
 	if leaked(res.Stdout, stderr) {
 		return classLeak, "status printed the content of a file outside the table"
 	}
-	if res.Exit != 0 {
+	// Exit 3: the status was printed and a table is failing or
+	// unreadable; its row says why.
+	if res.Exit != 0 && res.Exit != 3 {
 		return errorLine(w, lastLine(stderr))
 	}
 	for _, l := range strings.Split(stdout, "\n") {

@@ -271,13 +271,16 @@ func daemonCheckpoint(listen, table string) (cp cdc.Checkpoint, ok bool, err err
 		return cp, false, err
 	}
 	defer resp.Body.Close()
-	var states []state.TableState
+	var states []struct {
+		Table      string          `json:"table"`
+		Checkpoint *cdc.Checkpoint `json:"checkpoint"` // none: followed, no checkpoint yet
+	}
 	if err := json.NewDecoder(resp.Body).Decode(&states); err != nil {
 		return cp, false, fmt.Errorf("daemon /status: %w", err)
 	}
 	for _, s := range states {
-		if s.Table == table && !s.SavedAt.IsZero() { // a zero SavedAt: followed, no checkpoint yet
-			return s.Checkpoint, true, nil
+		if s.Table == table && s.Checkpoint != nil {
+			return *s.Checkpoint, true, nil
 		}
 	}
 	return cp, false, nil
@@ -298,7 +301,8 @@ func icecdcStatus(ctx context.Context, bin, cfg string) (map[string]statusRow, e
 	var out, errOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "status", "-c", cfg)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	// Exit 3 is a status printed with a table failing; its row says why.
+	if err := cmd.Run(); err != nil && cmd.ProcessState.ExitCode() != 3 {
 		return nil, fmt.Errorf("icecdc status: %v: %s", err, errOut.String())
 	}
 	rows := map[string]statusRow{}

@@ -168,7 +168,11 @@ func (p *producer) ensureTopic(ctx context.Context, topic string, partitions int
 	resp, err := kadm.NewClient(p.client()).CreateTopic(ctx, partitions, p.cfg.TopicReplicationFactor, configs, topic)
 	switch {
 	case err == nil:
-		p.cfg.Logger.Info("created kafka topic", "topic", topic, "partitions", resp.NumPartitions, "configs", configs)
+		attrs := []any{"topic", topic, "partitions", resp.NumPartitions}
+		if len(configs) > 0 { // the broker's defaults otherwise
+			attrs = append(attrs, "configs", configs)
+		}
+		p.cfg.Logger.Info("created kafka topic", attrs...)
 	case errors.Is(err, kerr.TopicAlreadyExists):
 	case resp.Topic == "":
 		// The request itself failed: we know nothing about the topic.
