@@ -244,7 +244,6 @@ func (h *Health) Tables() []TableHealth {
 	for _, f := range h.tables {
 		t := f.TableHealth
 		t.LastChecked, t.SnapshotPaused = f.checked, f.paused
-		t.LastChecked = f.checked
 		t.Lag = f.lag
 		if f.watched && h.catalogChecked.After(t.LastChecked) {
 			t.LastChecked = h.catalogChecked

@@ -272,7 +272,7 @@ func (f *configFlags) register(cmd *cobra.Command, overrides int) {
 		names = append(names, "state")
 	}
 	if overrides&overrideSink != 0 {
-		fl.StringVar(&f.sinkType, "sink", "", "override sink.type: kafka | webhook | stdout | file; the events keep the format the file's sink gets (its format, else that sink's default)")
+		fl.StringVar(&f.sinkType, "sink", "", "override sink.type: "+(&SinkConfig{}).kindNames(nil)+"; the events keep the format the file's sink gets (its format, else that sink's default)")
 		names = append(names, "sink")
 	}
 	if overrides&overrideRegistry != 0 {
