@@ -31,13 +31,13 @@ func numericDefaults(md table.Metadata) table.Metadata {
 	var changed bool
 	schemas := make([]*iceberg.Schema, len(md.Schemas()))
 	for i, sc := range md.Schemas() {
-		fields, ok := numericDefaultFields(sc.Fields())
+		st, ok := numericDefaultType(&iceberg.StructType{FieldList: sc.Fields()})
 		if !ok {
 			schemas[i] = sc
 			continue
 		}
 		changed = true
-		schemas[i] = iceberg.NewSchemaWithIdentifiers(sc.ID, sc.IdentifierFieldIDs, fields...)
+		schemas[i] = iceberg.NewSchemaWithIdentifiers(sc.ID, sc.IdentifierFieldIDs, st.(*iceberg.StructType).FieldList...)
 	}
 	if !changed {
 		return md
@@ -63,23 +63,6 @@ type schemaMetadata struct {
 func (m *schemaMetadata) Schemas() []*iceberg.Schema     { return m.schemas }
 func (m *schemaMetadata) CurrentSchema() *iceberg.Schema { return m.current }
 
-// numericDefaultFields is fields with their (and their children's) string
-// temporal defaults converted, and whether any was.
-func numericDefaultFields(fields []iceberg.NestedField) ([]iceberg.NestedField, bool) {
-	var out []iceberg.NestedField
-	for i, f := range fields {
-		g, ok := numericDefaultField(f)
-		if !ok {
-			continue
-		}
-		if out == nil {
-			out = append([]iceberg.NestedField(nil), fields...)
-		}
-		out[i] = g
-	}
-	return out, out != nil
-}
-
 func numericDefaultField(f iceberg.NestedField) (iceberg.NestedField, bool) {
 	changed := false
 	if v, ok := numericDefault(f.Type, f.InitialDefault); ok {
@@ -97,32 +80,7 @@ func numericDefaultField(f iceberg.NestedField) (iceberg.NestedField, bool) {
 // numericDefaultType is t with the defaults of the fields inside it
 // converted, and whether any was.
 func numericDefaultType(t iceberg.Type) (iceberg.Type, bool) {
-	switch t := t.(type) {
-	case *iceberg.StructType:
-		fields, ok := numericDefaultFields(t.FieldList)
-		if !ok {
-			return t, false
-		}
-		return &iceberg.StructType{FieldList: fields}, true
-	case *iceberg.ListType:
-		e, ok := numericDefaultType(t.Element)
-		if !ok {
-			return t, false
-		}
-		c := *t
-		c.Element = e
-		return &c, true
-	case *iceberg.MapType:
-		k, kok := numericDefaultType(t.KeyType)
-		v, vok := numericDefaultType(t.ValueType)
-		if !kok && !vok {
-			return t, false
-		}
-		c := *t
-		c.KeyType, c.ValueType = k, v
-		return &c, true
-	}
-	return t, false
+	return rewriteNested(t, numericDefaultType, numericDefaultField)
 }
 
 // numericDefault is v, a default of type t in the spec's string form, as

@@ -121,38 +121,9 @@ func geoFieldToBinary(f iceberg.NestedField) (iceberg.NestedField, bool) {
 // geoToBinary is t with geometry and geography replaced by binary, and
 // whether t held any.
 func geoToBinary(t iceberg.Type) (iceberg.Type, bool) {
-	switch t := t.(type) {
+	switch t.(type) {
 	case iceberg.GeometryType, iceberg.GeographyType:
 		return iceberg.PrimitiveTypes.Binary, true
-	case *iceberg.StructType:
-		fields := make([]iceberg.NestedField, len(t.FieldList))
-		changed := false
-		for i, f := range t.FieldList {
-			var ok bool
-			fields[i], ok = geoFieldToBinary(f)
-			changed = changed || ok
-		}
-		if !changed {
-			return t, false
-		}
-		return &iceberg.StructType{FieldList: fields}, true
-	case *iceberg.ListType:
-		e, ok := geoToBinary(t.Element)
-		if !ok {
-			return t, false
-		}
-		c := *t
-		c.Element = e
-		return &c, true
-	case *iceberg.MapType:
-		k, kok := geoToBinary(t.KeyType)
-		v, vok := geoToBinary(t.ValueType)
-		if !kok && !vok {
-			return t, false
-		}
-		c := *t
-		c.KeyType, c.ValueType = k, v
-		return &c, true
 	}
-	return t, false
+	return rewriteNested(t, geoToBinary, geoFieldToBinary)
 }
