@@ -89,11 +89,8 @@ func (s *SinkConfig) check() []error {
 		// sent the events to stdout, where no one was reading.
 		return []error{fmt.Errorf("config: sink.type: required: %s", s.kindNames(nil))}
 	case !ok:
-		var names []string
-		for _, k := range s.kinds() {
-			names = append(names, k.Name)
-		}
-		return []error{fmt.Errorf("config: sink.type: %q: %swant %s", s.Type, didYouMean(s.Type, names), s.kindNames(nil))}
+		// (the config's value errors add the nearest name: locateOne)
+		return []error{fmt.Errorf("config: sink.type: %q: want %s", s.Type, s.kindNames(nil))}
 	case k.Check == nil:
 		return nil
 	}
