@@ -166,7 +166,7 @@ http: {{listen: "{self.listen}"}}
     def status(self):
         try:
             with urllib.request.urlopen(f"http://{self.listen}/status", timeout=5) as r:
-                return {s["Table"]: s["Checkpoint"] for s in json.load(r)}
+                return {s["table"]: s.get("checkpoint", {}) for s in json.load(r)}
         except OSError:
             return {}
 

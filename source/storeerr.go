@@ -349,13 +349,25 @@ func httpReason(status int, code string) string {
 	return what
 }
 
+// answeredNotFound reports whether an error the file IO calls
+// fs.ErrNotExist came from a store's answer. An S3 request's error is one
+// only with an API error (NoSuchKey, NotFound) in it: gocloud's s3blob
+// also takes any failed S3 operation whose text holds "301" for a missing
+// bucket, and a timeout or a dropped connection names ports and request
+// ids (a proxy at 127.0.0.1:34301 made a stalled read "no such object").
+func answeredNotFound(err error) bool {
+	var op *smithy.OperationError
+	var api smithy.APIError
+	return !errors.As(err, &op) || errors.As(err, &api)
+}
+
 // missing tells a missing object from a missing bucket, which the file IO
 // reports alike, by asking the store about the bucket (once, on failure).
 func (s *store) missing(ctx context.Context, fsys iceio.IO, name string, err error) error {
 	cause := s.cause(name, err)
 	e, ok := cause.(*storeError)
 	b, isBlob := fsys.(*blobfs.FileIO)
-	if !ok || !isBlob || !errors.Is(err, fs.ErrNotExist) {
+	if !ok || !isBlob || !errors.Is(err, fs.ErrNotExist) || !answeredNotFound(err) {
 		return cause
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
