@@ -108,20 +108,8 @@ func firstLine(s string) string {
 // of the others: an error is one line, and two run together read as one.
 func firstError(errs []error) error {
 	var flat []error
-	var add func(error)
-	add = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				add(e)
-			}
-			return
-		}
-		if err != nil {
-			flat = append(flat, err)
-		}
-	}
 	for _, err := range errs {
-		add(err)
+		flat = flattenErrors(flat, err)
 	}
 	switch len(flat) {
 	case 0:

@@ -16,20 +16,25 @@ import (
 // nearest of the list. The key checks say their line themselves.
 func (c *Config) locate(err error) []error {
 	var out []error
-	var add func(error)
-	add = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				add(e)
-			}
-			return
-		}
-		if err != nil {
-			out = append(out, c.locateOne(err))
-		}
+	for _, e := range flattenErrors(nil, err) {
+		out = append(out, c.locateOne(e))
 	}
-	add(err)
 	return out
+}
+
+// flattenErrors appends the errors in err (errors.Join's, at any depth)
+// to dst, leaving out nils.
+func flattenErrors(dst []error, err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			dst = flattenErrors(dst, e)
+		}
+		return dst
+	}
+	if err != nil {
+		dst = append(dst, err)
+	}
+	return dst
 }
 
 // refusedValue is a value a setting refused, and the values it takes.
