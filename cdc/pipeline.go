@@ -589,7 +589,7 @@ func (f *follower) load(ctx context.Context) error {
 		}
 	}
 	cp, found, err := f.p.Store.Load(ctx, f.p.Name, f.spec.Name)
-	if errors.Is(err, ErrPermanent) {
+	if IsPermanent(err) {
 		return fmt.Errorf("%w; restore the state file from a backup, or run 'icecdc reset --table %s' to start the table over from its start position", err, f.spec.Name)
 	}
 	if err != nil {
@@ -1229,7 +1229,7 @@ func (f *follower) sendBatch(ctx context.Context, c *Commit, b *Batch, ops *opCo
 	stopHold()
 	if err != nil {
 		class := "transient"
-		if errors.Is(err, ErrPermanent) || errors.Is(err, ErrDisabled) {
+		if IsPermanent(err) || errors.Is(err, ErrDisabled) {
 			class = "permanent"
 		}
 		f.p.Metrics.SinkErrors.WithLabelValues(f.spec.Name, class).Inc()
