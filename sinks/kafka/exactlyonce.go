@@ -92,7 +92,7 @@ func (s *ExactlyOnceSink) Write(ctx context.Context, b *cdc.Batch) error {
 		}
 		return err
 	}
-	if err := p.produce(ctx, p.records(topic, b, ckpt)); err != nil {
+	if err := p.produceBatch(ctx, topic, b, ckpt); err != nil {
 		if aerr := s.abort(ctx); aerr != nil {
 			s.unsettled = true
 			return errors.Join(err, aerr)
