@@ -171,6 +171,8 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	}
 	shaper, _ := enc.(cdc.RecordShaper)
 	tombstones := cc.tombstones(enc)
+	// Each value with its event id, as the stdout sink writes it.
+	valueEncoding := cdc.EncodingOf(enc)
 	if f.netMax < 1 {
 		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
 	}
@@ -310,6 +312,10 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					buf = append(buf, "null"...) // a tombstone
 				} else if buf, err = avroOut.render(ctx, buf, n); err != nil {
 					return err
+				} else {
+					// As the stdout and file sinks write it.
+					e := &evs[i]
+					buf = valueEncoding.AddEventID(buf, n, cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op))
 				}
 				buf = append(buf, '\n')
 				if tombstones && evs[i].Op == cdc.OpDelete {
