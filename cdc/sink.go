@@ -142,6 +142,11 @@ func (e Encoding) AddEventID(buf []byte, start int, id string) []byte {
 		buf = append(buf, ',')
 	}
 	buf = append(buf, `"`+EventIDField+`":"`...)
+	if plainJSON(id) {
+		buf = append(buf, id...)
+		buf = append(buf, '"')
+		return append(buf, tail...)
+	}
 	for i := 0; i < len(id); i++ {
 		// Ids are ASCII without quotes (a uuid, digits, a letter); escape
 		// what JSON needs escaped anyway.
@@ -157,6 +162,16 @@ func (e Encoding) AddEventID(buf []byte, start int, id string) []byte {
 	}
 	buf = append(buf, '"')
 	return append(buf, tail...)
+}
+
+// plainJSON reports whether s needs no escaping in a JSON string.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // trimJSONSpace returns end less the JSON white space before it, not

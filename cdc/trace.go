@@ -32,7 +32,7 @@ const (
 // tracerName is the instrumentation scope of the pipeline's spans.
 const tracerName = "github.com/icecdc/icecdc/cdc"
 
-var noopSpan = noop.Span{}
+var noopSpan trace.Span = noop.Span{} // converted once: no allocation per call
 
 // tracer returns the pipeline's tracer, or nil when it traces nothing.
 func (p *Pipeline) tracer() trace.Tracer {

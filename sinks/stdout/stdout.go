@@ -119,7 +119,7 @@ func AppendLines(dst []byte, msgs []cdc.Message, enc cdc.Encoding) ([]byte, erro
 		switch v := m.Value; {
 		case v == nil:
 			dst = append(dst, "null"...)
-		case bytes.ContainsAny(v, "\r\n"):
+		case bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0:
 			start := len(dst)
 			c := bytes.NewBuffer(dst)
 			if err := json.Compact(c, v); err != nil {
