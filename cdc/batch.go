@@ -1,14 +1,9 @@
 package cdc
 
-import (
-	"bytes"
-	"strconv"
-)
+import "strconv"
 
 // batchBuilder encodes a chunk of events into a few shared buffers: the
-// values one after another, each followed by a newline (which, when no
-// value spans lines, is the batch's JSON-lines form as is), the keys, and
-// the event ids. A batch costs a handful of allocations, not several per
+// values one after another, the keys, and the event ids. A batch costs a handful of allocations, not several per
 // event. The buffers are kept from batch to batch when the sink keeps
 // nothing of a batch once written (NonRetainingSink: the file, stdout and
 // Kafka sinks); otherwise they are new for every batch.
@@ -18,7 +13,6 @@ type batchBuilder struct {
 	msgs            []Message // the batch's messages, kept with reuse
 	headers         []Header  // of every message, when the encoder adds some
 	ops             opCounts  // events by Op
-	multiline       bool      // some value spans lines or is empty
 	idPrefix        []byte    // "<table_uuid>:<seq>:"
 	hint            int       // bytes of the previous batch, to size the next
 	// reuse keeps the buffers from batch to batch: the sink keeps no part
@@ -62,7 +56,6 @@ func (bb *batchBuilder) start(c *Commit, events int) {
 		bb.offs = make([]msgOffsets, 0, min(events, 1<<16))
 	}
 	bb.ops = opCounts{}
-	bb.multiline = false
 	bb.idPrefix = strconv.AppendInt(append(append(bb.idPrefix[:0], c.Table.UUID...), ':'), c.Snapshot.SequenceNumber, 10)
 	bb.idPrefix = append(bb.idPrefix, ':')
 }
@@ -111,12 +104,6 @@ func (bb *batchBuilder) add(enc Encoder, c *Commit, e *Event, tsMs int64) error 
 		bb.headers = shaper.AppendHeaders(bb.headers, c, e, tsMs)
 	}
 	o.hdrEnd = len(bb.headers)
-	if !bb.multiline {
-		// An empty value is a null one, which JSON lines spell "null".
-		v := bb.vals[o.val:]
-		bb.multiline = len(v) == 0 || bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0
-	}
-	bb.vals = append(bb.vals, '\n')
 	bb.ids = append(bb.ids, bb.idPrefix...)
 	bb.ids = strconv.AppendInt(bb.ids, e.RowID, 10)
 	bb.ids = append(bb.ids, ':', byte(e.Op))
@@ -153,9 +140,6 @@ func (bb *batchBuilder) batch(c *Commit, cp Checkpoint) *Batch {
 			m.Headers = bb.headers[o.hdr:o.hdrEnd:o.hdrEnd]
 		}
 		b.Messages[i] = m
-	}
-	if !bb.multiline {
-		b.Lines = bb.vals
 	}
 	return b
 }

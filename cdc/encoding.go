@@ -10,6 +10,10 @@ type Encoding struct {
 	// KeyPayload returns the row key inside an encoded key, where the
 	// format wraps keys in an envelope; nil: the key is the row key.
 	KeyPayload func(key []byte) []byte
+	// ValuePayload: values are Kafka Connect's {"schema", "payload"}
+	// (payload last), whose payload is the envelope or the flattened row:
+	// the event id a value carries goes into payload (AddEventID).
+	ValuePayload bool
 }
 
 // DescribedEncoder is an Encoder that says what its records are.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TableSpec is one followed table of a pipeline.
@@ -136,6 +138,9 @@ type Pipeline struct {
 	// Shaping, when set, shapes every table's columns and drops skipped
 	// operations (see Shaping) before the encoder sees an event.
 	Shaping *Shaping
+	// Tracer, when set, traces every commit of every table (trace.go):
+	// OpenTelemetry's tracer provider. Nil: no spans, at no cost.
+	Tracer trace.TracerProvider
 
 	// MaxActive bounds the tables that load or read at once (default 16
 	// per core, at least 64: enough that their waits for the catalog, the
@@ -235,7 +240,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	run.starting = make(chan struct{}, 4*p.MaxActive)
 	for _, spec := range p.Tables {
 		run.wg.Add(1)
-		f := &follower{p: p, spec: spec, run: &run}
+		f := &follower{p: p, spec: spec, run: &run, tracer: p.tracer()}
 		fs = append(fs, f)
 		f.warm.cool = make(chan struct{}, 1)
 		// Up and in /status at once, also while waiting to start.
@@ -292,10 +297,11 @@ type tablesRun struct {
 
 // follower is the loop of one table.
 type follower struct {
-	p    *Pipeline
-	spec TableSpec
-	log  atomic.Pointer[slog.Logger] // see logger
-	cp   Checkpoint
+	p      *Pipeline
+	spec   TableSpec
+	tracer trace.Tracer                // nil: no spans
+	log    atomic.Pointer[slog.Logger] // see logger
+	cp     Checkpoint
 	// cpFrom names where cp was read, for errors that doubt it.
 	cpFrom string
 	// synced: every snapshot of the metadata the source last loaded was
@@ -729,11 +735,10 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 			}
 		}
 		t0 := time.Now()
-		c, err := src.Commit(ctx, si)
-		if errors.Is(err, ErrHistory) {
-			return fmt.Errorf("%w; to skip this snapshot, run 'icecdc reset --table %s' and restart with start: snapshot:%d", err, f.spec.Name, si.ID)
-		}
+		cctx, span := f.span(ctx, SpanCommit, &si, attribute.String(AttrOperation, si.Operation))
+		c, err := f.readCommit(cctx, si)
 		if err != nil {
+			endSpan(span, err)
 			return err
 		}
 		for _, a := range c.Anomalies {
@@ -744,7 +749,10 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 		if !f.cp.Done && si.ID == f.cp.SnapshotID {
 			from = f.cp.Next
 		}
-		if err := f.deliver(ctx, c, from, SnapshotNone); err != nil {
+		span.SetAttributes(attribute.Int(AttrEvents, c.Len()-from))
+		err = f.deliver(cctx, c, from, SnapshotNone)
+		endSpan(span, err)
+		if err != nil {
 			return err
 		}
 		f.logger().Info("commit delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "operation", si.Operation,
@@ -763,6 +771,17 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 		return err
 	}
 	return nil
+}
+
+// readCommit reads the commit of si, in a span of its own under ctx's.
+func (f *follower) readCommit(ctx context.Context, si SnapshotInfo) (*Commit, error) {
+	rctx, span := f.span(ctx, SpanRead, &si)
+	c, err := f.spec.Source.Commit(rctx, si)
+	if errors.Is(err, ErrHistory) {
+		err = fmt.Errorf("%w; to skip this snapshot, run 'icecdc reset --table %s' and restart with start: snapshot:%d", err, f.spec.Name, si.ID)
+	}
+	endSpan(span, err)
+	return c, err
 }
 
 // checkContinuity makes sure the listed snapshots continue the stream
@@ -876,9 +895,15 @@ func (f *follower) readOnce(ctx context.Context) error {
 // stalls the reads. The order of writes and checkpoints is unchanged, and
 // a chunk is encoded into the buffers of the chunk before the one in
 // flight, which is confirmed by then.
-func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker SnapshotMarker) error {
+func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker SnapshotMarker) (err error) {
 	n := c.Len()
-	d := &delivery{f: f, c: c, n: n, next: from, marker: marker, initial: marker == SnapshotRead,
+	if f.tracer != nil && !inSpan(ctx) {
+		// A read's or a net range's commit: the catch-up's have theirs.
+		var span trace.Span
+		ctx, span = f.span(ctx, SpanCommit, &c.Snapshot, attribute.String(AttrOperation, c.Snapshot.Operation), attribute.Int(AttrEvents, n-from))
+		defer func() { endSpan(span, err) }()
+	}
+	d := &delivery{ctx: ctx, f: f, c: c, n: n, next: from, marker: marker, initial: marker == SnapshotRead,
 		epoch: f.cp.Epoch, limit: f.chunkLimit()}
 	d.resync = d.initial && f.cp.Resync
 	d.signal, d.mark = f.cp.Signal, f.cp.SignalMark
@@ -891,7 +916,7 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker Snap
 	d.chunk = make([]Event, 0, min(d.limit, max(n-from, 0)))
 	d.s = f.startSender(ctx)
 	defer d.s.wait()
-	err := c.EachBatch(ctx, from, d.add)
+	err = c.EachBatch(ctx, from, d.add)
 	if err == nil && d.next+len(d.chunk) != n {
 		err = fmt.Errorf("snapshot %d: the commit yielded %d events, it announced %d", c.Snapshot.ID, d.next+len(d.chunk), n)
 	}
@@ -907,6 +932,7 @@ func (f *follower) deliver(ctx context.Context, c *Commit, from int, marker Snap
 // delivery is one deliver's state: the chunk being filled, where it
 // starts, and the sender that writes the chunks before it.
 type delivery struct {
+	ctx     context.Context // the commit's span
 	f       *follower
 	c       *Commit
 	n       int // the commit's events
@@ -965,8 +991,11 @@ func (d *delivery) flush() error {
 	if len(d.chunk) > 0 || d.change != nil {
 		bb := &d.f.builders().send[d.turn]
 		d.turn ^= 1
+		_, span := d.f.span(d.ctx, SpanEncode, &c.Snapshot, attribute.Int(AttrEvents, len(d.chunk)))
 		var err error
-		if o.b, err = d.f.encode(bb, c, d.chunk, lo, d.n, cp, d.marker, d.change); err != nil {
+		o.b, err = d.f.encode(bb, c, d.chunk, lo, d.n, cp, d.marker, d.change)
+		endSpan(span, err)
+		if err != nil {
 			return err
 		}
 		o.ops = bb.ops
@@ -1048,14 +1077,20 @@ type outgoing struct {
 // began meanwhile, so a restart does not resend it.
 func (f *follower) send(ctx context.Context, o *outgoing) error {
 	if o.b != nil {
-		if err := f.sendBatch(ctx, o.c, o.b, &o.ops); err != nil {
+		dctx, span := f.span(ctx, SpanDeliver, &o.c.Snapshot, attribute.Int(AttrEvents, len(o.b.Messages)))
+		err := f.sendBatch(dctx, o.c, o.b, &o.ops)
+		endSpan(span, err)
+		if err != nil {
 			return err
 		}
 	}
 	if o.initial {
 		f.p.Progress.Add(0, 0, int64(o.events))
 	}
-	if err := f.saveConfirmed(ctx, o.cp); err != nil {
+	cctx, span := f.span(ctx, SpanCheckpoint, &o.c.Snapshot, attribute.Int(AttrNext, o.cp.Next), attribute.Bool(AttrCheckpoint, o.cp.Done))
+	err := f.saveConfirmed(cctx, o.cp)
+	endSpan(span, err)
+	if err != nil {
 		return err
 	}
 	f.cp = o.cp

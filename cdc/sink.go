@@ -95,6 +95,99 @@ type Message struct {
 	Headers []Header
 }
 
+// Where a record carries its event id (Message.ID) for its consumer, the
+// same on every sink: a transport with headers carries it in the header
+// EventIDHeader (Kafka's "id", beside CloudEvents' ce_id when on), one
+// without headers as the member EventIDField of the JSON value
+// (Message.AppendValueWithID): file and stdout lines, webhook bodies,
+// OpenSearch documents. A tombstone, which is not an event, has none.
+const (
+	EventIDHeader = "id"
+	EventIDField  = "__event_id"
+)
+
+// AppendValueWithID appends m.Value to dst with the event id added as the
+// last member of the envelope (or flattened row) it is, EventIDField:
+// {…,"__event_id":"<id>"}, inside payload when e.ValuePayload. A value
+// that is no JSON object (a tombstone's nil, a flattened delete's null, a
+// Connect payload of null, Avro bytes) is appended as it is. The value is
+// expected as the encoders write it; trailing white space is dropped.
+func (e Encoding) AppendValueWithID(dst []byte, m *Message) []byte {
+	start := len(dst)
+	dst = append(dst, m.Value...)
+	return e.AddEventID(dst, start, m.ID)
+}
+
+// AddEventID adds the event id to the value buf[start:] (the end of buf)
+// in place, as AppendValueWithID does, and returns buf.
+func (e Encoding) AddEventID(buf []byte, start int, id string) []byte {
+	end := trimJSONSpace(buf, start, len(buf))
+	if end-start < 2 || buf[start] != '{' || buf[end-1] != '}' {
+		return buf
+	}
+	closing := end - 1 // the brace that closes the object the id goes in
+	if e.ValuePayload {
+		// {"schema":…,"payload":{…}}: payload's brace, before the outer one.
+		closing = trimJSONSpace(buf, start, closing) - 1
+		if closing <= start || buf[closing] != '}' {
+			return buf // a payload of null
+		}
+	}
+	tail := "}" // what closed the value, white space left out
+	if e.ValuePayload {
+		tail = "}}"
+	}
+	buf = buf[:closing]
+	if prev := trimJSONSpace(buf, start, closing); buf[prev-1] != '{' {
+		buf = append(buf, ',')
+	}
+	buf = append(buf, `"`+EventIDField+`":"`...)
+	if plainJSON(id) {
+		buf = append(buf, id...)
+		buf = append(buf, '"')
+		return append(buf, tail...)
+	}
+	for i := 0; i < len(id); i++ {
+		// Ids are ASCII without quotes (a uuid, digits, a letter); escape
+		// what JSON needs escaped anyway.
+		switch c := id[i]; {
+		case c == '"' || c == '\\':
+			buf = append(buf, '\\', c)
+		case c < 0x20:
+			buf = append(buf, `\u00`...)
+			buf = append(buf, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+		default:
+			buf = append(buf, c)
+		}
+	}
+	buf = append(buf, '"')
+	return append(buf, tail...)
+}
+
+// plainJSON reports whether s needs no escaping in a JSON string.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// trimJSONSpace returns end less the JSON white space before it, not
+// before start.
+func trimJSONSpace(buf []byte, start, end int) int {
+	for end > start {
+		switch buf[end-1] {
+		case ' ', '\n', '\r', '\t':
+			end--
+		default:
+			return end
+		}
+	}
+	return end
+}
+
 // Header is one record header.
 type Header struct {
 	Key   string
@@ -108,11 +201,6 @@ type Batch struct {
 	Snapshot   SnapshotInfo
 	Messages   []Message
 	Checkpoint Checkpoint
-	// Lines, when set, is the messages' JSON-lines form already built:
-	// every Value followed by a newline, none spanning lines. A sink
-	// writing JSON lines writes it as is instead of copying the values
-	// again. Nil when some value spans lines or has no JSON form.
-	Lines []byte
 	// SchemaChange, when set, is the encoded record of the snapshot's
 	// schema change (Pipeline.SchemaChanges), on the batch that starts the
 	// snapshot, which may then hold no message: the sink writes it before

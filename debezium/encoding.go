@@ -23,7 +23,7 @@ func (f *JSON) Encoding() cdc.Encoding { return cdc.Encoding{ContentType: conten
 
 // Encoding: JSON values, keys in Connect's {"schema", "payload"} form.
 func (f *ConnectJSON) Encoding() cdc.Encoding {
-	return cdc.Encoding{ContentType: contentTypeJSON, KeyPayload: KeyPayload}
+	return cdc.Encoding{ContentType: contentTypeJSON, KeyPayload: KeyPayload, ValuePayload: true}
 }
 
 // Encoding: framed Avro values and keys, whose row key is the key.

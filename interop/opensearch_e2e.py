@@ -13,8 +13,9 @@ started again on its data. Then:
 
   1. every index equals Spark's rows at the head (run_scenarios.py
      --heads): one document per row, its id the key (or the row id), its
-     _source the row's columns, value by value in the types below; none
-     missing, none extra, no other field;
+     _source the row's columns, value by value in the types below, and
+     __event_id, the id of the event that wrote it; none missing, none
+     extra, no other field;
   2. `icecdc run --once` with the same state ends at once and changes
      nothing (the daemons had reached the head);
   3. a replay from the state copied at the kill, and one from the start
@@ -242,8 +243,13 @@ def compare(node, head, keys, index):
     for k in sorted(set(docs) - set(want))[:4]:
         lines.append(f"  unexpected {k}: {docs[k][0]}")
     for k in sorted(set(want) & set(docs)):
-        src = docs[k][0]
+        src = dict(docs[k][0])
         problems = []
+        # The id of the event that wrote the document (docs/sinks.md#event-ids).
+        eid = str(src.pop("__event_id", ""))
+        parts = eid.split(":")
+        if len(parts) != 4 or not parts[1].isdigit() or not parts[2].isdigit() or parts[3] not in ("c", "u", "r"):
+            problems.append(f"__event_id {eid!r}, want <table_uuid>:<seq>:<row_id>:<c|u|r>")
         if set(src) != set(types):
             problems.append(f"fields {sorted(src)}, the table's {sorted(types)}")
         for n, t in types.items():

@@ -171,6 +171,10 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	}
 	shaper, _ := enc.(cdc.RecordShaper)
 	tombstones := cc.tombstones(enc)
+	// A debezium-json value with its event id, as the stdout sink writes
+	// it; debezium-connect-json and debezium-avro print the Kafka record
+	// value, whose id is the record's header.
+	withID := !cdc.EncodingOf(enc).ValuePayload && avroOut == nil
 	if f.netMax < 1 {
 		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
 	}
@@ -310,6 +314,9 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 					buf = append(buf, "null"...) // a tombstone
 				} else if buf, err = avroOut.render(ctx, buf, n); err != nil {
 					return err
+				} else if withID {
+					e := &evs[i]
+					buf = cdc.Encoding{}.AddEventID(buf, n, cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op))
 				}
 				buf = append(buf, '\n')
 				if tombstones && evs[i].Op == cdc.OpDelete {

@@ -175,4 +175,11 @@ func TestVersionLine(t *testing.T) {
 			t.Errorf("versionLine:\n got %q\nwant %q", got, tc.want)
 		}
 	}
+	// A release build stamps its date.
+	defer func(d string) { buildDate = d }(buildDate)
+	buildDate = "2026-12-06T05:00:00Z"
+	want := "icecdc " + version + " (built 2026-12-06T05:00:00Z, go1.26.0 " + platform + ")"
+	if got := versionLine(&debug.BuildInfo{GoVersion: "go1.26.0"}); got != want {
+		t.Errorf("versionLine with a build date:\n got %q\nwant %q", got, want)
+	}
 }

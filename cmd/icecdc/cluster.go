@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
@@ -23,7 +24,7 @@ import (
 // runCluster is `icecdc run` in cluster mode: no state file; the member
 // follows the tables the group assigns it, with checkpoints in the Kafka
 // checkpoint topic.
-func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics) (err error) {
+func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics, tracer trace.TracerProvider) (err error) {
 	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
 	eo := exactlyOnce(cfg)
 	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
@@ -111,6 +112,7 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 				Health:        health,
 				HoldInterval:  cfg.HoldInterval,
 				SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
+				Tracer:        tracer,
 			}
 			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 			if notifier != nil {

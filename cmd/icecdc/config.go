@@ -101,6 +101,8 @@ type Config struct {
 	Metrics struct {
 		PerTable string `yaml:"per_table"`
 	} `yaml:"metrics"`
+	// Telemetry exports traces and metrics over OTLP (telemetry.go).
+	Telemetry TelemetryConfig `yaml:"telemetry"`
 }
 
 // HTTPConfig is the daemon's HTTP listener.
@@ -353,6 +355,7 @@ func (c *Config) validate() error {
 		bad("catalog.concurrency", "%d: want 1 to %d", c.Catalog.Concurrency, maxIOConcurrency)
 	}
 	errs = append(errs, c.Sink.check()...)
+	errs = append(errs, c.Telemetry.check()...)
 	if err := c.Sink.checkFormat(c.Format); err != nil {
 		errs = append(errs, err)
 	}

@@ -322,9 +322,12 @@ func printDemo(ctx context.Context, w io.Writer, opts source.Options, fromSeq in
 		now := time.Now().UnixMilli()
 		for k := range c.Events {
 			var err error
-			if buf, err = enc.AppendValue(buf[:0], c, &c.Events[k], now); err != nil {
+			e := &c.Events[k]
+			if buf, err = enc.AppendValue(buf[:0], c, e, now); err != nil {
 				return err
 			}
+			// With its event id, as the stdout sink writes the event.
+			buf = cdc.EncodingOf(enc).AddEventID(buf, 0, cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op))
 			w.Write(append(buf, '\n'))
 		}
 		return nil

@@ -76,7 +76,12 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		return runCluster(ctx, cfg, out, log, reg, cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable))
+		tel, err := startTelemetry(ctx, cfg, osTelemetryEnv(), reg, log)
+		if err != nil {
+			return err
+		}
+		defer stopTelemetry(tel, log)
+		return runCluster(ctx, cfg, out, log, reg, cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable), tel.Tracer)
 	}
 	store, err := state.Open(cfg.State.Path, state.Options{Pipeline: cfg.Name, Adopt: adopt})
 	if err != nil {
@@ -87,6 +92,11 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable)
+	tel, err := startTelemetry(ctx, cfg, osTelemetryEnv(), reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry(tel, log) // after the sink closed: the last spans end there
 	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -126,6 +136,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		Health:   &cdc.Health{Log: log, Sink: cfg.Sink.Type},
 		Progress: cdc.NewProgress(terminal(logOut)),
 		Ready:    make(chan struct{}),
+		Tracer:   tel.Tracer,
 		// Checked by validate.
 		HoldInterval:  cfg.HoldInterval,
 		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,

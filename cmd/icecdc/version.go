@@ -6,6 +6,12 @@ import (
 	"strings"
 )
 
+// buildDate is the time of a release build, which its build command
+// stamps (-ldflags '-X main.buildDate=2026-12-06T05:00:00Z'; see
+// docs/operations.md): the toolchain records the commit's time, not the
+// build's. Empty in other builds.
+var buildDate = ""
+
 // versionLine is what icecdc version and --version print: the version,
 // then what the Go toolchain stamped into the binary: the VCS commit
 // (-dirty when the tree had local changes) and its time, which a build
@@ -42,6 +48,9 @@ func versionLine(bi *debug.BuildInfo) string {
 			rev += " of " + when
 		}
 		parts = append(parts, "commit "+rev)
+	}
+	if buildDate != "" {
+		parts = append(parts, "built "+buildDate)
 	}
 	parts = append(parts, goVersion+" "+runtime.GOOS+"/"+runtime.GOARCH)
 	return "icecdc " + version + " (" + strings.Join(parts, ", ") + ")"

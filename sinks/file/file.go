@@ -26,6 +26,10 @@ const maxKeptBuffer = 4 << 20
 
 // Sink appends JSON lines to one file. It is safe for concurrent use.
 type Sink struct {
+	// Encoding says where a value carries its event id
+	// (stdout.AppendLines).
+	Encoding cdc.Encoding
+
 	mu     sync.Mutex
 	f      *os.File
 	path   string
@@ -111,15 +115,12 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if b == nil || len(b.Messages) == 0 {
 		return nil
 	}
-	buf := b.Lines // built by the pipeline: written without a copy
-	if buf == nil {
-		var err error
-		if buf, err = stdout.AppendLines(s.buf[:0], b.Messages); err != nil {
-			return fmt.Errorf("write event file %s: %w", s.path, err)
-		}
-		if cap(buf) <= maxKeptBuffer {
-			s.buf = buf
-		}
+	buf, err := stdout.AppendLines(s.buf[:0], b.Messages, s.Encoding)
+	if err != nil {
+		return fmt.Errorf("write event file %s: %w", s.path, err)
+	}
+	if cap(buf) <= maxKeptBuffer {
+		s.buf = buf
 	}
 	if _, err := s.write(buf); err != nil {
 		// Cut a partial write back so that the pipeline's retry does not

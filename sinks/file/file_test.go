@@ -3,12 +3,10 @@ package file
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,7 +26,7 @@ func batch(from, n int) *cdc.Batch {
 func wantLines(n int) string {
 	var sb strings.Builder
 	for i := range n {
-		fmt.Fprintf(&sb, "{\"n\":%d}\n", i)
+		fmt.Fprintf(&sb, "{\"n\":%d,\"__event_id\":\"%d\"}\n", i, i)
 	}
 	return sb.String()
 }
@@ -188,25 +186,11 @@ func (r *fileReader) ReadAll(context.Context) ([]sinktest.Received, error) {
 		if !bytes.HasSuffix(line, []byte("\n")) {
 			return nil, fmt.Errorf("torn last line %.80q", line)
 		}
-		v := bytes.TrimSuffix(line, []byte("\n"))
-		var d struct {
-			Op     string `json:"op"`
-			Source struct {
-				TableUUID string      `json:"table_uuid"`
-				Seq       json.Number `json:"sequence_number"`
-				RowID     json.Number `json:"row_id"`
-			} `json:"source"`
-		}
-		if err := json.Unmarshal(v, &d); err != nil || len(d.Op) != 1 {
-			return nil, fmt.Errorf("not a debezium value: %.80q", v)
-		}
-		seq, err1 := strconv.ParseInt(string(d.Source.Seq), 10, 64)
-		row, err2 := strconv.ParseInt(string(d.Source.RowID), 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
+		rec, err := sinktest.ReadEnvelopeLine(bytes.TrimSuffix(line, []byte("\n")))
+		if err != nil {
 			return nil, err
 		}
-		op := cdc.Op(d.Op[0])
-		out = append(out, sinktest.Received{ID: cdc.EventID(d.Source.TableUUID, seq, row, op), Op: op, Value: v})
+		out = append(out, rec)
 	}
 	return out, nil
 }

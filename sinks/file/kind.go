@@ -24,6 +24,12 @@ func (c *Config) Kind() sinkkind.Kind {
 			}
 			return nil
 		},
-		New: func(sinkkind.Env) (cdc.Sink, error) { return Open(c.Path) },
+		New: func(env sinkkind.Env) (cdc.Sink, error) {
+			s, err := Open(c.Path)
+			if s != nil {
+				s.Encoding = env.Encoding
+			}
+			return s, err
+		},
 	}
 }

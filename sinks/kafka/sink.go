@@ -188,7 +188,7 @@ func (p *producer) ensureTopic(ctx context.Context, topic string, partitions int
 
 // Header names of every event record.
 const (
-	headerID       = "id"
+	headerID       = cdc.EventIDHeader
 	headerOp       = "op"
 	headerSequence = "sequence_number"
 	headerSnapshot = "snapshot_id"

@@ -138,9 +138,11 @@ func newItem(pos int, m *cdc.Message, index string, seq int64) (item, error) {
 			if err := json.Compact(&c, m.Value); err != nil {
 				return item{}, fmt.Errorf("document %s: %w", id, err)
 			}
-			b = append(b, c.Bytes()...)
+			start := len(b)
+			b = cdc.Encoding{}.AddEventID(append(b, c.Bytes()...), start, m.ID)
 		} else {
-			b = append(b, m.Value...)
+			// The document names the event that wrote it last.
+			b = cdc.Encoding{}.AppendValueWithID(b, m)
 		}
 		b = append(b, '\n')
 	}

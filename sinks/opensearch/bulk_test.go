@@ -69,12 +69,12 @@ func TestVersionOrdersEventsAndHasBounds(t *testing.T) {
 }
 
 func TestBulkItemLines(t *testing.T) {
-	m := cdc.Message{Op: cdc.OpUpdate, Index: 3, Key: []byte(`{"id":42}`), Value: []byte(`{"id":42,"name":"x"}`)}
+	m := cdc.Message{ID: "u:9:7:u", Op: cdc.OpUpdate, Index: 3, Key: []byte(`{"id":42}`), Value: []byte(`{"id":42,"name":"x"}`)}
 	it, err := newItem(0, &m, "shop-items", 9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"index":{"_index":"shop-items","_id":"42","version":9437187,"version_type":"external_gte"}}` + "\n" + `{"id":42,"name":"x"}` + "\n"
+	want := `{"index":{"_index":"shop-items","_id":"42","version":9437187,"version_type":"external_gte"}}` + "\n" + `{"id":42,"name":"x","__event_id":"u:9:7:u"}` + "\n"
 	if string(it.body) != want {
 		t.Errorf("index item:\n%s\nwant\n%s", it.body, want)
 	}
@@ -87,8 +87,9 @@ func TestBulkItemLines(t *testing.T) {
 		t.Errorf("delete item:\n%s\nwant\n%s", it.body, want)
 	}
 	// An r event is an index item; a value spread over lines is compacted.
-	m = cdc.Message{Op: cdc.OpSnapshot, Key: []byte(`{"id":1}`), Value: []byte("{\"id\":1,\n \"name\":\"a\"}")}
-	if it, err = newItem(0, &m, "i", 1); err != nil || !strings.HasPrefix(string(it.body), `{"index"`) || strings.Count(string(it.body), "\n") != 2 {
+	m = cdc.Message{ID: "u:1:1:r", Op: cdc.OpSnapshot, Key: []byte(`{"id":1}`), Value: []byte("{\"id\":1,\n \"name\":\"a\"}")}
+	if it, err = newItem(0, &m, "i", 1); err != nil || !strings.HasPrefix(string(it.body), `{"index"`) || strings.Count(string(it.body), "\n") != 2 ||
+		!strings.HasSuffix(string(it.body), `{"id":1,"name":"a","__event_id":"u:1:1:r"}`+"\n") {
 		t.Errorf("r item %q, %v", it.body, err)
 	}
 	m = cdc.Message{Op: cdc.OpCreate, Key: []byte(`{"id":1}`)}

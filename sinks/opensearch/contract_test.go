@@ -66,7 +66,15 @@ func (r contractReader) ReadAll(context.Context) ([]sinktest.Received, error) {
 		}
 		last[k] = row{env.Source.UUID, env.Source.RowID}
 		op := cdc.Op(env.Op[0])
-		out = append(out, sinktest.Received{ID: cdc.EventID(env.Source.UUID, seq, env.Source.RowID, op), Op: op, Value: []byte(it.source)})
+		// The document carries the id of the event that wrote it.
+		id, doc, err := sinktest.SplitEventID([]byte(it.source))
+		if err != nil {
+			return nil, fmt.Errorf("document %s: %w", k, err)
+		}
+		if want := cdc.EventID(env.Source.UUID, seq, env.Source.RowID, op); id != want {
+			return nil, fmt.Errorf("document %s carries event id %q, written by event %q", k, id, want)
+		}
+		out = append(out, sinktest.Received{ID: id, Op: op, Value: doc})
 	}
 	return out, nil
 }

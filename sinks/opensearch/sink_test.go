@@ -30,6 +30,7 @@ type history struct {
 	enc   cdc.Encoder
 	seq   int64
 	rows  map[int64]string // id → name
+	ids   map[int64]string // id → the event id of its last write
 	rowID int64
 }
 
@@ -39,7 +40,7 @@ func newHistory(t *testing.T) *history {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &history{t: t, enc: u, rows: map[int64]string{}, table: cdc.TableInfo{
+	return &history{t: t, enc: u, rows: map[int64]string{}, ids: map[int64]string{}, table: cdc.TableInfo{
 		Catalog: "local", Namespace: "shop", Name: "items", UUID: "u-1", Schema: itemsSchema, KeyFields: []string{"id"},
 	}}
 }
@@ -80,7 +81,9 @@ func (h *history) commit(chunk int, changes ...change) []*cdc.Batch {
 			if err != nil {
 				h.t.Fatal(err)
 			}
-			b.Messages = append(b.Messages, cdc.Message{ID: cdc.EventID(h.table.UUID, h.seq, e.RowID, e.Op), Op: e.Op, Index: i, Key: k, Value: v})
+			id := cdc.EventID(h.table.UUID, h.seq, e.RowID, e.Op)
+			h.ids[ch.id] = id
+			b.Messages = append(b.Messages, cdc.Message{ID: id, Op: e.Op, Index: i, Key: k, Value: v})
 		}
 		b.Checkpoint = cdc.Checkpoint{TableUUID: h.table.UUID, Seq: h.seq, Next: min(start+chunk, len(changes)), Done: start+chunk >= len(changes)}
 		out = append(out, b)
@@ -88,11 +91,12 @@ func (h *history) commit(chunk int, changes ...change) []*cdc.Batch {
 	return out
 }
 
-// want is the index the rows make: id → document.
+// want is the index the rows make: id → document, which names the
+// event that wrote it last.
 func (h *history) want() map[string]string {
 	out := map[string]string{}
 	for id, name := range h.rows {
-		b, _ := json.Marshal(map[string]any{"id": id, "name": name})
+		b, _ := json.Marshal(map[string]any{"id": id, "name": name, cdc.EventIDField: h.ids[id]})
 		out[strings.TrimSpace(jsonString(id))] = string(b)
 	}
 	return out

@@ -13,6 +13,10 @@ func (*Config) Kind() sinkkind.Kind {
 	return sinkkind.Kind{
 		Name: "stdout",
 		Caps: sinkkind.Caps{PerKeyOrder: true},
-		New:  func(env sinkkind.Env) (cdc.Sink, error) { return New(env.Stdout), nil },
+		New: func(env sinkkind.Env) (cdc.Sink, error) {
+			s := New(env.Stdout)
+			s.Encoding = env.Encoding
+			return s, nil
+		},
 	}
 }

@@ -23,6 +23,9 @@ const maxKeptBuffer = 4 << 20
 
 // Sink writes JSON lines to an io.Writer. It is safe for concurrent use.
 type Sink struct {
+	// Encoding says where a value carries its event id (AppendLines).
+	Encoding cdc.Encoding
+
 	mu     sync.Mutex
 	w      io.Writer
 	buf    []byte
@@ -55,17 +58,14 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if b == nil || len(b.Messages) == 0 {
 		return nil
 	}
-	buf := b.Lines // built by the pipeline: written without a copy
-	if buf == nil {
-		var err error
-		if buf, err = AppendLines(s.buf[:0], b.Messages); err != nil {
-			return err
-		}
-		// Keep the buffer for the next batch unless one huge batch made
-		// it large: a daemon should not hold its peak forever.
-		if cap(buf) <= maxKeptBuffer {
-			s.buf = buf
-		}
+	buf, err := AppendLines(s.buf[:0], b.Messages, s.Encoding)
+	if err != nil {
+		return err
+	}
+	// Keep the buffer for the next batch unless one huge batch made it
+	// large: a daemon should not hold its peak forever.
+	if cap(buf) <= maxKeptBuffer {
+		s.buf = buf
 	}
 	if _, err := s.w.Write(buf); err != nil {
 		return writeError("write events", err)
@@ -105,26 +105,29 @@ func (s *Sink) Close(ctx context.Context) error {
 	return nil
 }
 
-// AppendLines appends the JSON-lines form of msgs to dst: each Value, then
-// '\n'. A nil Value (a Kafka-style tombstone) is written as null, and a
-// value holding line breaks (indented JSON) is compacted, so that one event
-// is always exactly one line. A value that spans lines and is not JSON
-// cannot be framed: the error names the event and wraps cdc.ErrPermanent,
-// since sending it again cannot help. The file sink shares this encoding.
-func AppendLines(dst []byte, msgs []cdc.Message) ([]byte, error) {
+// AppendLines appends the JSON-lines form of msgs to dst: each Value with
+// its event id as the member cdc.EventIDField (enc.AppendValueWithID),
+// then '\n'. A nil Value (a Kafka-style tombstone) is written as null, and
+// a value holding line breaks (indented JSON) is compacted, so that one
+// event is always exactly one line. A value that spans lines and is not
+// JSON cannot be framed: the error names the event and wraps
+// cdc.ErrPermanent, since sending it again cannot help. The file sink
+// shares this encoding.
+func AppendLines(dst []byte, msgs []cdc.Message, enc cdc.Encoding) ([]byte, error) {
 	for i := range msgs {
-		v := msgs[i].Value
-		switch {
+		m := &msgs[i]
+		switch v := m.Value; {
 		case v == nil:
 			dst = append(dst, "null"...)
-		case bytes.ContainsAny(v, "\r\n"):
+		case bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0:
+			start := len(dst)
 			c := bytes.NewBuffer(dst)
 			if err := json.Compact(c, v); err != nil {
-				return dst, cdc.Permanent(fmt.Errorf("event %s: value spans lines and is not JSON (%w)", msgs[i].ID, err))
+				return dst, cdc.Permanent(fmt.Errorf("event %s: value spans lines and is not JSON (%w)", m.ID, err))
 			}
-			dst = c.Bytes()
+			dst = enc.AddEventID(c.Bytes(), start, m.ID)
 		default:
-			dst = append(dst, v...)
+			dst = enc.AppendValueWithID(dst, m)
 		}
 		dst = append(dst, '\n')
 	}

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,7 +39,7 @@ func TestLinesInOrder(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	for i, l := range lines {
-		if want := fmt.Sprintf(`{"n":%d}`, i); l != want {
+		if want := fmt.Sprintf(`{"n":%d,"__event_id":"%d"}`, i, i); l != want {
 			t.Fatalf("line %d = %s, want %s", i, l, want)
 		}
 	}
@@ -55,17 +53,26 @@ func TestLinesInOrder(t *testing.T) {
 
 func TestAppendLines(t *testing.T) {
 	got, err := AppendLines(nil, []cdc.Message{
-		{Value: []byte(`{"a":1}`)},
-		{Value: nil},
-		{Value: []byte("{\n  \"b\": \"x\\ny\"\n}")},
-	})
+		{ID: "u:1:0:c", Value: []byte(`{"a":1}`)},
+		{ID: "u:1:0:d", Value: nil},
+		{ID: "u:1:1:c", Value: []byte("{\n  \"b\": \"x\\ny\"\n}\n")},
+		{ID: "u:1:2:c", Value: []byte(`{}`)},
+		{ID: "u:1:3:c", Value: []byte(`[1]`)},
+	}, cdc.Encoding{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "{\"a\":1}\nnull\n{\"b\":\"x\\ny\"}\n"; string(got) != want {
+	want := `{"a":1,"__event_id":"u:1:0:c"}` + "\nnull\n" + `{"b":"x\ny","__event_id":"u:1:1:c"}` + "\n" +
+		`{"__event_id":"u:1:2:c"}` + "\n[1]\n"
+	if string(got) != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	_, err = AppendLines(nil, []cdc.Message{{ID: "e1", Value: []byte("not\njson")}})
+	// A Connect value carries it in its payload, the envelope.
+	got, err = AppendLines(nil, []cdc.Message{{ID: "u:1:0:c", Value: []byte("{\"schema\":{},\n\"payload\":{\"op\":\"c\"}}")}}, cdc.Encoding{ValuePayload: true})
+	if want := `{"schema":{},"payload":{"op":"c","__event_id":"u:1:0:c"}}` + "\n"; err != nil || string(got) != want {
+		t.Fatalf("connect value: %q, %v; want %q", got, err, want)
+	}
+	_, err = AppendLines(nil, []cdc.Message{{ID: "e1", Value: []byte("not\njson")}}, cdc.Encoding{})
 	if !errors.Is(err, cdc.ErrPermanent) || !strings.Contains(err.Error(), "e1") {
 		t.Fatalf("multi-line non-JSON: %v, want a permanent error naming the event", err)
 	}
@@ -123,32 +130,19 @@ func (b *lockedBuffer) ReadAll(context.Context) ([]sinktest.Received, error) {
 func (b *lockedBuffer) TotalOrder() bool { return true }
 
 // readLines parses JSON lines of Debezium values back into what the suite
-// compares, rebuilding each event id from the value's source block.
+// compares: the event id each line carries, which must be the id of the
+// event its envelope describes, and the value without it.
 func readLines(data []byte) ([]sinktest.Received, error) {
 	var out []sinktest.Received
 	for line := range bytes.Lines(data) {
 		if !bytes.HasSuffix(line, []byte("\n")) {
 			return nil, fmt.Errorf("torn last line %.80q", line)
 		}
-		v := bytes.TrimSuffix(line, []byte("\n"))
-		var d struct {
-			Op     string `json:"op"`
-			Source struct {
-				TableUUID string      `json:"table_uuid"`
-				Seq       json.Number `json:"sequence_number"`
-				RowID     json.Number `json:"row_id"`
-			} `json:"source"`
-		}
-		if err := json.Unmarshal(v, &d); err != nil || len(d.Op) != 1 {
-			return nil, fmt.Errorf("not a debezium value: %.80q", v)
-		}
-		seq, err1 := strconv.ParseInt(string(d.Source.Seq), 10, 64)
-		row, err2 := strconv.ParseInt(string(d.Source.RowID), 10, 64)
-		if err := errors.Join(err1, err2); err != nil {
+		rec, err := sinktest.ReadEnvelopeLine(bytes.TrimSuffix(line, []byte("\n")))
+		if err != nil {
 			return nil, err
 		}
-		op := cdc.Op(d.Op[0])
-		out = append(out, sinktest.Received{ID: cdc.EventID(d.Source.TableUUID, seq, row, op), Op: op, Value: bytes.Clone(v)})
+		out = append(out, rec)
 	}
 	return out, nil
 }

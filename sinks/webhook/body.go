@@ -134,7 +134,12 @@ func (e *encoder) next(msgs []cdc.Message) request {
 
 func (e *encoder) appendElement(dst []byte, m *cdc.Message) []byte {
 	if e.ceSource == nil {
-		return appendValue(dst, m.Value)
+		// A plain array: each event carries its id in itself, as a
+		// file's line does (the request's webhook-id names only the run).
+		if m.Value == nil {
+			return append(dst, "null"...)
+		}
+		return e.enc.AppendValueWithID(dst, m)
 	}
 	dst = append(dst, `{"specversion":"1.0","id":`...)
 	dst = appendJSONString(dst, m.ID)

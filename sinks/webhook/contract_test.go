@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,11 +115,13 @@ func (rc *contractReceiver) store(h http.Header, body []byte) error {
 			return err
 		}
 		for _, v := range values {
-			id, op, err := debeziumID(v)
+			// Each element carries its event id, the id of the event
+			// its envelope describes.
+			r, err := sinktest.ReadEnvelopeLine(v)
 			if err != nil {
 				return err
 			}
-			recv = append(recv, sinktest.Received{ID: id, Op: op, Value: v})
+			recv = append(recv, r)
 		}
 	default:
 		return fmt.Errorf("content type %q", ct)
@@ -137,29 +138,6 @@ func (rc *contractReceiver) store(h http.Header, body []byte) error {
 	}
 	rc.got = append(rc.got, recv...)
 	return nil
-}
-
-// debeziumID rebuilds the event id from a Debezium value, which is what a
-// receiver of plain JSON bodies dedupes on.
-func debeziumID(v []byte) (string, cdc.Op, error) {
-	var d struct {
-		Op     string `json:"op"`
-		Source struct {
-			TableUUID string      `json:"table_uuid"`
-			Seq       json.Number `json:"sequence_number"`
-			RowID     json.Number `json:"row_id"`
-		} `json:"source"`
-	}
-	if err := json.Unmarshal(v, &d); err != nil || len(d.Op) != 1 {
-		return "", 0, fmt.Errorf("not a debezium value: %.80s", v)
-	}
-	seq, err1 := strconv.ParseInt(string(d.Source.Seq), 10, 64)
-	row, err2 := strconv.ParseInt(string(d.Source.RowID), 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return "", 0, err
-	}
-	op := cdc.Op(d.Op[0])
-	return cdc.EventID(d.Source.TableUUID, seq, row, op), op, nil
 }
 
 func (rc *contractReceiver) ReadAll(context.Context) ([]sinktest.Received, error) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/sinks/sinktest"
 )
 
 func TestSignedRequestsVerify(t *testing.T) {
@@ -40,10 +41,17 @@ func TestSignedRequestsVerify(t *testing.T) {
 	if ct := a.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("content type %q", ct)
 	}
-	// The body is the JSON array of the values, byte for byte.
-	want := "[" + string(b.Messages[0].Value) + "," + string(b.Messages[1].Value) + "," + string(b.Messages[2].Value) + "]"
-	if string(a.body) != want {
-		t.Errorf("body\n%s\nwant\n%s", a.body, want)
+	// The body is the JSON array of the values, each with its event id
+	// as its last member.
+	var elems []json.RawMessage
+	if err := json.Unmarshal(a.body, &elems); err != nil || len(elems) != 3 {
+		t.Fatalf("body %s: %d elements, %v", a.body, len(elems), err)
+	}
+	for i, e := range elems {
+		id, v, err := sinktest.SplitEventID(e)
+		if err != nil || id != cdc.EventID("t-uuid", 7, int64(i), cdc.OpCreate) || string(v) != string(b.Messages[i].Value) {
+			t.Errorf("element %d: %s, want %s with __event_id %s (%v)", i, e, b.Messages[i].Value, b.Messages[i].ID, err)
+		}
 	}
 	tampered := bytes.Replace(a.body, []byte(`"n":1`), []byte(`"n":9`), 1)
 	if err := Verify(testSecret, a.header, tampered); !errors.Is(err, ErrVerification) {
