@@ -15,8 +15,10 @@ snapshot is not exact.
 """
 
 import argparse
+import base64
 import json
 import os
+import re
 import sqlite3
 import struct
 import sys
@@ -61,11 +63,28 @@ def float_to_double(v):
     return struct.unpack("f", struct.pack("f", float(v)))[0] if isinstance(v, (int, float)) else v
 
 
+def default_value(v, t):
+    """An initial-default (the spec's JSON single-value form, as Trino
+    writes it) in the form of Trino's reads and icecdc's events: binary and
+    fixed from hex to base64, nanosecond timestamps with 9 digits (and "Z"
+    with a zone)."""
+    if v is None or not isinstance(t, str):
+        return v
+    if (t == "binary" or t.startswith("fixed[")) and isinstance(v, str):
+        return base64.b64encode(bytes.fromhex(v)).decode()
+    if t in ("timestamp_ns", "timestamptz_ns") and isinstance(v, str):
+        m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]00:00)?", v)
+        if m:
+            return m.group(1) + "." + (m.group(2) or "").ljust(9, "0") + ("Z" if t == "timestamptz_ns" else "")
+    return v
+
+
 def rebase(prev, meta, psnap, snap):
     """prev's rows (read by Trino in P's schema) in S's schema by field id:
     renamed columns take S's names, columns S dropped are left out, and a
-    float column S widened to double holds the double of the float, as
-    icecdc's before images (one schema per event: docs/contract.md)."""
+    float column S widened to double holds the double of the float, and a
+    column S added its initial-default, as icecdc's before images (one
+    schema per event: docs/contract.md)."""
     ps, ss = schema_of(meta, psnap), schema_of(meta, snap)
     if not ps or not ss or ps.get("schema-id") == ss.get("schema-id"):
         return prev
@@ -75,6 +94,8 @@ def rebase(prev, meta, psnap, snap):
         g = now.get(f["id"])
         if g is not None:
             mapping[f["name"]] = (g["name"], float_to_double if (f["type"], g["type"]) == ("float", "double") else None)
+    added = {f["name"]: default_value(f.get("initial-default"), f["type"])
+             for f in ss["fields"] if f["id"] not in {g["id"] for g in ps["fields"]}}
     out = oracle.Live([])
     out.why, out.no_lineage, out.duplicates, out.count = prev.why, prev.no_lineage, prev.duplicates, prev.count
     for rid, (lusn, values) in prev.by_id.items():
@@ -83,6 +104,7 @@ def rebase(prev, meta, psnap, snap):
             if k in mapping:
                 name, conv = mapping[k]
                 nv[name] = conv(v) if conv and v is not None else v
+        nv.update(added)
         out.by_id[rid] = (lusn, nv)
     return out
 

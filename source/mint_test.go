@@ -76,6 +76,9 @@ func TestMintingUpserts(t *testing.T) {
 				t.Fatalf("snapshot %d: paired row id %d, want the row id %d the previous upsert minted", k, u.Source.PairedRowID, prev)
 			}
 			prev = u.Source.RowID
+			if i == 0 {
+				t.Logf("paired update: op %s before %v after %v source %+v", u.Op, u.Before, u.After, u.Source)
+			}
 		}
 		for _, s := range steps {
 			if len(s.Commit.Anomalies) > 0 {

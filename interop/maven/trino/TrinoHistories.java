@@ -63,6 +63,7 @@ public final class TrinoHistories {
     // process's own standard output.
     private static final PrintStream CONSOLE = new PrintStream(new FileOutputStream(FileDescriptor.out), true);
     private static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSSSS");
+    private static final DateTimeFormatter TS_NS = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSSSSSSS");
     private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss.SSSSSS");
 
     /** A column of a history's table: name, SQL type, value expression of x. */
@@ -82,6 +83,10 @@ public final class TrinoHistories {
         {"TIMESTAMP(6)", "TIMESTAMP '2020-01-01 00:00:00.000001' + x * INTERVAL '1' MINUTE", "TIMESTAMP '2001-02-03 04:05:06.789012'"},
         {"TIMESTAMP(6) WITH TIME ZONE", "TIMESTAMP '2020-01-01 00:00:00.000001 UTC' + x * INTERVAL '1' HOUR",
             "TIMESTAMP '2001-02-03 04:05:06.789012 UTC'"},
+        {"TIMESTAMP(9)", "TIMESTAMP '2020-01-01 00:00:00.000000001' + x * INTERVAL '1' MINUTE",
+            "TIMESTAMP '2001-02-03 04:05:06.789012345'"},
+        {"TIMESTAMP(9) WITH TIME ZONE", "TIMESTAMP '2020-01-01 00:00:00.000000001 UTC' + x * INTERVAL '1' HOUR",
+            "TIMESTAMP '2001-02-03 04:05:06.789012345 UTC'"},
         {"VARBINARY", "to_utf8(CAST(x AS VARCHAR))", "X'0102ff'"},
         {"UUID", "CAST('00000000-0000-4000-8000-' || lpad(CAST(x AS VARCHAR), 12, '0') AS UUID)",
             "UUID '12151fd2-7586-11e9-8f9e-2a86e4085a59'"},
@@ -122,7 +127,12 @@ public final class TrinoHistories {
                     + "namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), property_value VARCHAR(1000), "
                     + "PRIMARY KEY (catalog_name, namespace, property_key))");
         }
-        Session session = testSessionBuilder().setCatalog("iceberg").setSchema("h").build();
+        // Small Parquet row groups and files: an insert of a few thousand
+        // rows writes several row groups, and files of several.
+        Session session = testSessionBuilder().setCatalog("iceberg").setSchema("h")
+                .setCatalogSessionProperty("iceberg", "parquet_writer_block_size", "64kB")
+                .setCatalogSessionProperty("iceberg", "target_max_file_size", "256kB")
+                .build();
         long t0 = System.nanoTime();
         try (QueryRunner trino = new StandaloneQueryRunner(session)) {
             trino.installPlugin(new IcebergPlugin());
@@ -362,10 +372,11 @@ public final class TrinoHistories {
             return value(LocalTime.parse(t.toString()));
         }
         if (v instanceof SqlTimestamp t) {
-            return value(t.toLocalDateTime());
+            return t.toLocalDateTime().format(t.getPrecision() > 6 ? TS_NS : TS);
         }
         if (v instanceof SqlTimestampWithTimeZone t) {
-            return value(t.toZonedDateTime());
+            return t.toZonedDateTime().withZoneSameInstant(ZoneOffset.UTC).toLocalDateTime()
+                    .format(t.getPrecision() > 6 ? TS_NS : TS) + "Z";
         }
         if (v instanceof SqlVarbinary b) {
             return value(b.getBytes());
