@@ -16,6 +16,7 @@ snapshot is not exact.
 
 import argparse
 import base64
+import datetime
 import json
 import os
 import re
@@ -66,12 +67,17 @@ def float_to_double(v):
 def default_value(v, t):
     """An initial-default (the spec's JSON single-value form, as Trino
     writes it) in the form of Trino's reads and icecdc's events: binary and
-    fixed from hex to base64, nanosecond timestamps with 9 digits (and "Z"
-    with a zone)."""
+    fixed from hex to base64, timestamps with 6 digits (9 for nanoseconds)
+    and "Z" with a zone."""
     if v is None or not isinstance(t, str):
         return v
     if (t == "binary" or t.startswith("fixed[")) and isinstance(v, str):
         return base64.b64encode(bytes.fromhex(v)).decode()
+    if t in ("timestamp", "timestamptz") and isinstance(v, str):
+        dt = datetime.datetime.fromisoformat(v)
+        if t == "timestamptz":
+            return dt.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        return dt.isoformat(timespec="microseconds")
     if t in ("timestamp_ns", "timestamptz_ns") and isinstance(v, str):
         m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]00:00)?", v)
         if m:
