@@ -127,12 +127,7 @@ public final class TrinoHistories {
                     + "namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), property_value VARCHAR(1000), "
                     + "PRIMARY KEY (catalog_name, namespace, property_key))");
         }
-        // Small Parquet row groups and files: an insert of a few thousand
-        // rows writes several row groups, and files of several.
-        Session session = testSessionBuilder().setCatalog("iceberg").setSchema("h")
-                .setCatalogSessionProperty("iceberg", "parquet_writer_block_size", "64kB")
-                .setCatalogSessionProperty("iceberg", "target_max_file_size", "256kB")
-                .build();
+        Session session = testSessionBuilder().setCatalog("iceberg").setSchema("h").build();
         long t0 = System.nanoTime();
         try (QueryRunner trino = new StandaloneQueryRunner(session)) {
             trino.installPlugin(new IcebergPlugin());
@@ -145,6 +140,10 @@ public final class TrinoHistories {
             props.put("iceberg.format-version", "3");
             props.put("fs.native-local.enabled", "true");
             props.put("local.location", "/");
+            // Small Parquet row groups and files: an insert of a few
+            // thousand rows writes several row groups, and several files.
+            props.put("parquet.writer.block-size", "64kB");
+            props.put("iceberg.target-max-file-size", "256kB");
             trino.createCatalog("iceberg", "iceberg", props);
             trino.execute("CREATE SCHEMA IF NOT EXISTS iceberg.h");
             CONSOLE.printf("trino: started in %.1fs%n", (System.nanoTime() - t0) / 1e9);
