@@ -8,7 +8,7 @@ reads of main's ancestry into the events docs/contract.md asks for, and
 `icecdc changes` must give them, snapshot by snapshot, twice: through the
 JDBC catalog and through the table's metadata file.
 
-Prints one line per history and a total ("trino: 24 histories, 812
+Prints one line per history and a total ("24 histories, 812
 snapshots, 22617 events: exact"), the differences of every snapshot that
 is not exact, and the statements Trino refused. Exit status 1 when any
 snapshot is not exact.
@@ -211,7 +211,7 @@ def main():
         print(f"{name}:")
         print("\n".join(detail))
     verdict = "exact" if good == len(names) and names else f"NOT exact ({good}/{len(names)} histories exact)"
-    print(f"trino: {len(names)} histories, {snapshots} snapshots, {events} events: {verdict}"
+    print(f"{len(names)} histories, {snapshots} snapshots, {events} events: {verdict}"
           f" (checked twice, by catalog and by metadata file, in {time.monotonic() - t0:.0f}s)")
     return 0 if good == len(names) and names else 1
 
