@@ -295,7 +295,10 @@ public final class TrinoHistories {
         String[] t = ADDED[rnd.nextInt(ADDED.length)];
         String name = "c" + (++added);
         boolean withDefault = rnd.nextInt(4) != 0;
-        if (exec("ALTER TABLE " + table + " ADD COLUMN " + name + " " + t[0] + (withDefault ? " DEFAULT " + t[2] : ""))) {
+        // Trino 483 refuses a DEFAULT of timestamp(9) (with or without zone):
+        // the column is then added without one.
+        if (exec("ALTER TABLE " + table + " ADD COLUMN " + name + " " + t[0] + (withDefault ? " DEFAULT " + t[2] : ""))
+                || withDefault && exec("ALTER TABLE " + table + " ADD COLUMN " + name + " " + t[0])) {
             cols.add(new Col(name, t[0], t[1]));
         }
     }
