@@ -70,7 +70,7 @@ func newMetrics(reg prometheus.Registerer, full bool) *Metrics {
 	}
 	m := &Metrics{
 		Events:          counter(alerted, prometheus.CounterOpts{Name: "icecdc_events_published_total", Help: "Events confirmed by the sink."}, "op"),
-		Anomalies:       counter(summed, prometheus.CounterOpts{Name: "icecdc_lineage_anomalies_total", Help: "Rows breaking the lineage rules (no event emitted)."}, "kind"),
+		Anomalies:       counter(summed, prometheus.CounterOpts{Name: "icecdc_lineage_anomalies_total", Help: "Rows breaking the lineage rules (no event emitted), and commits whose deletes and inserts were too many to pair by key (kind not-paired-by-key)."}, "kind"),
 		SnapshotsBehind: gauge(alerted, prometheus.GaugeOpts{Name: "icecdc_snapshots_behind", Help: "Snapshots on the branch not yet delivered."}),
 		SecondsBehind:   gauge(alerted, prometheus.GaugeOpts{Name: "icecdc_seconds_behind", Help: "Seconds since the oldest undelivered commit (0 when caught up)."}),
 		CheckpointSeq:   gauge(summed, prometheus.GaugeOpts{Name: "icecdc_checkpoint_sequence_number", Help: "Sequence number of the table's checkpoint."}),

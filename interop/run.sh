@@ -87,6 +87,11 @@
 #      (interop/parts/opensearch.sh, interop/opensearch_e2e.py). Alone
 #      (it writes a subset of the Spark tables itself):
 #        bash -c '. interop/run.sh && opensearch_run'
+#  14. trino (issue 37): an embedded Trino 483 (Java 25) writes random histories into a
+#      JDBC catalog on SQLite; icecdc's events must equal Trino's own
+#      time-travel reads at every snapshot, by catalog and by metadata file
+#      (interop/parts/trino.sh, interop/trino_check.py). Alone:
+#        bash -c '. interop/run.sh && trino_run'
 # The servers start together, before Spark (the compose daemon waits for
 # its table while Spark writes it).
 # Exit status: 0 only when every part passed.
@@ -118,7 +123,7 @@ fi
 # The parts ICECDC_INTEROP_PARTS may name (the installs, kafka-start,
 # postgres and spark-scenarios run whenever a part needs them).
 KNOWN_PARTS="avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
-  masks opensearch rest-catalog retention-hold s3-run signals unwrap v3-flink v3-pg v3-spark"
+  masks opensearch rest-catalog retention-hold s3-run signals trino unwrap v3-flink v3-pg v3-spark"
 for p in ${ICECDC_INTEROP_PARTS:-}; do
   if [[ " $(echo $KNOWN_PARTS) " != *" $p "* ]]; then
     echo "interop: ICECDC_INTEROP_PARTS: no part $p (want some of: $(echo $KNOWN_PARTS))"
@@ -478,6 +483,7 @@ hive_metastore() {
 . "$HERE/parts/v3.sh"
 . "$HERE/parts/signals.sh"
 . "$HERE/parts/opensearch.sh"
+. "$HERE/parts/trino.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
@@ -1233,6 +1239,7 @@ if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ] && wants s3-run; then
 fi
 
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants opensearch && part opensearch opensearch_run
+[ $GO_OK -eq 0 ] && wants trino && part trino trino_run
 wants cloud-emulators && part cloud-emulators cloud_emulators
 wants hive && part hive hive_metastore
 

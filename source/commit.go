@@ -25,14 +25,20 @@ type commitRun struct {
 	sc   *iceberg.Schema
 	d    *delta
 
-	files  []string                // Loc.File → data file path
-	eqFile map[int]bool            // Loc.File → rows removed by equality deletes
-	oldEq  []*eqDeletes            // equality deletes live in the parent
-	images map[lineage.Loc]cdc.Row // row images read for events
-	groups []removal               // rows leaving, in manifest order
-	parent []iceberg.ManifestFile  // the parent's manifest list, read on demand
-	anoms  []cdc.Anomaly
-	pf     *prefetched // footers and vectors read, by file
+	files  []string     // Loc.File → data file path
+	eqFile map[int]bool // Loc.File → rows removed by equality deletes
+	// pairedBy is, by Loc.File of a removal, how its rows were removed:
+	// the source marker of an update paired from one of them.
+	pairedBy map[int]string
+	// unpaired is set when a keyed commit was too large to hold and pair
+	// its deletes and inserts by key (see streamable).
+	unpaired bool
+	oldEq    []*eqDeletes            // equality deletes live in the parent
+	images   map[lineage.Loc]cdc.Row // row images read for events
+	groups   []removal               // rows leaving, in manifest order
+	parent   []iceberg.ManifestFile  // the parent's manifest list, read on demand
+	anoms    []cdc.Anomaly
+	pf       *prefetched // footers and vectors read, by file
 }
 
 // removal is a set of positions of one data file whose rows left the table.
@@ -41,6 +47,9 @@ type removal struct {
 	pos *roaring64.Bitmap
 	// eq, when set, keeps only the rows that S's equality deletes match.
 	eq []*eqDeletes
+	// byVector: the positions come from a deletion vector S added (not
+	// from a data file S removed).
+	byVector bool
 }
 
 // Commit computes the events of snapshot si (docs/contract.md, steps 1–6).
@@ -105,7 +114,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 		return nil, fmt.Errorf("snapshot %d adds v2 position delete file %s to a v3 table", si.ID, d.addedPos[0].DataFile().FilePath())
 	}
 
-	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}, pf: newPrefetched()}
+	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}, pairedBy: map[int]string{}, pf: newPrefetched()}
 	// The first snapshot with lineage after an upgrade from v2: the
 	// parent's rows have no row ids (docs/contract.md: null for a file without
 	// first_row_id), so nothing can be deleted or updated, and the rows
@@ -129,7 +138,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 	if err != nil {
 		return nil, err
 	}
-	if r.streamable(groups) {
+	if r.streamable(groups, plan.files, len(keyPositions(sc, info.KeyFields)) > 0) {
 		if err := r.stream(ctx, c, groups, plan.files, info.KeyFields); err != nil {
 			return nil, err
 		}
@@ -142,7 +151,8 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 		}
 		return c, nil
 	}
-	// Equality deletes: the rows are held (see streamable).
+	// Equality deletes, or deletes and inserts to pair by key: the rows
+	// are held (see streamable).
 	var (
 		removed []lineage.Removed
 		added   []lineage.Added
@@ -449,7 +459,7 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 			return err
 		}
 		if diff := dv.Diff(bm, old...); !diff.IsEmpty() {
-			r.groups = append(r.groups, removal{m: m, pos: diff})
+			r.groups = append(r.groups, removal{m: m, pos: diff, byVector: true})
 		}
 	}
 	for _, m := range removedMeta {
@@ -483,8 +493,14 @@ func (r *commitRun) prepareRemovals() ([]groupRead, error) {
 	out := make([]groupRead, 0, len(r.groups))
 	for _, g := range r.groups {
 		gr := groupRead{removal: g, fi: r.fileIndex(g.m.path())}
-		if g.eq != nil {
+		switch {
+		case g.eq != nil:
 			r.eqFile[gr.fi] = true
+			r.pairedBy[gr.fi] = PairedByEqualityDelete
+		case g.byVector:
+			r.pairedBy[gr.fi] = PairedByDeletionVector
+		default:
+			r.pairedBy[gr.fi] = PairedByRemovedFile
 		}
 		for _, e := range r.oldEq {
 			if e.appliesTo(g.m) {
@@ -777,33 +793,38 @@ func (r *commitRun) streamInserts(c *cdc.Commit, plan *addedPlan, ins []cdc.Even
 
 // events turns classified changes into events in contract order: the
 // deletes and updates, and the inserts with their locations. An update
-// that changes the key is a delete and an insert, as Debezium emits it.
+// that changes the key is a delete and an insert, as Debezium emits it;
+// where the table is keyed, a delete and an insert of one key are one
+// update (pairUpserts).
 func (r *commitRun) events(changes []lineage.Change, keyFields []string) ([]cdc.Event, []cdc.Event, []lineage.Loc) {
 	keyIdx := keyPositions(r.sc, keyFields)
 	var dels, ups, ins []cdc.Event
 	var delLoc, insLoc []lineage.Loc
+	// the deletes and inserts that are rows leaving and arriving (not the
+	// halves of a key change): the ones pairUpserts may pair
+	var delRow, insRow []bool
 	for _, ch := range changes {
 		switch ch.Kind {
 		case lineage.Delete:
 			dels = append(dels, cdc.Event{Op: cdc.OpDelete, RowID: ch.RowID, LUSN: ch.LUSN, Before: r.images[ch.Before]})
-			delLoc = append(delLoc, ch.Before)
+			delLoc, delRow = append(delLoc, ch.Before), append(delRow, true)
 		case lineage.Update:
 			before, after := r.images[ch.Before], r.images[ch.After]
 			if keyChanged(before, after, keyIdx) {
 				dels = append(dels, cdc.Event{Op: cdc.OpDelete, RowID: ch.RowID, LUSN: ch.LUSN, Before: before})
-				delLoc = append(delLoc, ch.Before)
+				delLoc, delRow = append(delLoc, ch.Before), append(delRow, false)
 				ins = append(ins, cdc.Event{Op: cdc.OpCreate, RowID: ch.RowID, LUSN: ch.LUSN, After: after})
-				insLoc = append(insLoc, ch.After)
+				insLoc, insRow = append(insLoc, ch.After), append(insRow, false)
 				continue
 			}
 			ups = append(ups, cdc.Event{Op: cdc.OpUpdate, RowID: ch.RowID, LUSN: ch.LUSN, Before: before, After: after})
 		case lineage.Insert:
 			ins = append(ins, cdc.Event{Op: cdc.OpCreate, RowID: ch.RowID, LUSN: ch.LUSN, After: r.images[ch.After]})
-			insLoc = append(insLoc, ch.After)
+			insLoc, insRow = append(insLoc, ch.After), append(insRow, true)
 		}
 	}
 	if len(keyIdx) > 0 {
-		dels, delLoc, ups, ins, insLoc = r.pairEqualityUpserts(keyIdx, dels, delLoc, ups, ins, insLoc)
+		dels, delLoc, ups, ins, insLoc = r.pairUpserts(keyIdx, dels, delLoc, delRow, ups, ins, insLoc, insRow)
 	}
 	sortByLoc(dels, delLoc)
 	insLoc = sortByLoc(ins, insLoc)
@@ -876,17 +897,31 @@ func (t *Table) mayHaveV2Deletes() bool {
 	return t.v2Deletes
 }
 
-// PairedByEqualityDelete is the envelope's source marker of an update made
-// of an equality delete and an insert with the same key.
-const PairedByEqualityDelete = "equality-delete"
+// The envelope's source markers of an update paired from a delete and an
+// insert of one key in one snapshot, by how the old row was removed: an
+// equality delete (Flink, Kafka Connect upserts), a deletion vector (a
+// writer that deletes the old row by position and writes a fresh row with
+// a new row id: OLake, RisingWave, DV-based upsert sinks), or the removal
+// of its data file (a copy-on-write rewrite).
+const (
+	PairedByEqualityDelete = "equality-delete"
+	PairedByDeletionVector = "deletion-vector"
+	PairedByRemovedFile    = "removed-file"
+)
 
-// pairEqualityUpserts turns a delete made by an equality delete and an
-// insert with an equal key in the same snapshot into one update, as a
-// Flink or Kafka Connect upsert means it. The update carries the new row
-// id and names the removed one.
-func (r *commitRun) pairEqualityUpserts(keyIdx []int, dels []cdc.Event, delLoc []lineage.Loc, ups, ins []cdc.Event, insLoc []lineage.Loc) ([]cdc.Event, []lineage.Loc, []cdc.Event, []cdc.Event, []lineage.Loc) {
+// pairUpserts turns a delete of a row leaving the table and an insert of a
+// new row with an equal key in the same snapshot into one update, as an
+// upsert means it. The update carries the new row id and names the
+// removed one. Keys deleted or inserted twice pair at most once; an
+// insert whose key two new rows share pairs with none. delRow and insRow
+// say which deletes and inserts are rows leaving and arriving (false: the
+// halves of an update that changed the key, never paired).
+func (r *commitRun) pairUpserts(keyIdx []int, dels []cdc.Event, delLoc []lineage.Loc, delRow []bool, ups, ins []cdc.Event, insLoc []lineage.Loc, insRow []bool) ([]cdc.Event, []lineage.Loc, []cdc.Event, []cdc.Event, []lineage.Loc) {
 	byKey := map[string]int{}
 	for i, e := range ins {
+		if !insRow[i] {
+			continue
+		}
 		k := keyOf(e.After, keyIdx)
 		if _, dup := byKey[k]; dup {
 			byKey[k] = -1 // two inserts with one key: pair neither
@@ -899,7 +934,7 @@ func (r *commitRun) pairEqualityUpserts(keyIdx []int, dels []cdc.Event, delLoc [
 	var keptLoc []lineage.Loc
 	for i, d := range dels {
 		j, ok := byKey[keyOf(d.Before, keyIdx)]
-		if !ok || j < 0 || paired[j] || !r.eqFile[delLoc[i].File] {
+		if !ok || j < 0 || paired[j] || !delRow[i] {
 			keptDels = append(keptDels, d)
 			keptLoc = append(keptLoc, delLoc[i])
 			continue
@@ -907,7 +942,7 @@ func (r *commitRun) pairEqualityUpserts(keyIdx []int, dels []cdc.Event, delLoc [
 		paired[j] = true
 		c := ins[j]
 		ups = append(ups, cdc.Event{Op: cdc.OpUpdate, RowID: c.RowID, LUSN: c.LUSN, Before: d.Before, After: c.After,
-			Source: PairedByEqualityDelete, PairedRowID: d.RowID})
+			Source: r.pairedBy[delLoc[i].File], PairedRowID: d.RowID})
 	}
 	var keptIns []cdc.Event
 	var keptInsLoc []lineage.Loc

@@ -207,8 +207,16 @@ func TestCopyOnWrite(t *testing.T) {
 		return scenario.DeleteCoW(ctx, tb, eq("order_id", 7))
 	})
 	// The overwrite removes rows 2 and 3 and adds a new row for order 2
-	// with a new row id: the contract sees two deletes and an insert.
-	wantOps(t, f.check(), "d:0 u:0 c:5", "d:0 u:0 c:3", "d:2 u:0 c:1", "d:1 u:0 c:0")
+	// with a new row id: by row id two deletes and an insert; with the
+	// identifier field order_id, the delete and the insert of order 2 are
+	// one update (docs/contract.md).
+	steps := f.check()
+	wantOps(t, steps, "d:0 u:0 c:5", "d:0 u:0 c:3", "d:1 u:1 c:0", "d:1 u:0 c:0")
+	for _, e := range steps[2].Events {
+		if e.Op == "u" && (e.Source.Paired != source.PairedByRemovedFile || e.Source.PairedRowID == e.Source.RowID) {
+			t.Fatalf("update of order 2: %+v", e.Source)
+		}
+	}
 }
 
 func TestCompactionThenChanges(t *testing.T) {

@@ -58,8 +58,12 @@ type streamPlan struct {
 
 // streamable reports whether a commit can be streamed: not when
 // equality deletes decide by value which rows left, or pair deletes with
-// inserts by key (both need the rows' values together).
-func (r *commitRun) streamable(groups []groupRead) bool {
+// inserts by key (both need the rows' values together). A keyed table's
+// commit that removes rows by position and adds rows is held too, so that
+// a delete and an insert of one key pair into an update (pairUpserts), as
+// long as its removed and added rows are at most MaxHeldRows; a larger one
+// is streamed unpaired, and says so (notPaired).
+func (r *commitRun) streamable(groups []groupRead, files []*addedFile, keyed bool) bool {
 	if len(r.eqFile) > 0 {
 		return false
 	}
@@ -68,7 +72,33 @@ func (r *commitRun) streamable(groups []groupRead) bool {
 			return false
 		}
 	}
+	if keyed && len(groups) > 0 {
+		var removed, added uint64
+		for _, g := range groups {
+			removed += g.pos.GetCardinality()
+		}
+		for _, f := range files {
+			added += uint64(f.live)
+		}
+		if added > 0 {
+			if removed+added <= uint64(r.t.maxHeldRows()) {
+				return false
+			}
+			r.unpaired = true
+		}
+	}
 	return true
+}
+
+// notPaired reports a keyed commit streamed with deletes and inserts that
+// were not paired by key (see streamable): one anomaly of kind
+// cdc.NotPaired, logged and counted, for the commit.
+func (r *commitRun) notPaired(deletes, inserts uint64) {
+	if !r.unpaired || deletes == 0 || inserts == 0 {
+		return
+	}
+	r.anoms = append(r.anoms, cdc.Anomaly{Kind: cdc.NotPaired, Position: -1, RowID: -1,
+		Detail: fmt.Sprintf("%d deletes and %d inserts, more rows than max_held_rows (%d)", deletes, inserts, r.t.maxHeldRows())})
 }
 
 // stream classifies the commit and makes c's events a stream.
@@ -154,6 +184,7 @@ func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRea
 	}
 
 	deletes, inserts := sets.Deletes(), sets.Inserts()
+	r.notPaired(deletes.GetCardinality(), inserts.GetCardinality())
 	p.updates = sets.Updates()
 	// An update that changes the key is a delete and an insert (as
 	// Debezium emits it): that needs both images before the first event.
