@@ -35,6 +35,13 @@ func BenchmarkBulkCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	var commitBytes int64 // ICECDC_BENCH_COMMIT_BYTES, default DefaultCommitBytes
+	if v := os.Getenv("ICECDC_BENCH_COMMIT_BYTES"); v != "" {
+		var err error
+		if commitBytes, err = strconv.ParseInt(v, 10, 64); err != nil {
+			b.Fatal(err)
+		}
+	}
 	ctx := context.Background()
 	env, err := scenario.NewEnv(ctx, b.TempDir())
 	if err != nil {
@@ -73,7 +80,7 @@ func BenchmarkBulkCommit(b *testing.B) {
 		var peak uint64
 		start := time.Now()
 		for i := range b.N {
-			s, err := New(Config{Table: fmt.Sprintf("audit%d.{table}_changes", i), Pipeline: "p",
+			s, err := New(Config{Table: fmt.Sprintf("audit%d.{table}_changes", i), Pipeline: "p", CommitBytes: commitBytes,
 				Catalog: CatalogConfig{Name: scenario.CatalogName, Type: "sql", URI: env.CatalogURI, Warehouse: env.Warehouse},
 				Logger:  slog.New(slog.DiscardHandler)})
 			if err != nil {
