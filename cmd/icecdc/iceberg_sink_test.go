@@ -92,3 +92,31 @@ func TestIcebergSinkRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestRunIcebergSinkShaped: a column debezium.column.exclude.list leaves
+// out is not in the target table the sink creates, nor its values.
+func TestRunIcebergSinkShaped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env, tbl := newOrders(ctx, t)
+	changeOrders(ctx, t, tbl, []map[string]any{scenario.Order(1, "ann", "new", 10), scenario.Order(2, "bob", "new", 20)}, 1, paid, 2)
+	catalog := fmt.Sprintf("{name: %s, type: sql, uri: '%s', warehouse: '%s'}", scenario.CatalogName, env.CatalogURI, env.Warehouse)
+	cfg := writeConfig(t, "audit", catalog, "{type: iceberg, iceberg: {table: 'audit.{table}'}}\ndebezium: {column.exclude.list: 'bookshop\\.orders\\.customer'}",
+		filepath.Join(t.TempDir(), "state.db"))
+	if _, errOut, code := runCmd("run", "--once", "-c", cfg); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	target, err := env.Catalog.LoadTable(ctx, table.Identifier{"audit", "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := target.Schema().FindFieldByName("customer"); ok {
+		t.Errorf("the target has the excluded column: %v", f)
+	}
+	if _, ok := target.Schema().FindFieldByName("status"); !ok {
+		t.Errorf("the target lacks status: %v", target.Schema())
+	}
+	if n := target.CurrentSnapshot().Summary.Properties["total-records"]; n != "5" {
+		t.Errorf("target rows: %s, want 5", n)
+	}
+}

@@ -111,8 +111,10 @@ func (s *Sink) catalog(ctx context.Context) (catalog.Catalog, error) {
 	return cat, nil
 }
 
-// target returns t's target, loading or creating the table.
-func (s *Sink) target(ctx context.Context, ti cdc.TableInfo) (*target, error) {
+// target returns ti's target, loading the table, or creating it with the
+// shape of source schema src (the schema of the events, after masks and
+// column filters); with src nil, a missing table is (nil, nil).
+func (s *Sink) target(ctx context.Context, ti cdc.TableInfo, src *iceberg.Schema) (*target, error) {
 	key := ti.Namespace + "." + ti.Name
 	s.mu.Lock()
 	t := s.targets[key]
@@ -125,9 +127,12 @@ func (s *Sink) target(ctx context.Context, ti cdc.TableInfo) (*target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg sink: target %s: %w", name, err)
 	}
-	tbl, err := s.openTarget(ctx, cat, name, ti.Schema)
+	tbl, err := s.openTarget(ctx, cat, name, src)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg sink: target %s: %w", name, err)
+	}
+	if tbl == nil {
+		return nil, nil
 	}
 	if err := checkMeta(tbl.Schema()); err != nil {
 		return nil, cdc.Permanent(fmt.Errorf("iceberg sink: target %s: %w", name, err))
@@ -146,8 +151,10 @@ func (s *Sink) target(ctx context.Context, ti cdc.TableInfo) (*target, error) {
 // latest snapshot that holds one for the table. Rows buffered and not
 // committed are dropped: the pipeline delivers them again from here.
 func (s *Sink) Restore(ctx context.Context, pipeline string, ti cdc.TableInfo) (cdc.Checkpoint, bool, error) {
-	t, err := s.target(ctx, ti)
-	if err != nil {
+	// Not created here: ti.Schema is the table's, before masks and column
+	// filters; the first Write creates it with the events' schema.
+	t, err := s.target(ctx, ti, nil)
+	if err != nil || t == nil {
 		return cdc.Checkpoint{}, false, err
 	}
 	t.mu.Lock()
@@ -205,7 +212,7 @@ func (t *target) drop() {
 // table's buffer is due (Config.CommitInterval, CommitBytes) or the
 // target holds no checkpoint of the table yet.
 func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
-	t, err := s.target(ctx, b.Table)
+	t, err := s.target(ctx, b.Table, b.Table.Schema)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func splitName(name string) (ns table.Identifier, tbl string, err error) {
 }
 
 // openTarget loads the target table, or creates it with the shape of
-// source schema src.
+// source schema src; with src nil, a missing table is (nil, nil).
 func (s *Sink) openTarget(ctx context.Context, cat catalog.Catalog, name string, src *iceberg.Schema) (*table.Table, error) {
 	ns, tn, err := splitName(name)
 	if err != nil {
@@ -39,6 +39,9 @@ func (s *Sink) openTarget(ctx context.Context, cat catalog.Catalog, name string,
 	}
 	if !errors.Is(err, catalog.ErrNoSuchTable) {
 		return nil, fmt.Errorf("load: %w", err)
+	}
+	if src == nil {
+		return nil, nil
 	}
 	sc, err := targetSchema(src)
 	if err != nil {
