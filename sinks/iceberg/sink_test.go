@@ -242,3 +242,33 @@ func TestSchemaEvolution(t *testing.T) {
 		t.Fatalf("narrowed type: %v", err)
 	}
 }
+
+// TestForeignTarget: a target that exists without the sink's columns
+// stops the table with one line naming it; nothing is written to it.
+func TestForeignTarget(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	if err := r.env.Catalog.CreateNamespace(ctx, []string{"audit"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := r.env.CreateTable(ctx, []string{"audit", "orders_changes"}, ordersInfo().Schema, nil, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(r.src, 2)
+	s, err := New(r.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.run(s, 3, true)
+	if err == nil || !strings.Contains(err.Error(), "iceberg sink: target audit.orders_changes: column _change_type: missing: the table was not made by the iceberg sink") {
+		t.Fatalf("foreign target: %v", err)
+	}
+	after, err := r.env.LoadTable(ctx, foreign.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.CurrentSnapshot() != nil {
+		t.Errorf("the foreign table got snapshot %d", after.CurrentSnapshot().SnapshotID)
+	}
+}

@@ -47,6 +47,14 @@ func (s *Sink) openTarget(ctx context.Context, cat catalog.Catalog, name string,
 	if err != nil {
 		return nil, cdc.Permanent(err)
 	}
+	if s.cfg.FormatVersion < 3 {
+		for _, f := range sc.Fields() {
+			if typ := v3Only(f.Type); typ != "" {
+				return nil, cdc.Permanent(fmt.Errorf("column %s holds %s, which format version %d does not have: set sink.iceberg.format_version: 3",
+					f.Name, typ, s.cfg.FormatVersion))
+			}
+		}
+	}
 	props := iceberg.Properties{"format-version": fmt.Sprint(s.cfg.FormatVersion)}
 	for k, v := range s.cfg.Properties {
 		props[k] = v
@@ -205,4 +213,32 @@ func (l *layout) add(image cdc.Row, m *rowMeta) error {
 	l.rb.Field(l.meta[5]).(*array.StringBuilder).Append(m.eventID)
 	l.rb.Field(l.meta[6]).(*array.TimestampBuilder).Append(arrow.Timestamp(m.tsMicros))
 	return nil
+}
+
+// v3Only returns the first type inside t that only format version 3 has,
+// or "".
+func v3Only(t iceberg.Type) string {
+	switch t := t.(type) {
+	case *iceberg.StructType:
+		for _, f := range t.FieldList {
+			if s := v3Only(f.Type); s != "" {
+				return s
+			}
+		}
+		return ""
+	case *iceberg.ListType:
+		return v3Only(t.Element)
+	case *iceberg.MapType:
+		if s := v3Only(t.KeyType); s != "" {
+			return s
+		}
+		return v3Only(t.ValueType)
+	}
+	s := t.String()
+	for _, p := range []string{"variant", "timestamp_ns", "timestamptz_ns", "unknown", "geometry", "geography"} {
+		if strings.HasPrefix(s, p) {
+			return s
+		}
+	}
+	return ""
 }
