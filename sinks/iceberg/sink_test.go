@@ -172,6 +172,22 @@ func TestConcurrentWriter(t *testing.T) {
 	if err != nil || !found || cp.Seq != head.SequenceNumber || !cp.Done {
 		t.Fatalf("checkpoint %s (%v, %v), want the head", cp, found, err)
 	}
+	// Another writer's commit after the sink's last: a restart walks past
+	// it to the sink's checkpoint.
+	if _, err := scenario.Append(context.Background(), tbl, []map[string]any{{"id": int64(1000), "status": "foreign",
+		ColChangeType: Insert, ColChangeOrdinal: int64(0), ColCommitSnapshot: int64(0), ColSequenceNumber: int64(0),
+		ColRowID: int64(1000), ColEventID: "other-writer-2", ColCommitTimestamp: time.UnixMilli(0).UTC()}}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(r.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(context.Background())
+	restored, found, err := s2.Restore(context.Background(), "p", ordersInfo())
+	if err != nil || !found || restored.Seq != head.SequenceNumber || !restored.Done {
+		t.Fatalf("restored %s (%v, %v), want the head", restored, found, err)
+	}
 }
 
 // TestSchemaEvolution: a column the source adds is added to the target,
