@@ -40,7 +40,7 @@ type Config struct {
 	Partition string `yaml:"partition"`
 	// CommitInterval and CommitBytes: a table's buffered rows are
 	// committed once the oldest waited CommitInterval or they hold about
-	// CommitBytes of encoded values, whichever comes first.
+	// CommitBytes in Arrow's buffers, whichever comes first.
 	CommitInterval time.Duration `yaml:"commit.interval"`
 	CommitBytes    int64         `yaml:"commit.bytes"`
 	// Properties are set on the tables the sink creates (such as

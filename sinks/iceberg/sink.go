@@ -63,15 +63,16 @@ func (*Sink) RetainsNoBatch() {}
 
 // target is one source table's target table and its buffered rows.
 type target struct {
-	mu    sync.Mutex
-	name  string // the target's name, namespace.table
-	key   string // the checkpoint's summary property
-	tbl   *table.Table
-	lay   *layout
-	recs  []arrow.RecordBatch
-	rows  int
-	bytes int64
-	since time.Time // when the oldest buffered row came
+	mu   sync.Mutex
+	name string // the target's name, namespace.table
+	key  string // the checkpoint's summary property
+	tbl  *table.Table
+	lay  *layout
+	recs []arrow.RecordBatch
+	rows int
+	// recBytes and recRows are the bytes and rows of recs.
+	recBytes, recRows int64
+	since             time.Time // when the oldest buffered row came
 	// pending is the checkpoint of the last batch buffered.
 	pending *cdc.Checkpoint
 	// committed says the target holds a checkpoint of the table: until it
@@ -201,7 +202,7 @@ func (t *target) drop() {
 	for _, r := range t.recs {
 		r.Release()
 	}
-	t.recs, t.rows, t.bytes, t.pending = nil, 0, 0, nil
+	t.recs, t.rows, t.recBytes, t.recRows, t.pending = nil, 0, 0, 0, nil
 	if t.lay != nil {
 		t.lay.rb.Release()
 		t.lay = nil // remade from the table's schema on the next row
@@ -226,7 +227,7 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	}
 	cp := b.Checkpoint
 	t.pending = &cp
-	if t.rows > 0 && (!t.committed || t.bytes >= s.cfg.CommitBytes || time.Since(t.since) >= s.cfg.CommitInterval) {
+	if t.rows > 0 && (!t.committed || t.size() >= s.cfg.CommitBytes || time.Since(t.since) >= s.cfg.CommitInterval) {
 		return s.commit(ctx, t)
 	}
 	return nil
@@ -264,12 +265,50 @@ func (s *Sink) buffer(ctx context.Context, t *target, b *cdc.Batch) error {
 			}
 			t.rows++
 		}
-		t.bytes += int64(len(msg.Value)) + 64
 		if t.lay.rb.Field(0).Len() >= recordRows {
-			t.recs = append(t.recs, t.lay.rb.NewRecordBatch())
+			t.seal()
 		}
 	}
 	return nil
+}
+
+// seal turns the builders' rows into a record batch, and counts its
+// bytes.
+func (t *target) seal() {
+	rec := t.lay.rb.NewRecordBatch()
+	t.recs = append(t.recs, rec)
+	for _, c := range rec.Columns() {
+		t.recBytes += dataSize(c.Data())
+	}
+	t.recRows += rec.NumRows()
+}
+
+// dataSize is the bytes of d's buffers and its children's.
+func dataSize(d arrow.ArrayData) int64 {
+	n := int64(0)
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += dataSize(c)
+	}
+	return n
+}
+
+// size is about the bytes the buffered rows take: those of the record
+// batches, and the builders' rows at the batches' bytes per row.
+func (t *target) size() int64 {
+	per := int64(256) // before the first batch: a guess
+	if t.recRows > 0 {
+		per = t.recBytes / t.recRows
+	}
+	n := int64(0)
+	if t.lay != nil {
+		n = int64(t.lay.rb.Field(0).Len())
+	}
+	return t.recBytes + n*per
 }
 
 // recordRows is the most rows of one buffered record batch.
@@ -354,7 +393,7 @@ func (s *Sink) commit(ctx context.Context, t *target) error {
 		}
 	}
 	if n := t.lay.rb.Field(0).Len(); n > 0 {
-		t.recs = append(t.recs, t.lay.rb.NewRecordBatch())
+		t.seal()
 	}
 	for attempt := 1; ; attempt++ {
 		tbl, err := s.attempt(ctx, t, string(v))

@@ -70,7 +70,7 @@ func TestCrashBetweenFilesAndCommit(t *testing.T) {
 	r := newRig(t)
 	history(r.src, 8)
 	cfg := r.config()
-	cfg.CommitBytes = 1000 // a commit every few batches
+	cfg.CommitBytes = 3000 // a commit every few batches
 	s1, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
