@@ -138,6 +138,15 @@ func (s *Sink) target(ctx context.Context, ti cdc.TableInfo, src *iceberg.Schema
 	if err := checkMeta(tbl.Schema()); err != nil {
 		return nil, cdc.Permanent(fmt.Errorf("iceberg sink: target %s: %w", name, err))
 	}
+	if allowed := s.cfg.PipelineCatalog.AllowedLocations; len(allowed) > 0 {
+		in, err := source.Within(tbl.Location(), allowed)
+		if err == nil && !in {
+			err = errors.New("outside allowed_locations")
+		}
+		if err != nil {
+			return nil, cdc.Permanent(fmt.Errorf("iceberg sink: target %s: location %s: %w", name, tbl.Location(), err))
+		}
+	}
 	t = &target{name: name, key: CheckpointKey(s.cfg.Pipeline, ti), tbl: tbl}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -286,5 +287,26 @@ func TestForeignTarget(t *testing.T) {
 	}
 	if after.CurrentSnapshot() != nil {
 		t.Errorf("the foreign table got snapshot %d", after.CurrentSnapshot().SnapshotID)
+	}
+}
+
+// TestTargetOutsideAllowedLocations: a target whose location is outside
+// allowed_locations is not written: one line names it.
+func TestTargetOutsideAllowedLocations(t *testing.T) {
+	r := newRig(t)
+	history(r.src, 1)
+	cfg := r.config()
+	cfg.PipelineCatalog.AllowedLocations = []string{filepath.Join(r.env.Dir, "elsewhere")}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.run(s, 3, true)
+	if err == nil || !strings.Contains(err.Error(), "iceberg sink: target audit.orders_changes: location ") ||
+		!strings.HasSuffix(err.Error(), ": outside allowed_locations") {
+		t.Fatalf("target outside: %v", err)
+	}
+	if rows, _ := readTarget(t, r.env, "audit.orders_changes"); len(rows) != 0 {
+		t.Errorf("%d rows written outside allowed_locations", len(rows))
 	}
 }
