@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
+
+// benchTargets numbers the benchmark's target tables.
+var benchTargets atomic.Int64
 
 // BenchmarkBulkCommit delivers one source commit of ICECDC_BENCH_EVENTS
 // inserts (default 1,000,000) from a real v3 table into a target table
@@ -79,7 +83,8 @@ func BenchmarkBulkCommit(b *testing.B) {
 		var files, commits int
 		var peak uint64
 		start := time.Now()
-		for i := range b.N {
+		for range b.N {
+			i := benchTargets.Add(1) // a new target each time, across -count too
 			s, err := New(Config{Table: fmt.Sprintf("audit%d.{table}_changes", i), Pipeline: "p", CommitBytes: commitBytes,
 				Catalog: CatalogConfig{Name: scenario.CatalogName, Type: "sql", URI: env.CatalogURI, Warehouse: env.Warehouse},
 				Logger:  slog.New(slog.DiscardHandler)})
