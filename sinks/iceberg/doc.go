@@ -2,7 +2,7 @@
 // tables: one target table per source table (Config.Table, a name
 // template), in the shape of Iceberg's changelog view (the source's
 // columns, _change_type, _change_ordinal, _commit_snapshot_id) plus
-// icecdc's _sequence_number, _row_id, _event_id and _commit_timestamp.
+// icecdc's _sequence_number, _source_row_id, _event_id and _commit_timestamp.
 //
 // Model: events are buffered per source table, as Arrow columns, and
 // appended to the target in one commit per Config.CommitInterval or

@@ -16,7 +16,7 @@ const (
 	ColChangeOrdinal   = "_change_ordinal"
 	ColCommitSnapshot  = "_commit_snapshot_id"
 	ColSequenceNumber  = "_sequence_number"
-	ColRowID           = "_row_id"
+	ColRowID           = "_source_row_id" // not _row_id: Iceberg Java reserves it (row lineage) and refuses to read a table with such a column
 	ColEventID         = "_event_id"
 	ColCommitTimestamp = "_commit_timestamp"
 )
