@@ -15,11 +15,12 @@ import (
 type batchBuilder struct {
 	vals, keys, ids []byte
 	offs            []msgOffsets
-	headers         []Header // of every message, when the encoder adds some
-	ops             opCounts // events by Op
-	multiline       bool     // some value spans lines or is empty
-	idPrefix        []byte   // "<table_uuid>:<seq>:"
-	hint            int      // bytes of the previous batch, to size the next
+	msgs            []Message // the batch's messages, kept with reuse
+	headers         []Header  // of every message, when the encoder adds some
+	ops             opCounts  // events by Op
+	multiline       bool      // some value spans lines or is empty
+	idPrefix        []byte    // "<table_uuid>:<seq>:"
+	hint            int       // bytes of the previous batch, to size the next
 	// reuse keeps the buffers from batch to batch: the sink keeps no part
 	// of a batch once written (a NonRetainingSink).
 	reuse bool
@@ -127,7 +128,15 @@ func (bb *batchBuilder) add(enc Encoder, c *Commit, e *Event, tsMs int64) error 
 // batch returns the built messages, slices of the builder's buffers.
 func (bb *batchBuilder) batch(c *Commit, cp Checkpoint) *Batch {
 	ids := string(bb.ids) // one string for every id of the batch
-	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: make([]Message, len(bb.offs))}
+	msgs := bb.msgs
+	if !bb.reuse || cap(msgs) < len(bb.offs) {
+		msgs = make([]Message, len(bb.offs))
+	}
+	msgs = msgs[:len(bb.offs)]
+	if bb.reuse {
+		bb.msgs = msgs // its batch was confirmed before the builder is used again
+	}
+	b := &Batch{Table: c.Table, Snapshot: c.Snapshot, Checkpoint: cp, Messages: msgs}
 	for i, o := range bb.offs {
 		idEnd := len(ids)
 		if i+1 < len(bb.offs) {

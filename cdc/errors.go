@@ -68,21 +68,31 @@ func HistoryLost(err error) error {
 	return &kindError{err: err, kind: ErrHistory}
 }
 
-// TableError is a table's error as Pipeline.Run returns it, named by the
-// table once.
+// TableError is an error that names its table, once: a source's methods
+// return them, Pipeline.Run returns them, and one wrapping another of the
+// same table adds nothing to the text.
 type TableError struct {
 	Table string
 	Err   error
+	// InText: Err's own text names the table already ("load table
+	// shop.orders: …", "table shop.orders does not exist in …").
+	InText bool
+}
+
+// NamedIn marks err, whose text names table already, as that table's.
+func NamedIn(table string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &TableError{Table: table, Err: err, InText: true}
 }
 
 func (e *TableError) Error() string {
-	msg := e.Err.Error()
-	if strings.HasPrefix(msg, "table "+e.Table+": ") || strings.HasPrefix(msg, "table "+e.Table+" ") {
-		// The source named its table already (source.Table does, for
-		// callers that follow no pipeline).
-		return msg
+	var inner *TableError
+	if e.InText || errors.As(e.Err, &inner) && inner.Table == e.Table {
+		return e.Err.Error()
 	}
-	return "table " + e.Table + ": " + msg
+	return "table " + e.Table + ": " + e.Err.Error()
 }
 
 func (e *TableError) Unwrap() error { return e.Err }

@@ -268,7 +268,8 @@ func TestErrorPrefixesOnce(t *testing.T) {
 		name: "load",
 		setup: func(f *fast) {
 			f.src.OnRefresh = func() error {
-				return errors.New("table shop.orders: load metadata s3://wh/shop/orders/metadata/00002.metadata.json: access denied")
+				// A source names its table with a TableError.
+				return &cdc.TableError{Table: "shop.orders", Err: errors.New("load metadata s3://wh/shop/orders/metadata/00002.metadata.json: access denied")}
 			}
 		},
 		prefixes: []string{"table shop.orders:", "load metadata"},
@@ -276,10 +277,18 @@ func TestErrorPrefixesOnce(t *testing.T) {
 		name: "snapshot",
 		setup: func(f *fast) {
 			f.src.OnCommit = func(si cdc.SnapshotInfo) error {
-				return cdc.Permanent(fmt.Errorf("table shop.orders: snapshot %d: its manifest list is not Avro", si.ID))
+				return cdc.Permanent(&cdc.TableError{Table: "shop.orders", Err: fmt.Errorf("snapshot %d: its manifest list is not Avro", si.ID)})
 			}
 		},
 		prefixes: []string{"table shop.orders:", "snapshot "},
+	}, {
+		name: "named in its text",
+		setup: func(f *fast) {
+			f.src.OnRefresh = func() error {
+				return cdc.Permanent(cdc.NamedIn("shop.orders", errors.New("table shop.orders does not exist in sql catalog; did you mean shop.order?")))
+			}
+		},
+		prefixes: []string{"shop.orders ", "does not exist"},
 	}, {
 		name:     "encoder",
 		setup:    func(f *fast) { f.enc = badEncoder{} },

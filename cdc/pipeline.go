@@ -91,9 +91,9 @@ type Pipeline struct {
 	// told to drop its caches (Idler; default twice MaxPoll, at least a
 	// minute).
 	IdleAfter time.Duration
-	// ChunkSize is the most events of a batch (default 2048, Debezium's
-	// max.batch.size), and ChunkBytes about the most bytes of their keys
-	// and values (default 1 MiB): a batch ends at either. Bytes are
+	// ChunkSize is the most events of a batch (default 8192), and
+	// ChunkBytes about the most bytes of their keys and values (default
+	// 4 MiB): a batch ends at either, mostly at ChunkBytes. Bytes are
 	// measured on the batches written; the next batch's event count is
 	// sized from the previous one's bytes per event.
 	ChunkSize  int
@@ -164,8 +164,8 @@ const OnceAttempts = 3
 
 // The defaults of Pipeline.ChunkSize and ChunkBytes.
 const (
-	DefaultChunkSize  = 2048
-	DefaultChunkBytes = 1 << 20
+	DefaultChunkSize  = 8192
+	DefaultChunkBytes = 4 << 20
 )
 
 func (p *Pipeline) defaults() {
@@ -612,7 +612,7 @@ func (f *follower) load(ctx context.Context) error {
 		}
 	}
 	cp, found, err := f.p.Store.Load(ctx, f.p.Name, f.spec.Name)
-	if errors.Is(err, ErrPermanent) {
+	if IsPermanent(err) {
 		return fmt.Errorf("%w; restore the state file from a backup, or run 'icecdc reset --table %s' to start the table over from its start position", err, f.spec.Name)
 	}
 	if err != nil {
@@ -1252,7 +1252,7 @@ func (f *follower) sendBatch(ctx context.Context, c *Commit, b *Batch, ops *opCo
 	stopHold()
 	if err != nil {
 		class := "transient"
-		if errors.Is(err, ErrPermanent) || errors.Is(err, ErrDisabled) {
+		if IsPermanent(err) || errors.Is(err, ErrDisabled) {
 			class = "permanent"
 		}
 		f.p.Metrics.SinkErrors.WithLabelValues(f.spec.Name, class).Inc()

@@ -72,7 +72,8 @@ func (c Config) WithDefaults(sink *kafka.Config) Config {
 	if len(c.Kafka.Brokers) == 0 && sink != nil {
 		k := *sink
 		c.Kafka = kafka.Config{Brokers: k.Brokers, TLS: k.TLS, SASL: k.SASL, ClientID: k.ClientID,
-			CheckpointTopic: k.CheckpointTopic, TopicReplicationFactor: k.TopicReplicationFactor}
+			CheckpointTopic: k.CheckpointTopic, TopicReplicationFactor: k.TopicReplicationFactor,
+			Compression: k.Compression, Linger: k.Linger, BatchMaxBytes: k.BatchMaxBytes, MaxBufferedRecords: k.MaxBufferedRecords}
 	}
 	return c
 }

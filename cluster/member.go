@@ -541,7 +541,7 @@ func (m *Member) follow(ctx context.Context, t Table, assigned time.Time) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil || errors.Is(err, cdc.ErrPermanent) || errors.Is(err, cdc.ErrHistory) || errors.Is(err, cdc.ErrDisabled) {
+		if err == nil || cdc.IsPermanent(err) || errors.Is(err, cdc.ErrHistory) || errors.Is(err, cdc.ErrDisabled) {
 			return // the pipeline logged why the table stopped
 		}
 		log.Warn("cluster: cannot follow the table yet; retrying", "err", err, "backoff", backoff)

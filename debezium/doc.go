@@ -1,7 +1,8 @@
 // Package debezium holds icecdc's wire formats: the debezium-json
 // envelope (JSON), Kafka Connect's form of it with schemas (ConnectJSON,
-// with Debezium's time and decimal modes), their schema-change and
-// transaction records, and the table a person reads (TableFormat). Each
+// with Debezium's time and decimal modes), its Avro form (debezium-avro:
+// Avro schemas registered in a schema registry and binary values in the
+// registry's wire form), their schema-change and transaction records, and the table a person reads (TableFormat). Each
 // implements cdc.Encoder; the pipeline knows none of them. Unwrap is a
 // layer over a format: the records Debezium's ExtractNewRecordState makes
 // of the envelope (which record an event becomes is decided once, in

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -130,12 +129,7 @@ func newAttackRig(t *testing.T) *attackRig {
 	if os.Getenv("ICECDC_SIGNAL_ATTACK") == "" {
 		t.Skip("ICECDC_SIGNAL_ATTACK=1 runs the measurement")
 	}
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kf.Close)
-	r := &attackRig{t: t, brokers: kf.ListenAddrs(), names: []string{"shop.orders", "shop.items"}, srcs: map[string]*cdctest.Source{},
+	r := &attackRig{t: t, brokers: signalBroker(t), names: []string{"shop.orders", "shop.items"}, srcs: map[string]*cdctest.Source{},
 		path: filepath.Join(t.TempDir(), "state.db"), sink: &cdctest.Sink{},
 		logs: &counter{keys: []string{`"msg":"signal"`, "window of pending signals is full", `"msg":"reading signals"`, `"msg":"commit delivered"`}, n: map[string]int{}}}
 	r.log = slog.New(slog.NewJSONHandler(r.logs, nil))
@@ -155,6 +149,7 @@ func newAttackRig(t *testing.T) *attackRig {
 		}
 		r.srcs[name] = src
 	}
+	var err error
 	if r.cl, err = kgo.NewClient(kgo.SeedBrokers(r.brokers...), kgo.ProducerLinger(5*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}

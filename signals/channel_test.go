@@ -232,6 +232,29 @@ func rCount(s *cdctest.Sink, uuid string) int {
 	return n
 }
 
+// signalBroker starts a kfake broker with the signal and notification
+// topics, closed when the test ends, and returns its addresses.
+func signalBroker(t *testing.T, opts ...kfake.Opt) []string {
+	t.Helper()
+	kf, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	return kf.ListenAddrs()
+}
+
+// waitCommitted waits up to 30 s for the kafka-signal group's committed
+// offset to reach want; what says what that offset means.
+func waitCommitted(t *testing.T, brokers []string, want int64, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); committed(t, brokers, "kafka-signal") != want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the signal group's committed offset is %d, want %d (%s)", committed(t, brokers, "kafka-signal"), want, what)
+		}
+	}
+}
+
 func committed(t *testing.T, brokers []string, group string) int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -261,12 +284,7 @@ func committed(t *testing.T, brokers []string, group string) int64 {
 // reads the matched table with its filter and is notified STARTED to
 // COMPLETED. The group's offset ends past every record.
 func TestSignals(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t)
 	names := []string{"shop.orders", "shop.items"}
 	m := startMember(t, brokers, "kafka-signal", names, names...)
 	uuid := m.srcs["shop.orders"].Table.UUID
@@ -336,23 +354,14 @@ func TestSignals(t *testing.T) {
 	if n := rCount(m.sinks["shop.items"], m.srcs["shop.items"].Table.UUID); n != 0 {
 		t.Errorf("shop.items was read (%d rows); the signal matched shop.orders only", n)
 	}
-	for deadline := time.Now().Add(30 * time.Second); committed(t, brokers, "kafka-signal") != 8; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the signal group's offset is %d, want 8 (past every record)", committed(t, brokers, "kafka-signal"))
-		}
-	}
+	waitCommitted(t, brokers, 8, "past every record")
 }
 
 // TestSignalsCluster: two members, each following one table and reading
 // every signal under a group of its own, act only on the tables they own:
 // one signal naming both tables reads each once, by its owner.
 func TestSignalsCluster(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t)
 	names := []string{"shop.orders", "shop.items"}
 	a := startMember(t, brokers, "kafka-signal.a", names, "shop.orders")
 	b := startMember(t, brokers, "kafka-signal.b", names, "shop.items")
@@ -387,12 +396,7 @@ func TestSignalsCluster(t *testing.T) {
 // restart would read it again; once the read's start is checkpointed, it
 // is.
 func TestSignalOffsetWaitsForDurable(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t)
 	var failing atomic.Bool
 	var failures atomic.Int64
 	m := startMemberWith(t, brokers, "kafka-signal", []string{"shop.orders"}, func(s *cdctest.Source) {
@@ -428,9 +432,5 @@ func TestSignalOffsetWaitsForDurable(t *testing.T) {
 	}
 	failing.Store(false)
 	waitNote(t, brokers, "s", cdc.NoticeCompleted)
-	for deadline := time.Now().Add(30 * time.Second); committed(t, brokers, "kafka-signal") != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the offset is %d after the read started, want 1", committed(t, brokers, "kafka-signal"))
-		}
-	}
+	waitCommitted(t, brokers, 1, "past the signal once its read started")
 }

@@ -86,12 +86,7 @@ func TestClusterSignalsSurviveMoves(t *testing.T) {
 	seed := clusterSeed(t)
 	t.Logf("seed %d (ICECDC_SIGNAL_SEED reruns it)", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"), kfake.GroupMinSessionTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t, kfake.GroupMinSessionTimeout(time.Second))
 	const parts = 4
 	var names []string
 	used := map[int32]bool{}

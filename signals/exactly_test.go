@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -158,12 +157,7 @@ func snap(id, table string) string {
 // table's catalog answers. On main, s2 ran again after each restart
 // (the checkpoint remembered s3 only).
 func TestSignalsDoneOnceAcrossRestarts(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t)
 	r := newRig(t, brokers, "shop.orders", "shop.items")
 
 	stop := r.run(0)
@@ -223,11 +217,7 @@ func TestSignalsDoneOnceAcrossRestarts(t *testing.T) {
 			t.Errorf("signal %s started %d times, want 1", id, n)
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); committed(t, brokers, "kafka-signal") != 5; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the committed offset is %d, want 5 (past every signal)", committed(t, brokers, "kafka-signal"))
-		}
-	}
+	waitCommitted(t, brokers, 5, "past every signal")
 }
 
 // TestSignalWindow: with a window of 4, signals for a table whose
@@ -236,12 +226,7 @@ func TestSignalsDoneOnceAcrossRestarts(t *testing.T) {
 // done once, in the topic's order. On main every signal was read and
 // held at once (100,000 took 2 GB).
 func TestSignalWindow(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t)
 	r := newRig(t, brokers, "shop.orders")
 	r.run(4)
 	r.waitLog("reading signals", 1)
@@ -286,12 +271,7 @@ func slicesOf(format string, n int) []string {
 // s2 to s4 are named done, s1 waits for a failing table in a window of
 // one, so the run never reads past s1.
 func TestSignalsDoneKeptWhenNotReadAgain(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t)
 	r := newRig(t, brokers, "shop.orders", "shop.items")
 	produce(t, brokers, "icecdc", snap("s1", "shop.orders"), snap("s2", "shop.items"), snap("s3", "shop.items"), snap("s4", "shop.items"))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -335,12 +315,7 @@ func TestSignalsDoneKeptWhenNotReadAgain(t *testing.T) {
 // the table (B) or still in the table's lane (C); the signal after it
 // runs. Every signal is done (the offset is committed past them all).
 func TestSignalStopDropsQueued(t *testing.T) {
-	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "icecdc-signal", "notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	brokers := kf.ListenAddrs()
+	brokers := signalBroker(t)
 	r := newRig(t, brokers, "shop.orders")
 	r.run(0)
 	r.waitLog(`"msg":"commit delivered"`, 1)
@@ -360,9 +335,5 @@ func TestSignalStopDropsQueued(t *testing.T) {
 			t.Errorf("no line says %s was stopped before it started", id)
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); committed(t, brokers, "kafka-signal") != 6; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the committed offset is %d, want 6 (past every signal)", committed(t, brokers, "kafka-signal"))
-		}
-	}
+	waitCommitted(t, brokers, 6, "past every signal")
 }

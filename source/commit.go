@@ -44,24 +44,26 @@ type removal struct {
 }
 
 // Commit computes the events of snapshot si (docs/contract.md, steps 1–6).
-func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit, err error) {
+func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commit, err error) {
+	name := t.displayName()
+	defer func() { err = tableError(name, err); namedRest(out, name) }()
 	// Malformed files can panic inside the libraries that decode them;
 	// the table's stream stops with an error, the process does not crash.
 	if t.tbl == nil {
 		return nil, errNotLoaded
 	}
-	defer recoverAs(&err, "table %s: snapshot %d", t.name(t.tbl), si.ID)
+	defer recoverAs(&err, "snapshot %d", si.ID)
 	t.warm()
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {
-		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata (expired?)", t.name(t.tbl), si.ID)
+		return nil, fmt.Errorf("snapshot %d is not in the table metadata (expired?)", si.ID)
 	}
 	if err := t.checkSnapshotFields(snap); err != nil {
 		return nil, err
 	}
 	fs, err := t.reader.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
+		return nil, fmt.Errorf("file io: %w", err)
 	}
 	sc := t.schemaFor(snap)
 	info := t.Info()

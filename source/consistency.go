@@ -26,9 +26,8 @@ import (
 // manifest list, a sequence number or row lineage that contradicts its
 // parent.
 func (t *Table) checkSnapshotFields(s *table.Snapshot) error {
-	name := t.name(t.tbl)
 	if s.ManifestList == "" && len(s.ManifestLocations) == 0 {
-		return malformed(fmt.Sprintf("table %s: snapshot %d has no manifest-list", name, s.SnapshotID))
+		return malformed(fmt.Sprintf("snapshot %d has no manifest-list", s.SnapshotID))
 	}
 	if s.ParentSnapshotID == nil {
 		return nil
@@ -38,11 +37,11 @@ func (t *Table) checkSnapshotFields(s *table.Snapshot) error {
 		return nil
 	}
 	if p.FirstRowID != nil && s.FirstRowID == nil {
-		return malformed(fmt.Sprintf("table %s: snapshot %d has no first-row-id but its parent %d has one: row lineage cannot stop", name, s.SnapshotID, p.SnapshotID))
+		return malformed(fmt.Sprintf("snapshot %d has no first-row-id but its parent %d has one: row lineage cannot stop", s.SnapshotID, p.SnapshotID))
 	}
 	if p.FirstRowID != nil && s.FirstRowID != nil && p.AddedRows != nil && *s.FirstRowID < *p.FirstRowID+*p.AddedRows {
-		return malformed(fmt.Sprintf("table %s: snapshot %d has first-row-id %d, below its parent %d's row ids (%d + %d added rows)",
-			name, s.SnapshotID, *s.FirstRowID, p.SnapshotID, *p.FirstRowID, *p.AddedRows))
+		return malformed(fmt.Sprintf("snapshot %d has first-row-id %d, below its parent %d's row ids (%d + %d added rows)",
+			s.SnapshotID, *s.FirstRowID, p.SnapshotID, *p.FirstRowID, *p.AddedRows))
 	}
 	return nil
 }
@@ -50,9 +49,8 @@ func (t *Table) checkSnapshotFields(s *table.Snapshot) error {
 // checkDelta cross-checks snapshot s's manifest list and its own entries
 // against the snapshot.
 func (t *Table) checkDelta(s *table.Snapshot, d *delta) error {
-	name := t.name(t.tbl)
 	bad := func(format string, a ...any) error {
-		return malformed(fmt.Sprintf("table %s: snapshot %d (sequence number %d): ", name, s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
+		return malformed(fmt.Sprintf("snapshot %d (sequence number %d): ", s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
 	}
 	if err := t.checkList(s, d.list); err != nil {
 		return err
@@ -131,9 +129,8 @@ func (t *Table) checkDelta(s *table.Snapshot, d *delta) error {
 
 // checkList cross-checks snapshot s's manifest list against it.
 func (t *Table) checkList(s *table.Snapshot, list []iceberg.ManifestFile) error {
-	name := t.name(t.tbl)
 	bad := func(format string, a ...any) error {
-		return malformed(fmt.Sprintf("table %s: snapshot %d (sequence number %d): ", name, s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
+		return malformed(fmt.Sprintf("snapshot %d (sequence number %d): ", s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
 	}
 	chain := t.ancestry()
 	for _, m := range list {
@@ -191,7 +188,7 @@ func (t *Table) checkReplace(s *table.Snapshot, list []iceberg.ManifestFile) err
 		}
 	}
 	bad := func(format string, a ...any) error {
-		return malformed(fmt.Sprintf("table %s: snapshot %d (sequence number %d): ", t.name(t.tbl), s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
+		return malformed(fmt.Sprintf("snapshot %d (sequence number %d): ", s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
 	}
 	if s.ParentSnapshotID == nil && removed > 0 && counted {
 		return bad("it has no parent, yet its manifests remove %d files: its parent-snapshot-id is missing", removed)
@@ -283,9 +280,9 @@ func (t *Table) checkSchemas() error {
 			}
 			switch {
 			case f.ID <= 0 || f.ID > last:
-				err = fmt.Errorf("table %s: schema %d: field %q has id %d, outside 1..%d (last-column-id)", t.name(t.tbl), sc.ID, f.Name, f.ID, last)
+				err = fmt.Errorf("schema %d: field %q has id %d, outside 1..%d (last-column-id)", sc.ID, f.Name, f.ID, last)
 			case seen[f.ID]:
-				err = fmt.Errorf("table %s: schema %d: field id %d is used twice", t.name(t.tbl), sc.ID, f.ID)
+				err = fmt.Errorf("schema %d: field id %d is used twice", sc.ID, f.ID)
 			}
 			seen[f.ID] = true
 			if nt, ok := f.Type.(iceberg.NestedType); ok {
@@ -367,11 +364,11 @@ func (t *Table) checkRenumbered(ctx context.Context, fs iceio.IO, s *table.Snaps
 		return nil
 	}
 	first := moved[0]
-	return lostHistory(fmt.Sprintf("table %s: snapshot %d (sequence number %d, %s) gives the unchanged rows of %d data files new row ids "+
+	return lostHistory(fmt.Sprintf("snapshot %d (sequence number %d, %s) gives the unchanged rows of %d data files new row ids "+
 		"(%s: first_row_id %d, at or past the snapshot's first-row-id %d, in manifest %s, which lists it as EXISTING; Iceberg 1.11's rewrite_manifests does this): "+
 		"a replace has no event to say so, and consumers keyed by _row_id would keep ids no reader sees any more; "+
 		"on_history_loss: resync re-emits the table's rows under their new ids, or reset the table ('icecdc reset --table') and restart with start: initial",
-		t.name(t.tbl), s.SnapshotID, s.SequenceNumber, operationOf(s), len(moved), first.path(), *first.firstRowID, *s.FirstRowID, where))
+		s.SnapshotID, s.SequenceNumber, operationOf(s), len(moved), first.path(), *first.firstRowID, *s.FirstRowID, where))
 }
 
 func operationOf(s *table.Snapshot) string {

@@ -29,9 +29,10 @@ type commitFunc func(ctx context.Context, reqs []table.Requirement, updates []ta
 // history.expire.max-ref-age-ms does not drop the ref itself.
 func (t *Table) Hold(ctx context.Context, ref string, from int64) (cdc.Held, error) {
 	if t.tbl == nil {
-		return cdc.Held{}, errNotLoaded
+		return cdc.Held{}, t.named(errNotLoaded)
 	}
-	return t.hold(ctx, t.tbl, ref, from)
+	held, err := t.hold(ctx, t.tbl, ref, from)
+	return held, t.named(err)
 }
 
 // HoldLatest is Hold at the head the catalog has now, not the loaded one,
@@ -40,9 +41,10 @@ func (t *Table) Hold(ctx context.Context, ref string, from int64) (cdc.Held, err
 // while another method of the Table does (a commit of the table is being
 // delivered): it only loads the table through the catalog and commits the
 // ref.
-func (t *Table) HoldLatest(ctx context.Context, ref string, from, unless int64) (_ cdc.Held, moved bool, _ error) {
+func (t *Table) HoldLatest(ctx context.Context, ref string, from, unless int64) (_ cdc.Held, moved bool, err error) {
+	defer func() { err = t.named(err) }()
 	if t.commit == nil {
-		return cdc.Held{}, false, cdc.Permanent(fmt.Errorf("table %s is followed from its metadata file: there is no catalog to commit a ref to", t.opts.MetadataPath))
+		return cdc.Held{}, false, cdc.Permanent(errors.New("followed from its metadata file: there is no catalog to commit a ref to"))
 	}
 	tbl, err := t.load(ctx)
 	if err != nil {
@@ -57,17 +59,16 @@ func (t *Table) HoldLatest(ctx context.Context, ref string, from, unless int64) 
 
 // hold commits the ref at the head of the branch in tbl's metadata.
 func (t *Table) hold(ctx context.Context, tbl *table.Table, ref string, from int64) (cdc.Held, error) {
-	name := t.name(tbl)
 	if t.commit == nil {
-		return cdc.Held{}, cdc.Permanent(fmt.Errorf("table %s is followed from its metadata file: there is no catalog to commit a ref to", name))
+		return cdc.Held{}, cdc.Permanent(errors.New("followed from its metadata file: there is no catalog to commit a ref to"))
 	}
 	if ref == t.opts.Branch || ref == table.MainBranch {
-		return cdc.Held{}, cdc.Permanent(fmt.Errorf("table %s: the hold ref %q would replace the followed branch", name, ref))
+		return cdc.Held{}, cdc.Permanent(fmt.Errorf("the hold ref %q would replace the followed branch", ref))
 	}
 	meta := tbl.Metadata()
 	head := meta.SnapshotByName(t.opts.Branch)
 	if head == nil {
-		return cdc.Held{}, fmt.Errorf("table %s: branch %s has no snapshot to hold", name, t.opts.Branch)
+		return cdc.Held{}, fmt.Errorf("branch %s has no snapshot to hold", t.opts.Branch)
 	}
 	held := cdc.Held{Head: snapshotInfo(head)}
 	seen := map[int64]bool{}
@@ -84,27 +85,27 @@ func (t *Table) hold(ctx context.Context, tbl *table.Table, ref string, from int
 	err := t.commit(ctx, []table.Requirement{table.AssertTableUUID(uuid)},
 		[]table.Update{table.NewSetSnapshotRefUpdate(ref, head.SnapshotID, table.BranchRef, math.MaxInt64, 0, held.Snapshots)})
 	if err != nil {
-		return cdc.Held{}, holdError(name, ref, "set", err)
+		return cdc.Held{}, holdError(ref, "set", err)
 	}
 	return held, nil
 }
 
 // Release removes ref from the table, if the loaded metadata has it.
-func (t *Table) Release(ctx context.Context, ref string) error {
+func (t *Table) Release(ctx context.Context, ref string) (err error) {
+	defer func() { err = t.named(err) }()
 	if t.tbl == nil {
 		return errNotLoaded
 	}
-	name := t.name(t.tbl)
 	if _, ok := refOf(t.tbl.Metadata(), ref); !ok || ref == t.opts.Branch || ref == table.MainBranch {
 		return nil
 	}
 	if t.commit == nil {
-		return cdc.Permanent(fmt.Errorf("table %s is followed from its metadata file: there is no catalog to commit to", name))
+		return cdc.Permanent(errors.New("followed from its metadata file: there is no catalog to commit to"))
 	}
-	err := t.commit(ctx, []table.Requirement{table.AssertTableUUID(t.tbl.Metadata().TableUUID())},
+	err = t.commit(ctx, []table.Requirement{table.AssertTableUUID(t.tbl.Metadata().TableUUID())},
 		[]table.Update{table.NewRemoveSnapshotRefUpdate(ref)})
 	if err != nil {
-		return holdError(name, ref, "remove", err)
+		return holdError(ref, "remove", err)
 	}
 	return nil
 }
@@ -129,14 +130,14 @@ func refOf(meta table.Metadata, name string) (table.SnapshotRef, bool) {
 
 // holdError classifies a failed ref commit: a conflict is tried again
 // later, a refusal by the catalog stops the table.
-func holdError(table_, ref, verb string, err error) error {
+func holdError(ref, verb string, err error) error {
 	switch {
 	case errors.Is(err, table.ErrCommitFailed):
-		return fmt.Errorf("%w: %s ref %s on table %s: %w", cdc.ErrHoldBusy, verb, ref, table_, err)
+		return fmt.Errorf("%w: %s ref %s: %w", cdc.ErrHoldBusy, verb, ref, err)
 	case errors.Is(err, rest.ErrForbidden), errors.Is(err, rest.ErrUnauthorized), errors.Is(err, rest.ErrBadRequest),
 		errors.Is(err, iceberg.ErrNotImplemented), errors.Is(err, fs.ErrPermission),
 		strings.Contains(err.Error(), "readonly database"): // SQLite's words for a file it may not write
-		return cdc.Permanent(fmt.Errorf("the catalog refused to %s ref %s on table %s (%v): give the daemon's catalog identity the right to commit to the table, or set hold: false", verb, ref, table_, strings.Join(strings.Fields(err.Error()), " ")))
+		return cdc.Permanent(fmt.Errorf("the catalog refused to %s ref %s (%v): give the daemon's catalog identity the right to commit to the table, or set hold: false", verb, ref, strings.Join(strings.Fields(err.Error()), " ")))
 	}
-	return fmt.Errorf("%s ref %s on table %s: %w", verb, ref, table_, err)
+	return fmt.Errorf("%s ref %s: %w", verb, ref, err)
 }

@@ -15,22 +15,24 @@ import (
 // manifest order of its data file, then position: the rows of each data
 // file minus its vector (or v2 position deletes) and the equality deletes
 // that apply to it. It reads the whole snapshot, once, by design.
-func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (_ *cdc.Commit, err error) {
+func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commit, err error) {
+	name := t.displayName()
+	defer func() { err = tableError(name, err); namedRest(out, name) }()
 	if t.tbl == nil {
 		return nil, errNotLoaded
 	}
-	defer recoverAs(&err, "table %s: initial read of snapshot %d", t.name(t.tbl), si.ID)
+	defer recoverAs(&err, "initial read of snapshot %d", si.ID)
 	t.warm()
 	snap := t.tbl.Metadata().SnapshotByID(si.ID)
 	if snap == nil {
-		return nil, fmt.Errorf("table %s: snapshot %d is not in the table metadata", t.name(t.tbl), si.ID)
+		return nil, fmt.Errorf("snapshot %d is not in the table metadata", si.ID)
 	}
 	if !si.HasLineage {
-		return nil, fmt.Errorf("table %s: snapshot %d has no row lineage to read rows with", t.name(t.tbl), si.ID)
+		return nil, fmt.Errorf("snapshot %d has no row lineage to read rows with", si.ID)
 	}
 	fs, err := t.reader.FS(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("table %s: file io: %w", t.name(t.tbl), err)
+		return nil, fmt.Errorf("file io: %w", err)
 	}
 	list, err := manifestList(fs, snap)
 	if err != nil {

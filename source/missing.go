@@ -83,7 +83,7 @@ func missingTable(ctx context.Context, h *catalogHandle, o Options, ident table.
 			msg += fmt.Sprintf("; namespace %s holds no table", nsName)
 		}
 	}
-	return cdc.Permanent(&missingError{msg: msg, err: err})
+	return cdc.Permanent(cdc.NamedIn(o.Table, &missingError{msg: msg, err: err}))
 }
 
 // describeCatalog names the catalog for a line: its type, its name when

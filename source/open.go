@@ -289,7 +289,7 @@ func New(o Options) (*Table, error) {
 		switch {
 		case err != nil && cat == nil && h.hive:
 			// A hive catalog connects as it opens: that is the load failing.
-			return nil, fmt.Errorf("load table %s: %w", o.Table, err)
+			return nil, cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, err))
 		case err != nil && cat == nil:
 			return nil, err
 		case err != nil && isMissing(err) && t.tbl == nil && t.dropped == nil:
@@ -297,9 +297,9 @@ func New(o Options) (*Table, error) {
 			return nil, missingTable(lctx, h, *o, ident, err)
 		case err != nil && isThrottle(err):
 			// Not the table's fault: see cdc.ErrThrottled.
-			return nil, cdc.Throttled(fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err)))
+			return nil, cdc.Throttled(cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err))))
 		case err != nil:
-			return nil, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err))
+			return nil, cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err)))
 		}
 		st.loaded(tbl)
 		tbl = confine(*o, st, tbl, cat)

@@ -308,7 +308,7 @@ func (p *streamPlan) findRows(ctx context.Context, m dataFileMeta, lay layout, p
 // rest yields the events from index from on: deletes, updates, inserts.
 func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event) error) (err error) {
 	// A malformed file read here fails the stream, as it fails Commit.
-	defer recoverAs(&err, "table %s: snapshot %d", p.name, p.r.snap.SnapshotID)
+	defer recoverAs(&err, "snapshot %d", p.r.snap.SnapshotID)
 	ra := p.r.t.readAhead(ctx, p.r.fs, p.scanOrder(from))
 	defer ra.stop()
 	scans := 0

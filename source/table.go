@@ -80,7 +80,8 @@ var errNotLoaded = errors.New("table not loaded yet")
 // since the last successful Refresh. The catalog's answer (or the metadata
 // file) is its only read: when the metadata location and content are the
 // ones already loaded, the table keeps what it has, IO included.
-func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
+func (t *Table) Refresh(ctx context.Context) (changed bool, err error) {
+	defer func() { err = t.named(err) }()
 	tbl, err := t.load(ctx)
 	if err != nil {
 		return false, err
@@ -89,7 +90,7 @@ func (t *Table) Refresh(ctx context.Context) (changed bool, _ error) {
 		t.watchSet.setLoaded(t.watch, tbl.MetadataLocation())
 	}
 	if v := tbl.Metadata().Version(); v < 3 {
-		return false, fmt.Errorf("table %s: format version %d: %w", t.name(tbl), v, ErrNotV3)
+		return false, fmt.Errorf("format version %d: %w", v, ErrNotV3)
 	}
 	if d := t.dropped; d != nil && t.tbl == nil {
 		// The metadata Idle dropped: unchanged if the catalog still
@@ -142,6 +143,42 @@ func (t *Table) warnLocations() {
 	t.warnedLocations = d
 	t.opts.Log.Warn("allowed_locations unset: the table's files are read from where its metadata and the warehouse say; set allowed_locations to confine them",
 		"table", t.name(t.tbl), "allowed", d)
+}
+
+// named gives err the table's name, once: every error a method of Table
+// returns (and every error of a commit's Rest) is a cdc.TableError, and
+// the steps below the methods do not name the table in their texts.
+func (t *Table) named(err error) error {
+	return tableError(t.displayName(), err)
+}
+
+// displayName is the table's name for errors, loaded or not.
+func (t *Table) displayName() string {
+	switch {
+	case t.opts.MetadataPath != "":
+		return t.opts.MetadataPath
+	case t.tbl != nil:
+		return t.name(t.tbl)
+	}
+	return t.opts.Table
+}
+
+func tableError(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &cdc.TableError{Table: name, Err: err}
+}
+
+// namedRest makes c's Rest name the table in its errors, as name.
+func namedRest(c *cdc.Commit, name string) {
+	if c == nil || c.Rest == nil {
+		return
+	}
+	rest := c.Rest
+	c.Rest = func(ctx context.Context, from int, yield func([]cdc.Event) error) error {
+		return tableError(name, rest(ctx, from, yield))
+	}
 }
 
 // Close releases the table's catalog and IO. The Table must not be used
@@ -258,12 +295,13 @@ func (t *Table) Info() cdc.TableInfo {
 // was expired while changes after afterSeq depended on it (ErrHistory),
 // or a snapshot graph that is not a chain of increasing sequence numbers
 // (a cycle, a repeated or decreasing sequence number: ErrPermanent).
-func (t *Table) Snapshots(_ context.Context, afterSeq, toSeq int64) ([]cdc.SnapshotInfo, error) {
+func (t *Table) Snapshots(_ context.Context, afterSeq, toSeq int64) (_ []cdc.SnapshotInfo, err error) {
+	defer func() { err = t.named(err) }()
 	if t.tbl == nil {
 		return nil, errNotLoaded
 	}
 	var out []cdc.SnapshotInfo
-	_, err := t.walk(afterSeq, true, func(s *table.Snapshot) {
+	_, err = t.walk(afterSeq, true, func(s *table.Snapshot) {
 		if toSeq <= 0 || s.SequenceNumber <= toSeq {
 			out = append(out, snapshotInfo(s))
 		}
@@ -278,12 +316,13 @@ func (t *Table) Snapshots(_ context.Context, afterSeq, toSeq int64) ([]cdc.Snaps
 // Retained returns the branch's ancestry that the metadata still holds, in
 // ascending sequence number; whole is false when its oldest snapshot's
 // parent was expired.
-func (t *Table) Retained(_ context.Context) (_ []cdc.SnapshotInfo, whole bool, _ error) {
+func (t *Table) Retained(_ context.Context) (_ []cdc.SnapshotInfo, whole bool, err error) {
+	defer func() { err = t.named(err) }()
 	if t.tbl == nil {
 		return nil, false, errNotLoaded
 	}
 	var out []cdc.SnapshotInfo
-	whole, err := t.walk(-1, false, func(s *table.Snapshot) { out = append(out, snapshotInfo(s)) })
+	whole, err = t.walk(-1, false, func(s *table.Snapshot) { out = append(out, snapshotInfo(s)) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -304,27 +343,27 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 	if head == nil {
 		for n, ref := range meta.Refs() {
 			if n == t.opts.Branch {
-				return false, malformed(fmt.Sprintf("table %s: branch %s points at snapshot %d, which is not in the table metadata", name, n, ref.SnapshotID))
+				return false, malformed(fmt.Sprintf("branch %s points at snapshot %d, which is not in the table metadata", n, ref.SnapshotID))
 			}
 		}
 		if t.opts.Branch != table.MainBranch {
-			return false, fmt.Errorf("table %s: no branch %q", name, t.opts.Branch)
+			return false, fmt.Errorf("no branch %q", t.opts.Branch)
 		}
 		return true, nil // an empty table has no snapshots yet
 	}
 	seen := make(map[int64]bool)
 	for s := head; ; {
 		if seen[s.SnapshotID] {
-			return false, malformed(fmt.Sprintf("table %s: the parent chain of branch %s loops back to snapshot %d (a cycle in parent-snapshot-id)", name, t.opts.Branch, s.SnapshotID))
+			return false, malformed(fmt.Sprintf("the parent chain of branch %s loops back to snapshot %d (a cycle in parent-snapshot-id)", t.opts.Branch, s.SnapshotID))
 		}
 		seen[s.SnapshotID] = true
 		if s.SequenceNumber < 0 {
-			return false, malformed(fmt.Sprintf("table %s: snapshot %d has a negative sequence-number %d", name, s.SnapshotID, s.SequenceNumber))
+			return false, malformed(fmt.Sprintf("snapshot %d has a negative sequence-number %d", s.SnapshotID, s.SequenceNumber))
 		}
 		if s.SequenceNumber == 0 && s.FirstRowID != nil {
 			// Sequence number 0 is what format v1 snapshots read as; a
 			// snapshot with row lineage was written under v3.
-			return false, malformed(fmt.Sprintf("table %s: snapshot %d has first-row-id but sequence-number 0 (missing?)", name, s.SnapshotID))
+			return false, malformed(fmt.Sprintf("snapshot %d has first-row-id but sequence-number 0 (missing?)", s.SnapshotID))
 		}
 		if s.SequenceNumber <= afterSeq {
 			return true, nil
@@ -346,12 +385,12 @@ func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (
 			if !strict {
 				return false, nil
 			}
-			return false, lostHistory(fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent %d, which was expired: "+
-				"the changes of the commits between sequence number %d and %d are no longer in the table's history", name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, afterSeq, s.SequenceNumber))
+			return false, lostHistory(fmt.Sprintf("snapshot %d (sequence number %d) has parent %d, which was expired: "+
+				"the changes of the commits between sequence number %d and %d are no longer in the table's history", s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, afterSeq, s.SequenceNumber))
 		}
 		if p.SequenceNumber >= s.SequenceNumber && (p.SequenceNumber > 0 || s.SequenceNumber > 0) && !seen[p.SnapshotID] {
-			return false, malformed(fmt.Sprintf("table %s: snapshot %d has sequence-number %d, not above its parent %d's %d: sequence numbers must increase along a branch",
-				name, s.SnapshotID, s.SequenceNumber, p.SnapshotID, p.SequenceNumber))
+			return false, malformed(fmt.Sprintf("snapshot %d has sequence-number %d, not above its parent %d's %d: sequence numbers must increase along a branch",
+				s.SnapshotID, s.SequenceNumber, p.SnapshotID, p.SequenceNumber))
 		}
 		s = p
 	}
@@ -476,7 +515,7 @@ func parentCouldExpire(meta table.Metadata, name string, s *table.Snapshot) erro
 	if int64(len(held)) < below {
 		return nil
 	}
-	return malformed(fmt.Sprintf("table %s: snapshot %d (sequence number %d) has parent-snapshot-id %d, which the metadata does not list, "+
+	return malformed(fmt.Sprintf("snapshot %d (sequence number %d) has parent-snapshot-id %d, which the metadata does not list, "+
 		"yet no snapshot below it was expired (every sequence number from 1 to %d is a listed snapshot): the parent pointer is wrong",
-		name, s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, below))
+		s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, below))
 }

@@ -71,11 +71,12 @@ func benchLake(b *testing.B) *scenario.Env {
 // countingSink passes batches on to a real sink (none: discard) and
 // calls done once it confirmed want events.
 type countingSink struct {
-	next   cdc.Sink
-	want   int64
-	done   func()
-	events atomic.Int64
-	bytes  atomic.Int64
+	next    cdc.Sink
+	want    int64
+	done    func()
+	events  atomic.Int64
+	bytes   atomic.Int64
+	batches atomic.Int64
 }
 
 func (s *countingSink) Write(ctx context.Context, b *cdc.Batch) error {
@@ -89,6 +90,7 @@ func (s *countingSink) Write(ctx context.Context, b *cdc.Batch) error {
 		n += len(m.Key) + len(m.Value)
 	}
 	s.bytes.Add(int64(n))
+	s.batches.Add(1)
 	if s.events.Add(int64(len(b.Messages))) >= s.want {
 		s.done()
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
@@ -47,6 +48,24 @@ const DefaultTransactionTopic = "icecdc.transaction"
 // Config.SchemaChangeTopic is empty: <topic.prefix>.schema-changes with the
 // default prefix.
 const DefaultSchemaChangeTopic = "icecdc.schema-changes"
+
+// The producer's defaults (Config.Compression, Linger, BatchMaxBytes,
+// MaxBufferedRecords).
+const (
+	DefaultCompression        = CompressionSnappy
+	DefaultLinger             = 5 * time.Millisecond
+	DefaultBatchMaxBytes      = 1000012
+	DefaultMaxBufferedRecords = 100_000
+)
+
+// Compression codecs a Config may name.
+const (
+	CompressionLZ4    = "lz4"
+	CompressionZstd   = "zstd"
+	CompressionSnappy = "snappy"
+	CompressionGzip   = "gzip"
+	CompressionNone   = "none"
+)
 
 // DefaultCheckpointTopic is the compacted topic exactly-once delivery
 // keeps checkpoints in when Config.CheckpointTopic is empty.
@@ -116,6 +135,27 @@ type Config struct {
 	// TopicReplicationFactor is the replication factor of the topics the
 	// sink creates. Default 0: the broker's default.replication.factor.
 	TopicReplicationFactor int16 `yaml:"topic_replication_factor"`
+	// Compression is the codec record batches are compressed with:
+	// "snappy", "lz4", "zstd", "gzip" or "none". Default
+	// DefaultCompression (snappy). A batch goes uncompressed when
+	// compressing does not make it smaller.
+	Compression string `yaml:"compression"`
+	// Linger is how long a partition waits for more records before it
+	// sends what it has. Each Write waits for its own records' acks and
+	// sends them at once, without lingering; the linger applies to the
+	// records produced meanwhile by others (heartbeats, tables writing to
+	// the same partitions). Default DefaultLinger, 5ms (Kafka 4's
+	// linger.ms); a negative value: none.
+	Linger time.Duration `yaml:"linger"`
+	// BatchMaxBytes is the most bytes of one record batch (before
+	// compression), at most the topic's max.message.bytes. Default
+	// DefaultBatchMaxBytes, 1000012 (the broker default's
+	// max.message.bytes, less its overhead).
+	BatchMaxBytes int32 `yaml:"batch_max_bytes"`
+	// MaxBufferedRecords is the most records the client holds unacknowledged,
+	// across the tables of the pipeline; a Write past it waits. Default
+	// DefaultMaxBufferedRecords, 100000.
+	MaxBufferedRecords int `yaml:"max_buffered_records"`
 	// Pipeline is the pipeline's name: the {pipeline} placeholder, the
 	// default transactional id and the prefix of checkpoint keys. It comes
 	// from the top-level name of the configuration, not from the sink's
@@ -213,7 +253,36 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
+	}
+	if c.BatchMaxBytes == 0 {
+		c.BatchMaxBytes = DefaultBatchMaxBytes
+	}
+	if c.MaxBufferedRecords == 0 {
+		c.MaxBufferedRecords = DefaultMaxBufferedRecords
+	}
 	return c
+}
+
+// producerOpts are the options of the producing client that Config sets:
+// compression, linger, batch size and buffer.
+func (c Config) producerOpts() []kgo.Opt {
+	codec := map[string]kgo.CompressionCodec{
+		CompressionLZ4: kgo.Lz4Compression(), CompressionZstd: kgo.ZstdCompression(), CompressionSnappy: kgo.SnappyCompression(),
+		CompressionGzip: kgo.GzipCompression(), CompressionNone: kgo.NoCompression(),
+	}[strings.ToLower(c.Compression)]
+	return []kgo.Opt{
+		// A broker that cannot read the codec (zstd needs Kafka 2.1) is
+		// sent the batch uncompressed.
+		kgo.ProducerBatchCompression(codec, kgo.NoCompression()),
+		kgo.ProducerLinger(max(c.Linger, 0)),
+		kgo.ProducerBatchMaxBytes(c.BatchMaxBytes),
+		kgo.MaxBufferedRecords(c.MaxBufferedRecords),
+	}
 }
 
 // validate checks a Config that has its defaults; errors name the field.
@@ -246,6 +315,18 @@ func (c Config) validate() error {
 	case "", SASLPlain, SASLScramSHA256, SASLScramSHA512:
 	default:
 		errs = append(errs, fmt.Errorf("sasl.mechanism: %q is not one of %s, %s, %s", c.SASL.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512))
+	}
+	switch strings.ToLower(c.Compression) {
+	case CompressionLZ4, CompressionZstd, CompressionSnappy, CompressionGzip, CompressionNone:
+	default:
+		errs = append(errs, fmt.Errorf("compression: %q: want %s, %s, %s, %s or %s", c.Compression,
+			CompressionLZ4, CompressionZstd, CompressionSnappy, CompressionGzip, CompressionNone))
+	}
+	if c.BatchMaxBytes < 1024 {
+		errs = append(errs, fmt.Errorf("batch_max_bytes: %d: want at least 1024 (the topic's max.message.bytes at most)", c.BatchMaxBytes))
+	}
+	if c.MaxBufferedRecords < 1 {
+		errs = append(errs, fmt.Errorf("max_buffered_records: %d: want at least 1", c.MaxBufferedRecords))
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert_file and key_file go together"))

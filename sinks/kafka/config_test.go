@@ -26,7 +26,8 @@ func TestConfigDefaults(t *testing.T) {
 	c := Config{Brokers: []string{"b:9092"}, Pipeline: "shop-cdc"}.withDefaults()
 	if c.Topic != "icecdc.{namespace}.{table}" || c.Delivery != AtLeastOnce || c.ClientID != "icecdc" ||
 		c.TransactionalID != "icecdc-shop-cdc" || c.CheckpointTopic != "icecdc.checkpoints" ||
-		c.TopicPartitions != -1 || c.TopicReplicationFactor != -1 || c.Logger == nil {
+		c.TopicPartitions != -1 || c.TopicReplicationFactor != -1 || c.Logger == nil ||
+		c.Compression != "snappy" || c.Linger != 5*time.Millisecond || c.BatchMaxBytes != 1000012 || c.MaxBufferedRecords != 100_000 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if err := c.validate(); err != nil {
@@ -51,6 +52,10 @@ func TestConfigValidate(t *testing.T) {
 		{"bad sasl", func(c *Config) { c.SASL.Mechanism = "GSSAPI" }, "sasl.mechanism"},
 		{"lowercase sasl", func(c *Config) { c.SASL.Mechanism = "scram-sha-512" }, ""},
 		{"cert without key", func(c *Config) { c.TLS.CertFile = "c.pem" }, "tls"},
+		{"zstd", func(c *Config) { c.Compression = "ZSTD" }, ""},
+		{"bad compression", func(c *Config) { c.Compression = "brotli" }, `compression: "brotli"`},
+		{"tiny batch", func(c *Config) { c.BatchMaxBytes = 100 }, "batch_max_bytes"},
+		{"no buffer", func(c *Config) { c.MaxBufferedRecords = -1 }, "max_buffered_records"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Config{Brokers: []string{"b:9092"}, Pipeline: "p"}

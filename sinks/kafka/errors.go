@@ -48,7 +48,7 @@ func isPermanent(err error) bool {
 
 // classify adds cdc.ErrPermanent to err when retrying cannot fix it.
 func classify(err error) error {
-	if err == nil || !isPermanent(err) || errors.Is(err, cdc.ErrPermanent) {
+	if err == nil || !isPermanent(err) || cdc.IsPermanent(err) {
 		return err
 	}
 	return cdc.Permanent(err)

@@ -87,12 +87,12 @@ func (s *ExactlyOnceSink) Write(ctx context.Context, b *cdc.Batch) error {
 	cl := p.client()
 	if err := cl.BeginTransaction(); err != nil {
 		err = classify(fmt.Errorf("begin transaction: %w", err))
-		if !errors.Is(err, cdc.ErrPermanent) {
+		if !cdc.IsPermanent(err) {
 			s.renew(err)
 		}
 		return err
 	}
-	if err := p.produce(ctx, p.records(topic, b, ckpt)); err != nil {
+	if err := p.produceBatch(ctx, topic, b, ckpt); err != nil {
 		if aerr := s.abort(ctx); aerr != nil {
 			s.unsettled = true
 			return errors.Join(err, aerr)
@@ -103,7 +103,7 @@ func (s *ExactlyOnceSink) Write(ctx context.Context, b *cdc.Batch) error {
 	defer cancel()
 	if err := cl.EndTransaction(ectx, kgo.TryCommit); err != nil {
 		err = classify(fmt.Errorf("commit transaction of %s: %w", b.Checkpoint, err))
-		if errors.Is(err, cdc.ErrPermanent) {
+		if cdc.IsPermanent(err) {
 			return err
 		}
 		done, serr := s.settle(ctx, b)
@@ -173,7 +173,7 @@ func (s *ExactlyOnceSink) abort(ctx context.Context) error {
 		return nil
 	}
 	err = classify(fmt.Errorf("abort transaction: %w", err))
-	if errors.Is(err, cdc.ErrPermanent) {
+	if cdc.IsPermanent(err) {
 		return err
 	}
 	s.renew(err)
@@ -208,7 +208,7 @@ func (s *ExactlyOnceSink) resolve(ctx context.Context) error {
 	}
 	if _, _, err := s.p.client().ProducerID(ctx); err != nil {
 		err = classify(fmt.Errorf("init producer id: %w", err))
-		if !errors.Is(err, cdc.ErrPermanent) {
+		if !cdc.IsPermanent(err) {
 			s.renew(err)
 		}
 		return err

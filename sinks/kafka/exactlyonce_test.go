@@ -331,7 +331,7 @@ func TestCrashMidTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := crashed.p.produce(ctx, crashed.p.records("icecdc.shop.orders", b, ckpt)); err != nil {
+	if err := crashed.p.produceBatch(ctx, "icecdc.shop.orders", b, ckpt); err != nil {
 		t.Fatal(err)
 	}
 	cl.Close() // no EndTransaction: the process died

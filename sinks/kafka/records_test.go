@@ -99,3 +99,50 @@ func TestRecords(t *testing.T) {
 	// Values, keys, ops, and the order per key, against what was sent.
 	checkRead(t, ctx, r, want)
 }
+
+// TestCompression checks that record batches reach the broker compressed
+// with the configured codec (snappy by default), their records unchanged.
+func TestCompression(t *testing.T) {
+	ctx := testContext(t)
+	for _, tc := range []struct {
+		codec string
+		attr  uint8 // the record batch's compression attribute
+	}{{"", 2}, {"zstd", 4}, {"lz4", 3}, {"none", 0}} {
+		t.Run("codec="+tc.codec, func(t *testing.T) {
+			c := newCluster(t)
+			cfg := testConfig(c)
+			cfg.Compression = tc.codec
+			s := newSink(t, cfg)
+			st := sinktest.NewStream("shop", "orders")
+			batches := st.Snapshot(200, 100)
+			for _, b := range batches {
+				if err := s.Write(ctx, b); err != nil {
+					t.Fatalf("Write %s: %v", b.Checkpoint, err)
+				}
+			}
+			recs, err := newReader(c, cfg).records(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := map[string]*kgo.Record{}
+			for _, r := range recs {
+				if got := r.Attrs.CompressionType(); got != tc.attr {
+					t.Fatalf("record at offset %d of %s[%d]: compression %d, want %d", r.Offset, r.Topic, r.Partition, got, tc.attr)
+				}
+				if id := header(r, headerID); id != "" {
+					byID[id] = r
+				}
+			}
+			want := sent(batches...)
+			if len(byID) != len(want) {
+				t.Fatalf("%d events read back, want %d", len(byID), len(want))
+			}
+			for _, m := range want {
+				r := byID[m.ID]
+				if r == nil || !bytes.Equal(r.Key, m.Key) || !bytes.Equal(r.Value, m.Value) {
+					t.Fatalf("event %s: read back %v, want key %q value %q", m.ID, r, m.Key, m.Value)
+				}
+			}
+		})
+	}
+}

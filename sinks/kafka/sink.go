@@ -80,7 +80,7 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if err != nil {
 		return err
 	}
-	return s.p.produce(ctx, s.p.records(topic, b, nil))
+	return s.p.produceBatch(ctx, topic, b, nil)
 }
 
 // Close flushes what is buffered, waiting at most until ctx is done, and
@@ -116,7 +116,7 @@ func newProducer(cfg Config, extra ...kgo.Opt) (*producer, error) {
 		// The default already, restated because the delivery guarantee
 		// rests on it: an ack means every in-sync replica has the record.
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-	}, base...)
+	}, append(cfg.producerOpts(), base...)...)
 	p := &producer{cfg: cfg, base: base, topics: map[string]bool{}, watchers: map[int]func(error){}}
 	p.opts = append(append(opts, extra...), kgo.WithHooks(brokerHooks{p}))
 	cl, err := kgo.NewClient(p.opts...)
@@ -254,7 +254,7 @@ const ceTypePrefix = "io.icecdc.change."
 // records turns b's messages into records for topic, each delete followed
 // by its tombstone when configured, between the batch's transaction
 // markers when configured, and appends extra.
-func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo.Record {
+func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record, rb *recordBufs) []*kgo.Record {
 	begin, end := cdc.TransactionMarkers(b)
 	n := len(b.Messages)
 	tombstones := *p.cfg.Tombstones
@@ -267,7 +267,7 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 	}
 	// One backing array for records and one for headers: a batch is
 	// produced and waited for as a unit, so they live and die together.
-	recs := make([]*kgo.Record, 0, n+4)
+	recs := grow(rb.recs, n+4)
 	if sc := b.SchemaChange; sc != nil {
 		// Before the events it describes, as Debezium writes a DDL's
 		// record before the changes that follow it.
@@ -279,7 +279,7 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 	if r := p.transactionRecord(begin); r != nil {
 		recs = append(recs, r)
 	}
-	backing := make([]kgo.Record, n)
+	backing := grow(rb.backing, n)[:n]
 	perEvent := 4
 	var ceSource, ceTime, ceContentType []byte
 	if p.cfg.CloudEvents {
@@ -293,8 +293,8 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 		idLen += len(b.Messages[i].ID)
 		extraHeaders += len(b.Messages[i].Headers)
 	}
-	headers := make([]kgo.RecordHeader, 0, perEvent*len(b.Messages)+extraHeaders)
-	ids := make([]byte, 0, idLen) // every id header of the batch, in one array
+	headers := grow(rb.headers, perEvent*len(b.Messages)+extraHeaders)
+	ids := grow(rb.ids, idLen) // every id header of the batch, in one array
 	seq := []byte(strconv.FormatInt(b.Snapshot.SequenceNumber, 10))
 	snap := []byte(strconv.FormatInt(b.Snapshot.ID, 10))
 	next := 0
@@ -348,7 +348,46 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record) []*kgo
 	if extra != nil {
 		recs = append(recs, extra)
 	}
+	rb.recs, rb.backing, rb.headers, rb.ids = recs, backing, headers, ids
 	return recs
+}
+
+// recordBufs are the arrays a batch's records are built in (records),
+// kept for a later batch once produce returned: ProduceSync returns only
+// once every record's promise ran, and franz-go reads a record no more
+// after that. A Write allocated about 500 bytes per event in them, and
+// the collector's work to take them back cost more than building them.
+type recordBufs struct {
+	recs    []*kgo.Record
+	backing []kgo.Record
+	headers []kgo.RecordHeader
+	ids     []byte
+}
+
+var recordPool = sync.Pool{New: func() any { return new(recordBufs) }}
+
+// grow returns s emptied with room for n elements, its own array when
+// that is large enough: the arrays are filled without growing again, as
+// records' headers are slices of one array.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// produceBatch produces b's records (with extra, when not nil) and waits
+// for every one of them.
+func (p *producer) produceBatch(ctx context.Context, topic string, b *cdc.Batch, extra *kgo.Record) error {
+	rb := recordPool.Get().(*recordBufs)
+	err := p.produce(ctx, p.records(topic, b, extra, rb))
+	// Nothing of the batch is kept past its Write: not its bytes (the
+	// pipeline reuses them) nor the records.
+	clear(rb.recs)
+	clear(rb.backing)
+	clear(rb.headers)
+	recordPool.Put(rb)
+	return err
 }
 
 // produce produces recs and waits for every one of them. ProduceSync is

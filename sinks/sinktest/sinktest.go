@@ -136,7 +136,7 @@ func (h *harness) writeRetrying(b *cdc.Batch, attempts int) {
 			h.sent = append(h.sent, b.Messages...)
 			return
 		}
-		if errors.Is(err, cdc.ErrPermanent) {
+		if cdc.IsPermanent(err) {
 			h.t.Fatalf("Write of %s: transient failure reported as permanent: %v", b.Checkpoint, err)
 		}
 	}
@@ -268,7 +268,7 @@ func canceledContext(t *testing.T, newSink func(t *testing.T) (cdc.Sink, Reader)
 		// Allowed, but then the batch must be there.
 		h.sent = append(h.sent, b.Messages...)
 		h.check("after a Write with a cancelled context returned nil", false)
-	} else if errors.Is(err, cdc.ErrPermanent) {
+	} else if cdc.IsPermanent(err) {
 		t.Fatalf("a cancelled context is not a permanent failure: %v", err)
 	}
 	// The pipeline retries the batch, then goes on.
@@ -302,7 +302,7 @@ func permanentFailure(t *testing.T, newSink func(t *testing.T) (cdc.Sink, Reader
 	if err == nil {
 		t.Fatal("Write succeeded although the destination refuses everything")
 	}
-	if !errors.Is(err, cdc.ErrPermanent) {
+	if !cdc.IsPermanent(err) {
 		t.Fatalf("Write error does not wrap cdc.ErrPermanent: %v", err)
 	}
 	// The table stops here; the sink may be unusable, so only Close's

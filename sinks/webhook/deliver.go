@@ -28,7 +28,7 @@ func (s *Sink) deliver(ctx context.Context, r request) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, cdc.ErrPermanent) {
+		if cdc.IsPermanent(err) {
 			return err
 		}
 		status, wait := 0, s.backoff(attempt)
