@@ -553,6 +553,26 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// rewindStore moves the store's checkpoint back to cp, the sink's, when
+// the store is ahead of it: the sink confirmed batches it had not
+// committed yet, and they are delivered again from cp.
+func (f *follower) rewindStore(ctx context.Context, cp Checkpoint) error {
+	rw, ok := f.p.Store.(Rewinder)
+	if !ok {
+		return nil
+	}
+	stored, found, err := f.p.Store.Load(ctx, f.p.Name, f.spec.Name)
+	if err != nil || !found || stored.TableUUID != cp.TableUUID || !cp.Before(stored) {
+		return nil // nothing to rewind (a store error shows at the next save)
+	}
+	if err := rw.Rewind(ctx, f.p.Name, f.spec.Name, cp); err != nil {
+		return &stateError{err}
+	}
+	f.logger().Info("the sink committed less than the state file holds: delivering again from the sink's checkpoint",
+		"state_file", stored.String(), "sink", cp.String())
+	return nil
+}
+
 // load (re)reads the table's position: from a checkpointing sink, else the
 // store, else the configured start. After any error the position is
 // reloaded from there, never trusted from memory.
@@ -586,6 +606,9 @@ func (f *follower) load(ctx context.Context) error {
 			return fmt.Errorf("restore checkpoint from sink: %w", err)
 		}
 		if found {
+			if err := f.rewindStore(ctx, cp); err != nil {
+				return err
+			}
 			f.cp, f.cpFrom = cp, "the sink's checkpoint record"
 			if cp.Initial && cp.Paused {
 				f.p.requests.restorePause(f.spec.Name)

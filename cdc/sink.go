@@ -237,6 +237,16 @@ type CheckpointSink interface {
 	Restore(ctx context.Context, pipeline string, table TableInfo) (Checkpoint, bool, error)
 }
 
+// Rewinder is a Store that can move a table's checkpoint back. A
+// CheckpointSink may confirm batches before it commits them with their
+// checkpoint (the Iceberg sink commits per interval): after a crash its
+// position is behind the store's, and the store follows it back.
+type Rewinder interface {
+	// Rewind stores cp even when it is earlier than the stored checkpoint,
+	// and forgets what was recorded after it.
+	Rewind(ctx context.Context, pipeline, table string, cp Checkpoint) error
+}
+
 // ErrPermanent marks an error that retrying cannot fix (HTTP 4xx, a
 // message too large, an authorization failure, a table without lineage):
 // the table stops.

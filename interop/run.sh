@@ -122,7 +122,7 @@ if [ -n "${ICECDC_INTEROP_PARTS:-}" ] && [ "${CI:-}" = true ]; then
 fi
 # The parts ICECDC_INTEROP_PARTS may name (the installs, kafka-start,
 # postgres and spark-scenarios run whenever a part needs them).
-KNOWN_PARTS="avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
+KNOWN_PARTS="audit avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
   masks opensearch rest-catalog retention-hold s3-run signals trino unwrap v3-flink v3-pg v3-spark"
 for p in ${ICECDC_INTEROP_PARTS:-}; do
   if [[ " $(echo $KNOWN_PARTS) " != *" $p "* ]]; then
@@ -478,6 +478,7 @@ hive_metastore() {
 }
 
 . "$HERE/parts/masks.sh"
+. "$HERE/parts/audit.sh"
 # Sourced (interop/generate_testdata.sh): the helpers and install functions
 # above are all it takes; nothing below runs.
 . "$HERE/parts/v3.sh"
@@ -1240,6 +1241,7 @@ fi
 
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants opensearch && part opensearch opensearch_run
 [ $GO_OK -eq 0 ] && wants trino && part trino trino_run
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants audit && part audit audit_run
 wants cloud-emulators && part cloud-emulators cloud_emulators
 wants hive && part hive hive_metastore
 

@@ -313,3 +313,23 @@ func confine(o Options, st *store, tbl *table.Table, cat table.CatalogIO) *table
 	}
 	return table.New(tbl.Identifier(), withoutManifestListCache(tbl.Metadata()), tbl.MetadataLocation(), fsF, cat)
 }
+
+// Within reports whether location loc lies under one of prefixes, compared
+// as allowed_locations are (file:/x, file:///x and /x are one local path;
+// s3a and s3n are s3), for writers that must stay inside them.
+func Within(loc string, prefixes []string) (bool, error) {
+	p, err := normalise(loc)
+	if err != nil {
+		return false, err
+	}
+	for _, a := range prefixes {
+		n, err := normalise(a)
+		if err != nil {
+			return false, err
+		}
+		if within(p, n) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

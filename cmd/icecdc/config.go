@@ -365,6 +365,17 @@ func (c *Config) validate() error {
 	if err := c.Cluster.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if k, ok := c.Sink.kind(); ok && k.Encoder != nil {
+		// The sink takes rows in its own form: a record transform has
+		// nothing to act on, and a cluster keeps its checkpoints in Kafka
+		// where the sink keeps them in its tables.
+		if len(c.Transforms) > 0 {
+			errs = append(errs, fmt.Errorf("config: transforms: sink %s writes rows, not records: remove the transforms", k.Name))
+		}
+		if c.Cluster.Enabled() {
+			errs = append(errs, fmt.Errorf("config: cluster.type: sink %s is not available in cluster mode yet", k.Name))
+		}
+	}
 	if err := c.Debezium.Config.Validate(c.Sink.caps().Topics); err != nil {
 		errs = append(errs, err)
 	}

@@ -105,6 +105,9 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		return fmt.Errorf("config: %w", err)
 	}
 	enc = routeEncoder(cfg, enc)
+	if k, ok := cfg.Sink.kind(); ok && k.Encoder != nil {
+		enc = k.Encoder() // the sink takes rows in its own form
+	}
 	sink, err := buildSink(cfg, out, log, metrics, enc)
 	if err != nil {
 		return err
@@ -347,7 +350,8 @@ func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc
 	if !ok {
 		return nil, fmt.Errorf("config: sink.type %q: want %s", cfg.Sink.Type, sc.kindNames(nil))
 	}
-	return k.New(sinkkind.Env{Pipeline: cfg.Name, Log: log, Stdout: out, Encoding: cdc.EncodingOf(enc), Retried: retriesCounter(k.Name, m)})
+	return k.New(sinkkind.Env{Pipeline: cfg.Name, Log: log, Stdout: out, Encoding: cdc.EncodingOf(enc), Retried: retriesCounter(k.Name, m),
+		Catalog: sourceOptions(cfg, log)})
 }
 
 // kafkaSinkConfig is the Kafka sink's configuration with the topics the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/file"
+	icebergsink "github.com/icecdc/icecdc/sinks/iceberg"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/opensearch"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
@@ -21,12 +22,13 @@ import (
 // It is the registry of sinks: adding one is its package and a field
 // here; the daemon asks the kinds' Caps, never their names.
 type SinkConfig struct {
-	Type       string            `yaml:"type"`
-	Kafka      kafka.Config      `yaml:"kafka"`
-	Webhook    WebhookConfig     `yaml:"webhook"`
-	Stdout     stdout.Config     `yaml:"-"` // no settings
-	File       file.Config       `yaml:"file"`
-	OpenSearch opensearch.Config `yaml:"opensearch"`
+	Type       string             `yaml:"type"`
+	Kafka      kafka.Config       `yaml:"kafka"`
+	Webhook    WebhookConfig      `yaml:"webhook"`
+	Stdout     stdout.Config      `yaml:"-"` // no settings
+	File       file.Config        `yaml:"file"`
+	OpenSearch opensearch.Config  `yaml:"opensearch"`
+	Iceberg    icebergsink.Config `yaml:"iceberg"`
 }
 
 // WebhookConfig is the webhook sink's section.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/source"
 )
 
 // Caps is what a sink can carry and promise.
@@ -53,6 +54,8 @@ type Env struct {
 	// Retried counts a delivery sent again, by HTTP status (0: a
 	// network error); nil for none.
 	Retried func(status int)
+	// Catalog is the pipeline's catalog, for sinks that write tables.
+	Catalog source.Options
 }
 
 // Kind is one kind of sink.
@@ -66,6 +69,10 @@ type Kind struct {
 	// Fingerprint returns the section's settings every member of a
 	// cluster must share (where the events go); nil for none.
 	Fingerprint func() []string
+	// Encoder, when set, is the sink's own format: the sink takes rows,
+	// not records, and the daemon uses it instead of the configured
+	// format (no transform applies).
+	Encoder func() cdc.Encoder
 	// New builds the sink from its section.
 	New func(Env) (cdc.Sink, error)
 }

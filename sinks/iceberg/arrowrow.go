@@ -1,0 +1,201 @@
+package iceberg
+
+import (
+	"fmt"
+	"math/big"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/parquet/variant"
+	"github.com/google/uuid"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// appendArrow appends v, a value of cdc.Row's kinds, to b. A value that
+// does not fit the column is an error naming both: nothing is guessed.
+func appendArrow(b array.Builder, v any) error {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	bad := func() error { return fmt.Errorf("a %T value does not fit a %s column", v, b.Type()) }
+	switch b := b.(type) {
+	case *array.BooleanBuilder:
+		x, ok := v.(bool)
+		if !ok {
+			return bad()
+		}
+		b.Append(x)
+	case *array.Int32Builder:
+		x, ok := v.(int32)
+		if !ok {
+			return bad()
+		}
+		b.Append(x)
+	case *array.Int64Builder:
+		switch x := v.(type) {
+		case int64:
+			b.Append(x)
+		case int32: // a widened column
+			b.Append(int64(x))
+		default:
+			return bad()
+		}
+	case *array.Float32Builder:
+		x, ok := v.(float32)
+		if !ok {
+			return bad()
+		}
+		b.Append(x)
+	case *array.Float64Builder:
+		switch x := v.(type) {
+		case float64:
+			b.Append(x)
+		case float32:
+			b.Append(float64(x))
+		default:
+			return bad()
+		}
+	case *array.StringBuilder:
+		x, ok := v.(string)
+		if !ok {
+			return bad()
+		}
+		b.Append(x)
+	case *array.LargeStringBuilder:
+		x, ok := v.(string)
+		if !ok {
+			return bad()
+		}
+		b.Append(x)
+	case *array.BinaryBuilder:
+		x, ok := v.([]byte)
+		if !ok {
+			return bad()
+		}
+		b.Append(x)
+	case *array.Date32Builder:
+		x, ok := v.(cdc.Date)
+		if !ok {
+			return bad()
+		}
+		b.Append(arrow.Date32(x))
+	case *array.Time64Builder:
+		x, ok := v.(cdc.Time)
+		if !ok {
+			return bad()
+		}
+		b.Append(arrow.Time64(x))
+	case *array.TimestampBuilder:
+		switch x := v.(type) {
+		case cdc.Timestamp:
+			b.Append(arrow.Timestamp(x))
+		case cdc.TimestampTZ:
+			b.Append(arrow.Timestamp(x))
+		case cdc.TimestampNano:
+			b.Append(arrow.Timestamp(x))
+		case cdc.TimestampTZNano:
+			b.Append(arrow.Timestamp(x))
+		default:
+			return bad()
+		}
+	case *array.Decimal128Builder:
+		x, ok := v.(cdc.Decimal)
+		if !ok {
+			return bad()
+		}
+		n, ok := new(big.Int).SetString(x.Unscaled, 10)
+		if !ok {
+			return fmt.Errorf("decimal %q: not an integer", x.Unscaled)
+		}
+		if want := b.Type().(*arrow.Decimal128Type).Scale; int32(x.Scale) != want {
+			return fmt.Errorf("decimal of scale %d in a column of scale %d", x.Scale, want)
+		}
+		b.Append(decimal128.FromBigInt(n))
+	case *extensions.UUIDBuilder:
+		x, ok := v.(cdc.UUID)
+		if !ok {
+			return bad()
+		}
+		b.Append(uuid.UUID(x))
+	case *array.FixedSizeBinaryBuilder:
+		switch x := v.(type) {
+		case []byte:
+			b.Append(x)
+		case cdc.UUID:
+			b.Append(x[:])
+		default:
+			return bad()
+		}
+	case *extensions.VariantBuilder:
+		x, ok := v.(cdc.VariantJSON)
+		if !ok {
+			return bad()
+		}
+		val, err := variant.ParseJSON(string(x), false)
+		if err != nil {
+			return fmt.Errorf("variant: %w", err)
+		}
+		b.Append(val)
+	case *array.StructBuilder:
+		x, ok := v.(cdc.Row)
+		if !ok {
+			return bad()
+		}
+		if len(x) > b.NumField() {
+			return fmt.Errorf("a struct of %d fields in a column of %d", len(x), b.NumField())
+		}
+		b.Append(true)
+		for k := range b.NumField() {
+			var fv any
+			if k < len(x) {
+				fv = x[k]
+			}
+			if err := appendArrow(b.FieldBuilder(k), fv); err != nil {
+				return fmt.Errorf("field %s: %w", b.Type().(*arrow.StructType).Field(k).Name, err)
+			}
+		}
+	case *array.ListBuilder:
+		x, ok := v.([]any)
+		if !ok {
+			return bad()
+		}
+		b.Append(true)
+		for _, e := range x {
+			if err := appendArrow(b.ValueBuilder(), e); err != nil {
+				return fmt.Errorf("element: %w", err)
+			}
+		}
+	case *array.LargeListBuilder:
+		x, ok := v.([]any)
+		if !ok {
+			return bad()
+		}
+		b.Append(true)
+		for _, e := range x {
+			if err := appendArrow(b.ValueBuilder(), e); err != nil {
+				return fmt.Errorf("element: %w", err)
+			}
+		}
+	case *array.MapBuilder:
+		x, ok := v.([]cdc.MapEntry)
+		if !ok {
+			return bad()
+		}
+		b.Append(true)
+		for _, e := range x {
+			if err := appendArrow(b.KeyBuilder(), e.Key); err != nil {
+				return fmt.Errorf("key: %w", err)
+			}
+			if err := appendArrow(b.ItemBuilder(), e.Value); err != nil {
+				return fmt.Errorf("value: %w", err)
+			}
+		}
+	default:
+		return fmt.Errorf("a %s column is not written by the iceberg sink", b.Type())
+	}
+	return nil
+}

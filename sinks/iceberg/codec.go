@@ -1,0 +1,284 @@
+package iceberg
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// Encoder is the sink's format: each event's op, row id and images as
+// tagged binary values, which Write decodes again. It is not a wire
+// format: it lives between the pipeline and the sink of one process.
+type Encoder struct{}
+
+var _ cdc.Encoder = Encoder{}
+
+// AppendKey implements cdc.Encoder: the rows carry no key.
+func (Encoder) AppendKey(dst []byte, _ *cdc.Commit, _ *cdc.Event) ([]byte, error) { return dst, nil }
+
+// AppendValue implements cdc.Encoder: row id, then the before and after
+// images (a flag byte each, then the row).
+func (Encoder) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, _ int64) ([]byte, error) {
+	dst = binary.AppendVarint(dst, e.RowID)
+	for k, get := range []func() (cdc.Row, error){e.BeforeRow, e.AfterRow} {
+		row, err := get()
+		if err != nil {
+			return dst, fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op), err)
+		}
+		if row == nil || (k == 0 && e.Op != cdc.OpUpdate && e.Op != cdc.OpDelete) {
+			dst = append(dst, 0)
+			continue
+		}
+		dst = append(dst, 1)
+		if dst, err = appendRow(dst, row); err != nil {
+			return dst, fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op), err)
+		}
+	}
+	return dst, nil
+}
+
+// Value tags.
+const (
+	tNull byte = iota
+	tFalse
+	tTrue
+	tInt32
+	tInt64
+	tFloat32
+	tFloat64
+	tString
+	tBytes
+	tDecimal
+	tDate
+	tTime
+	tTimestamp
+	tTimestampTZ
+	tTimestampNano
+	tTimestampTZNano
+	tUUID
+	tVariant
+	tList
+	tMap
+	tStruct
+)
+
+func appendRow(dst []byte, r cdc.Row) ([]byte, error) {
+	dst = binary.AppendUvarint(dst, uint64(len(r)))
+	var err error
+	for _, v := range r {
+		if dst, err = appendValue(dst, v); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+func appendBytes(dst []byte, tag byte, b string) []byte {
+	dst = append(dst, tag)
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+func appendValue(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, tNull), nil
+	case bool:
+		if x {
+			return append(dst, tTrue), nil
+		}
+		return append(dst, tFalse), nil
+	case int32:
+		return binary.AppendVarint(append(dst, tInt32), int64(x)), nil
+	case int64:
+		return binary.AppendVarint(append(dst, tInt64), x), nil
+	case float32:
+		return binary.LittleEndian.AppendUint32(append(dst, tFloat32), math.Float32bits(x)), nil
+	case float64:
+		return binary.LittleEndian.AppendUint64(append(dst, tFloat64), math.Float64bits(x)), nil
+	case string:
+		return appendBytes(dst, tString, x), nil
+	case []byte:
+		return appendBytes(dst, tBytes, string(x)), nil
+	case cdc.Decimal:
+		return binary.AppendVarint(appendBytes(dst, tDecimal, x.Unscaled), int64(x.Scale)), nil
+	case cdc.Date:
+		return binary.AppendVarint(append(dst, tDate), int64(x)), nil
+	case cdc.Time:
+		return binary.AppendVarint(append(dst, tTime), int64(x)), nil
+	case cdc.Timestamp:
+		return binary.AppendVarint(append(dst, tTimestamp), int64(x)), nil
+	case cdc.TimestampTZ:
+		return binary.AppendVarint(append(dst, tTimestampTZ), int64(x)), nil
+	case cdc.TimestampNano:
+		return binary.AppendVarint(append(dst, tTimestampNano), int64(x)), nil
+	case cdc.TimestampTZNano:
+		return binary.AppendVarint(append(dst, tTimestampTZNano), int64(x)), nil
+	case cdc.UUID:
+		return append(append(dst, tUUID), x[:]...), nil
+	case cdc.VariantJSON:
+		return appendBytes(dst, tVariant, string(x)), nil
+	case []any:
+		dst = binary.AppendUvarint(append(dst, tList), uint64(len(x)))
+		var err error
+		for _, e := range x {
+			if dst, err = appendValue(dst, e); err != nil {
+				return dst, err
+			}
+		}
+		return dst, nil
+	case []cdc.MapEntry:
+		dst = binary.AppendUvarint(append(dst, tMap), uint64(len(x)))
+		var err error
+		for _, e := range x {
+			if dst, err = appendValue(dst, e.Key); err != nil {
+				return dst, err
+			}
+			if dst, err = appendValue(dst, e.Value); err != nil {
+				return dst, err
+			}
+		}
+		return dst, nil
+	case cdc.Row:
+		return appendRow(append(dst, tStruct), x)
+	}
+	return dst, fmt.Errorf("value of Go type %T has no form in the iceberg sink", v)
+}
+
+// errShort is a value cut short: the encoder and decoder disagree.
+var errShort = errors.New("truncated value")
+
+// decoder reads what Encoder wrote.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+	d.b = nil
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(errShort)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() int {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 || v > uint64(len(d.b)) {
+		d.fail(errShort)
+		return 0
+	}
+	d.b = d.b[n:]
+	return int(v)
+}
+
+func (d *decoder) take(n int) []byte {
+	if n > len(d.b) {
+		d.fail(errShort)
+		return nil
+	}
+	out := d.b[:n:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail(errShort)
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+// image returns the next image, nil when the flag says there is none.
+func (d *decoder) image() cdc.Row {
+	if d.byte() == 0 {
+		return nil
+	}
+	return d.row()
+}
+
+func (d *decoder) row() cdc.Row {
+	n := d.uvarint()
+	r := make(cdc.Row, n)
+	for i := range r {
+		r[i] = d.value()
+	}
+	return r
+}
+
+func (d *decoder) value() any {
+	switch tag := d.byte(); tag {
+	case tNull:
+		return nil
+	case tFalse:
+		return false
+	case tTrue:
+		return true
+	case tInt32:
+		return int32(d.varint())
+	case tInt64:
+		return d.varint()
+	case tFloat32:
+		return math.Float32frombits(binary.LittleEndian.Uint32(append(d.take(4), 0, 0, 0, 0)))
+	case tFloat64:
+		return math.Float64frombits(binary.LittleEndian.Uint64(append(d.take(8), 0, 0, 0, 0, 0, 0, 0, 0)))
+	case tString:
+		return string(d.take(d.uvarint()))
+	case tBytes:
+		return d.take(d.uvarint())
+	case tDecimal:
+		u := string(d.take(d.uvarint()))
+		return cdc.Decimal{Unscaled: u, Scale: int(d.varint())}
+	case tDate:
+		return cdc.Date(d.varint())
+	case tTime:
+		return cdc.Time(d.varint())
+	case tTimestamp:
+		return cdc.Timestamp(d.varint())
+	case tTimestampTZ:
+		return cdc.TimestampTZ(d.varint())
+	case tTimestampNano:
+		return cdc.TimestampNano(d.varint())
+	case tTimestampTZNano:
+		return cdc.TimestampTZNano(d.varint())
+	case tUUID:
+		var u cdc.UUID
+		copy(u[:], d.take(16))
+		return u
+	case tVariant:
+		return cdc.VariantJSON(d.take(d.uvarint()))
+	case tList:
+		out := make([]any, d.uvarint())
+		for i := range out {
+			out[i] = d.value()
+		}
+		return out
+	case tMap:
+		out := make([]cdc.MapEntry, d.uvarint())
+		for i := range out {
+			out[i].Key = d.value()
+			out[i].Value = d.value()
+		}
+		return out
+	case tStruct:
+		return d.row()
+	default:
+		d.fail(fmt.Errorf("unknown value tag %d", tag))
+		return nil
+	}
+}
