@@ -10,6 +10,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	natssink "github.com/icecdc/icecdc/sinks/nats"
 	"github.com/icecdc/icecdc/sinks/opensearch"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/sinks/stdout"
@@ -27,6 +28,7 @@ type SinkConfig struct {
 	Stdout     stdout.Config     `yaml:"-"` // no settings
 	File       file.Config       `yaml:"file"`
 	OpenSearch opensearch.Config `yaml:"opensearch"`
+	NATS       natssink.Config   `yaml:"nats"`
 }
 
 // WebhookConfig is the webhook sink's section.
