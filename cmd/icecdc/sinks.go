@@ -12,6 +12,7 @@ import (
 	"github.com/icecdc/icecdc/sinks/kafka"
 	natssink "github.com/icecdc/icecdc/sinks/nats"
 	"github.com/icecdc/icecdc/sinks/opensearch"
+	redissink "github.com/icecdc/icecdc/sinks/redis"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/sinks/stdout"
 	"github.com/icecdc/icecdc/sinks/webhook"
@@ -29,6 +30,7 @@ type SinkConfig struct {
 	File       file.Config       `yaml:"file"`
 	OpenSearch opensearch.Config `yaml:"opensearch"`
 	NATS       natssink.Config   `yaml:"nats"`
+	Redis      redissink.Config  `yaml:"redis"`
 }
 
 // WebhookConfig is the webhook sink's section.
