@@ -12,6 +12,7 @@ import (
 	"github.com/icecdc/icecdc/sinks/kafka"
 	natssink "github.com/icecdc/icecdc/sinks/nats"
 	"github.com/icecdc/icecdc/sinks/opensearch"
+	"github.com/icecdc/icecdc/sinks/rabbitmq"
 	redissink "github.com/icecdc/icecdc/sinks/redis"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/sinks/stdout"
@@ -31,6 +32,7 @@ type SinkConfig struct {
 	OpenSearch opensearch.Config `yaml:"opensearch"`
 	NATS       natssink.Config   `yaml:"nats"`
 	Redis      redissink.Config  `yaml:"redis"`
+	RabbitMQ   rabbitmq.Config   `yaml:"rabbitmq"`
 }
 
 // WebhookConfig is the webhook sink's section.

@@ -16,10 +16,10 @@ import (
 // (ICECDC_REQUIRE_SINK_SERVERS=1).
 func Required() bool { return os.Getenv("ICECDC_REQUIRE_SINK_SERVERS") == "1" }
 
-// Find returns the path of the server binary name, or why it is
-// missing.
+// Find returns the path of the server binary name (a name looked up on
+// PATH and in /usr/sbin, or a path), or why it is missing.
 func Find(name string) (path, missing string) {
-	for _, dir := range []string{"", "/usr/sbin/", "/usr/lib/rabbitmq/bin/"} {
+	for _, dir := range []string{"", "/usr/sbin/"} {
 		if p, err := exec.LookPath(dir + name); err == nil {
 			return p, ""
 		}
