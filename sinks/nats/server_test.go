@@ -10,6 +10,23 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// startServerB is startServer for a benchmark; it returns the URL.
+func startServerB(b *testing.B) string {
+	b.Helper()
+	srv, err := natsserver.NewServer(&natsserver.Options{
+		Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: true, StoreDir: b.TempDir(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		b.Fatal("nats server not ready")
+	}
+	b.Cleanup(srv.Shutdown)
+	return srv.ClientURL()
+}
+
 // startServer runs a real NATS server with JetStream in the test's
 // process, on a free loopback port, storing in a temp dir.
 func startServer(t *testing.T, edit func(*natsserver.Options)) *natsserver.Server {
