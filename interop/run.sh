@@ -123,7 +123,7 @@ fi
 # The parts ICECDC_INTEROP_PARTS may name (the installs, kafka-start,
 # postgres and spark-scenarios run whenever a part needs them).
 KNOWN_PARTS="audit avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
-  masks opensearch rest-catalog retention-hold s3-run signals trino unwrap v3-flink v3-pg v3-spark"
+  masks opensearch rest-catalog retention-hold s3-run signals sinks trino unwrap v3-flink v3-pg v3-spark"
 for p in ${ICECDC_INTEROP_PARTS:-}; do
   if [[ " $(echo $KNOWN_PARTS) " != *" $p "* ]]; then
     echo "interop: ICECDC_INTEROP_PARTS: no part $p (want some of: $(echo $KNOWN_PARTS))"
@@ -485,6 +485,7 @@ hive_metastore() {
 . "$HERE/parts/signals.sh"
 . "$HERE/parts/opensearch.sh"
 . "$HERE/parts/trino.sh"
+. "$HERE/parts/sinks.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
@@ -1242,6 +1243,7 @@ fi
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants opensearch && part opensearch opensearch_run
 [ $GO_OK -eq 0 ] && wants trino && part trino trino_run
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants audit && part audit audit_run
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants sinks && part sinks sinks_run
 wants cloud-emulators && part cloud-emulators cloud_emulators
 wants hive && part hive hive_metastore
 

@@ -11,7 +11,10 @@ import (
 	"github.com/icecdc/icecdc/sinks/file"
 	icebergsink "github.com/icecdc/icecdc/sinks/iceberg"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	natssink "github.com/icecdc/icecdc/sinks/nats"
 	"github.com/icecdc/icecdc/sinks/opensearch"
+	"github.com/icecdc/icecdc/sinks/rabbitmq"
+	redissink "github.com/icecdc/icecdc/sinks/redis"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/sinks/stdout"
 	"github.com/icecdc/icecdc/sinks/webhook"
@@ -28,6 +31,9 @@ type SinkConfig struct {
 	Stdout     stdout.Config      `yaml:"-"` // no settings
 	File       file.Config        `yaml:"file"`
 	OpenSearch opensearch.Config  `yaml:"opensearch"`
+	NATS       natssink.Config    `yaml:"nats"`
+	Redis      redissink.Config   `yaml:"redis"`
+	RabbitMQ   rabbitmq.Config    `yaml:"rabbitmq"`
 	Iceberg    icebergsink.Config `yaml:"iceberg"`
 }
 

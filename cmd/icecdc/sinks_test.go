@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/icecdc/icecdc/sinks/opensearch"
+	"github.com/icecdc/icecdc/sinks/sinkkind"
 )
 
 const sinkBase = "name: p\ntables: [{name: a.b}]\n"
 
 func TestSinkTypeDidYouMean(t *testing.T) {
 	_, err := parseConfig([]byte(sinkBase+"sink: {type: webhok}\n"), env(nil))
-	if err == nil || !strings.Contains(err.Error(), `sink.type: "webhok": want kafka, webhook, stdout, file, opensearch or iceberg (did you mean webhook?)`) {
+	if err == nil || !strings.Contains(err.Error(), `sink.type: "webhok": want kafka, webhook, stdout, file, opensearch, nats, redis, rabbitmq or iceberg (did you mean webhook?)`) {
 		t.Fatalf("misspelt sink type: %v", err)
 	}
 }
@@ -52,5 +53,36 @@ func TestOpenSearchSinkFromConfig(t *testing.T) {
 	_, err = parseConfig([]byte(sinkBase+"sink: {type: opensearch, opensearch: {index: \"{tabel}\"}}\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "sink.opensearch.urls: at least one") {
 		t.Errorf("no urls: %v", err)
+	}
+}
+
+// The message-queue sinks come from their sections alone: the registry
+// finds each, its section is checked naming its keys, and its
+// constructor builds it without contacting the server.
+func TestQueueSinksFromConfig(t *testing.T) {
+	for _, tc := range []struct{ yaml, bad, want string }{
+		{"sink: {type: nats, nats: {urls: [\"nats://127.0.0.1:4222\"], subject: \"cdc.{table}\"}}\n",
+			"sink: {type: nats, nats: {subject: \"cdc.*.{table}\"}}\n", "config: sink.nats.subject:"},
+		{"sink: {type: redis, redis: {url: \"redis://:${PW}@127.0.0.1:6379/0\", max_len: 1000}}\n",
+			"sink: {type: redis, redis: {url: \"http://x\"}}\n", "config: sink.redis.url:"},
+		{"sink: {type: rabbitmq, rabbitmq: {url: \"amqp://u:${PW}@127.0.0.1:5672/\", routing_key: \"{table}\"}}\n",
+			"sink: {type: rabbitmq, rabbitmq: {exchange_type: fan}}\n", "config: sink.rabbitmq.exchange_type:"},
+	} {
+		c, err := parseConfig([]byte(sinkBase+tc.yaml), env(map[string]string{"PW": "pw"}))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		k, ok := c.Sink.kind()
+		if !ok {
+			t.Fatalf("%s: kind %s not found", tc.yaml, c.Sink.Type)
+		}
+		s, err := k.New(sinkkind.Env{Pipeline: "p"})
+		if err != nil {
+			t.Fatalf("%s: New: %v", tc.yaml, err)
+		}
+		_ = s.Close(t.Context())
+		if _, err := parseConfig([]byte(sinkBase+tc.bad), env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.bad, err, tc.want)
+		}
 	}
 }

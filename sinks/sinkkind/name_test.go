@@ -22,3 +22,12 @@ func TestNameTemplate(t *testing.T) {
 		t.Errorf("unknown placeholder: %v", err)
 	}
 }
+
+func TestDescribeEvent(t *testing.T) {
+	tbl := &cdc.TableInfo{Namespace: "shop", Name: "orders"}
+	m := &cdc.Message{ID: cdc.EventID("u-1", 7, 42, cdc.OpCreate)}
+	want := "table shop.orders, sequence number 7, row id 42, event u-1:7:42:c"
+	if got := DescribeEvent(tbl, 7, m); got != want {
+		t.Errorf("DescribeEvent = %q, want %q", got, want)
+	}
+}
