@@ -10,8 +10,11 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/kinesis"
 	"github.com/icecdc/icecdc/sinks/opensearch"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
+	"github.com/icecdc/icecdc/sinks/sns"
+	"github.com/icecdc/icecdc/sinks/sqs"
 	"github.com/icecdc/icecdc/sinks/stdout"
 	"github.com/icecdc/icecdc/sinks/webhook"
 )
@@ -27,6 +30,9 @@ type SinkConfig struct {
 	Stdout     stdout.Config     `yaml:"-"` // no settings
 	File       file.Config       `yaml:"file"`
 	OpenSearch opensearch.Config `yaml:"opensearch"`
+	SQS        sqs.Config        `yaml:"sqs"`
+	SNS        sns.Config        `yaml:"sns"`
+	Kinesis    kinesis.Config    `yaml:"kinesis"`
 }
 
 // WebhookConfig is the webhook sink's section.

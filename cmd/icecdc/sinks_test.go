@@ -11,7 +11,7 @@ const sinkBase = "name: p\ntables: [{name: a.b}]\n"
 
 func TestSinkTypeDidYouMean(t *testing.T) {
 	_, err := parseConfig([]byte(sinkBase+"sink: {type: webhok}\n"), env(nil))
-	if err == nil || !strings.Contains(err.Error(), `sink.type: "webhok": want kafka, webhook, stdout, file or opensearch (did you mean webhook?)`) {
+	if err == nil || !strings.Contains(err.Error(), `sink.type: "webhok": want kafka, webhook, stdout, file, opensearch, sqs, sns or kinesis (did you mean webhook?)`) {
 		t.Fatalf("misspelt sink type: %v", err)
 	}
 }
