@@ -3,6 +3,7 @@ package sqs
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,11 @@ func TestContract(t *testing.T) {
 			name = "fifo"
 		}
 		t.Run(name, func(t *testing.T) {
+			if fifo && os.Getenv("ICECDC_REQUIRE_SINK_SERVERS") != "1" {
+				// moto checks each FIFO message against every one kept for
+				// deduplication: the suite's thousands take minutes.
+				t.Skip("the FIFO contract takes minutes on moto: the interop stage runs it (ICECDC_REQUIRE_SINK_SERVERS=1)")
+			}
 			sinktest.Timeout = 3 * time.Minute // moto's SQS is slow
 			faults := &awstest.Faults{}
 			conn := awstest.Start(t, faults)
