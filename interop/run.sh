@@ -117,7 +117,7 @@ if [ -n "${ICECDC_INTEROP_PARTS:-}" ] && [ "${CI:-}" = true ]; then
 fi
 # The parts ICECDC_INTEROP_PARTS may name (the installs, kafka-start,
 # postgres and spark-scenarios run whenever a part needs them).
-KNOWN_PARTS="avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
+KNOWN_PARTS="avro aws-sinks cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
   masks opensearch rest-catalog retention-hold s3-run signals unwrap v3-flink v3-pg v3-spark"
 for p in ${ICECDC_INTEROP_PARTS:-}; do
   if [[ " $(echo $KNOWN_PARTS) " != *" $p "* ]]; then
@@ -478,6 +478,7 @@ hive_metastore() {
 . "$HERE/parts/v3.sh"
 . "$HERE/parts/signals.sh"
 . "$HERE/parts/opensearch.sh"
+. "$HERE/parts/awssinks.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
@@ -1233,6 +1234,7 @@ if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ] && wants s3-run; then
 fi
 
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants opensearch && part opensearch opensearch_run
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants aws-sinks && part aws-sinks awssinks_run
 wants cloud-emulators && part cloud-emulators cloud_emulators
 wants hive && part hive hive_metastore
 
