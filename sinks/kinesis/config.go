@@ -38,13 +38,13 @@ type Config struct {
 // Check returns the section's problems, each naming its key under
 // sink.kinesis.
 func (c Config) Check() []error {
-	errs := c.Conn.Check()
+	var errs []error
 	if c.Stream == "" {
 		errs = append(errs, errors.New("stream: required: a stream name or ARN, e.g. icecdc-{table}"))
 	} else if err := sinkkind.CheckNameTemplate(c.Stream, c.Pipeline); err != nil {
 		errs = append(errs, fmt.Errorf("stream: %w", err))
 	}
-	return errs
+	return append(errs, c.Conn.Check()...)
 }
 
 // Validate is Check as one error.

@@ -41,7 +41,7 @@ func (c Config) FIFO() bool { return strings.HasSuffix(c.Topic, ".fifo") }
 // Check returns the section's problems, each naming its key under
 // sink.sns.
 func (c Config) Check() []error {
-	errs := c.Conn.Check()
+	var errs []error
 	switch {
 	case c.Topic == "":
 		errs = append(errs, errors.New("topic_arn: required: a topic ARN, e.g. arn:aws:sns:eu-west-1:123456789012:icecdc-{table}"))
@@ -52,7 +52,7 @@ func (c Config) Check() []error {
 			errs = append(errs, fmt.Errorf("topic_arn: %w", err))
 		}
 	}
-	return errs
+	return append(errs, c.Conn.Check()...)
 }
 
 // Validate is Check as one error.

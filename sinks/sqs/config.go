@@ -64,7 +64,7 @@ func (c Config) WithDefaults() Config {
 // Check returns the section's problems, each naming its key under
 // sink.sqs.
 func (c Config) Check() []error {
-	errs := c.Conn.Check()
+	var errs []error
 	if c.Queue == "" {
 		errs = append(errs, errors.New("queue: required: a queue URL or name, e.g. icecdc-{table}.fifo"))
 	} else if err := sinkkind.CheckNameTemplate(c.Queue, c.Pipeline); err != nil {
@@ -73,7 +73,7 @@ func (c Config) Check() []error {
 	if c.MaxMessageBytes < 0 || c.MaxMessageBytes > maxMessageBytes {
 		errs = append(errs, fmt.Errorf("max_message_bytes: %d: want 1 to %d", c.MaxMessageBytes, maxMessageBytes))
 	}
-	return errs
+	return append(errs, c.Conn.Check()...)
 }
 
 // Validate is Check as one error.
