@@ -42,9 +42,9 @@ require (
 require github.com/opensearch-project/opensearch-go/v4 v4.8.1
 
 require (
-	github.com/aws/aws-sdk-go-v2/service/kinesis v1.56.9 // indirect
-	github.com/aws/aws-sdk-go-v2/service/sns v1.47.7 // indirect
-	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.7 // indirect
+	github.com/aws/aws-sdk-go-v2/service/kinesis v1.56.9
+	github.com/aws/aws-sdk-go-v2/service/sns v1.47.7
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.7
 )
 
 require (
