@@ -122,7 +122,7 @@ if [ -n "${ICECDC_INTEROP_PARTS:-}" ] && [ "${CI:-}" = true ]; then
 fi
 # The parts ICECDC_INTEROP_PARTS may name (the installs, kafka-start,
 # postgres and spark-scenarios run whenever a part needs them).
-KNOWN_PARTS="audit avro cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
+KNOWN_PARTS="audit avro aws-sinks cluster cluster-churn cloud-emulators compose connect-sink flink-upserts hive kafka-e2e kafka-smoke
   masks opensearch rest-catalog retention-hold s3-run signals sinks trino unwrap v3-flink v3-pg v3-spark"
 for p in ${ICECDC_INTEROP_PARTS:-}; do
   if [[ " $(echo $KNOWN_PARTS) " != *" $p "* ]]; then
@@ -486,6 +486,7 @@ hive_metastore() {
 . "$HERE/parts/opensearch.sh"
 . "$HERE/parts/trino.sh"
 . "$HERE/parts/sinks.sh"
+. "$HERE/parts/awssinks.sh"
 [ "${BASH_SOURCE[0]}" != "$0" ] && return 0
 
 # ---------------------------------------------------------------- REST catalog
@@ -1244,6 +1245,7 @@ fi
 [ $GO_OK -eq 0 ] && wants trino && part trino trino_run
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants audit && part audit audit_run
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants sinks && part sinks sinks_run
+[ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants aws-sinks && part aws-sinks awssinks_run
 wants cloud-emulators && part cloud-emulators cloud_emulators
 wants hive && part hive hive_metastore
 

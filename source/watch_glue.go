@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/glue"
 	gluetypes "github.com/aws/aws-sdk-go-v2/service/glue/types"
 
+	"github.com/icecdc/icecdc/internal/awsbody"
 	"github.com/icecdc/icecdc/internal/redact"
 )
 
@@ -119,28 +119,17 @@ func glueAWSConfig(ctx context.Context, p iceberg.Properties) (aws.Config, error
 // bound of limit bytes (see boundedBody): the SDK decodes answers whole,
 // so an endless one would take all memory.
 //
-// It also sends every request body without its WriteTo (readOnlyBody).
-// The SDK closes a request's body as soon as the answer's headers arrive,
-// and its body's WriteTo then returns io.EOF as an error; net/http, still
-// checking the body for bytes past its Content-Length (an io.Copy, which
-// prefers WriteTo), takes that for a failed write and closes the
-// connection under the answer being read: an answer longer than the
-// connection's first buffer then failed with "use of closed network
-// connection" now and then, in place of its bound's error or its tables.
-// A body's Read after the close ends with io.EOF, which io.Copy takes as
-// the end it is.
+// It also sends every request body without its WriteTo (awsbody.Wrap):
+// with it, an answer longer than the connection's first buffer failed
+// with "use of closed network connection" now and then, in place of its
+// bound's error or its tables.
 type boundedAWSClient struct {
 	next  aws.HTTPClient
 	limit int64
 }
 
-// readOnlyBody is a request body with only Read and Close.
-type readOnlyBody struct{ io.ReadCloser }
-
 func (c *boundedAWSClient) Do(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Body != http.NoBody {
-		req.Body = readOnlyBody{req.Body}
-	}
+	awsbody.Wrap(req)
 	resp, err := c.next.Do(req)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ func TestConfigValueErrors(t *testing.T) {
 		{"name: x\ntables: [{name: a.b}]\nformat: \"debezium-jsn\"\nsink: {type: stdout}\n",
 			`:3: config: format: "debezium-jsn": want debezium-json, debezium-connect-json or debezium-avro (did you mean debezium-json?)`},
 		{"name: x\ntables: [{name: a.b}]\nsink:\n  type: stdot\n",
-			`:4: config: sink.type: "stdot": want kafka, webhook, stdout, file, opensearch, nats, redis, rabbitmq or iceberg (did you mean stdout?)`},
+			`:4: config: sink.type: "stdot": want kafka, webhook, stdout, file, opensearch, nats, redis, rabbitmq, sqs, sns, kinesis or iceberg (did you mean stdout?)`},
 		{"name: x\ntables: [{name: a.b}]\nsink: {type: stdout}\nmetrics:\n  per_table: ful\n",
 			`:5: config: metrics.per_table: "ful": want essential or full (did you mean full?)`},
 		{"name: x\ntables:\n  - name: a.b\n  - name: nodot\nsink: {type: stdout}\n",

@@ -11,11 +11,14 @@ import (
 	"github.com/icecdc/icecdc/sinks/file"
 	icebergsink "github.com/icecdc/icecdc/sinks/iceberg"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/kinesis"
 	natssink "github.com/icecdc/icecdc/sinks/nats"
 	"github.com/icecdc/icecdc/sinks/opensearch"
 	"github.com/icecdc/icecdc/sinks/rabbitmq"
 	redissink "github.com/icecdc/icecdc/sinks/redis"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
+	"github.com/icecdc/icecdc/sinks/sns"
+	"github.com/icecdc/icecdc/sinks/sqs"
 	"github.com/icecdc/icecdc/sinks/stdout"
 	"github.com/icecdc/icecdc/sinks/webhook"
 )
@@ -34,6 +37,9 @@ type SinkConfig struct {
 	NATS       natssink.Config    `yaml:"nats"`
 	Redis      redissink.Config   `yaml:"redis"`
 	RabbitMQ   rabbitmq.Config    `yaml:"rabbitmq"`
+	SQS        sqs.Config         `yaml:"sqs"`
+	SNS        sns.Config         `yaml:"sns"`
+	Kinesis    kinesis.Config     `yaml:"kinesis"`
 	Iceberg    icebergsink.Config `yaml:"iceberg"`
 }
 

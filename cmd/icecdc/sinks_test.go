@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ const sinkBase = "name: p\ntables: [{name: a.b}]\n"
 
 func TestSinkTypeDidYouMean(t *testing.T) {
 	_, err := parseConfig([]byte(sinkBase+"sink: {type: webhok}\n"), env(nil))
-	if err == nil || !strings.Contains(err.Error(), `sink.type: "webhok": want kafka, webhook, stdout, file, opensearch, nats, redis, rabbitmq or iceberg (did you mean webhook?)`) {
+	if err == nil || !strings.Contains(err.Error(), `sink.type: "webhok": want kafka, webhook, stdout, file, opensearch, nats, redis, rabbitmq, sqs, sns, kinesis or iceberg (did you mean webhook?)`) {
 		t.Fatalf("misspelt sink type: %v", err)
 	}
 }
@@ -84,5 +85,42 @@ func TestQueueSinksFromConfig(t *testing.T) {
 		if _, err := parseConfig([]byte(sinkBase+tc.bad), env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.bad, err, tc.want)
 		}
+	}
+}
+
+// The SQS, SNS and Kinesis sinks come from their sections: built without
+// contacting AWS, their sections checked by key, their formats and the
+// records they have no place for refused.
+func TestAWSSinksFromConfig(t *testing.T) {
+	conn := `region: eu-west-1, endpoint: "http://127.0.0.1:9", access_key_id: AKIA1, secret_access_key: ${AWS_SK}`
+	for _, tc := range []struct{ kind, section string }{
+		{"sqs", `queue: "icecdc-{table}.fifo"`},
+		{"sns", `topic_arn: "arn:aws:sns:eu-west-1:1:icecdc-{table}"`},
+		{"kinesis", `stream: "icecdc-{table}"`},
+	} {
+		yml := sinkBase + "sink: {type: " + tc.kind + ", " + tc.kind + ": {" + tc.section + ", " + conn + "}}\n"
+		c, err := parseConfig([]byte(yml), env(map[string]string{"AWS_SK": "secret-value"}))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.kind, err)
+		}
+		s, err := buildSink(c, nil, nil, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.kind, err)
+		}
+		if got := fmt.Sprintf("%T", s); got != "*"+tc.kind+".Sink" {
+			t.Errorf("%s: built %s", tc.kind, got)
+		}
+		_, err = parseConfig([]byte("debezium: {heartbeat.interval.ms: 1000}\n"+yml), env(map[string]string{"AWS_SK": "x"}))
+		if err == nil || !strings.Contains(err.Error(), "sink "+tc.kind+" has no place for heartbeats") {
+			t.Errorf("%s with heartbeats: %v", tc.kind, err)
+		}
+		_, err = parseConfig([]byte(sinkBase+"sink: {type: "+tc.kind+", "+tc.kind+": {access_key_id: AKIA1}}\n"), env(nil))
+		if err == nil || !strings.Contains(err.Error(), "sink."+tc.kind+".") || !strings.Contains(err.Error(), "required") {
+			t.Errorf("%s without a destination: %v", tc.kind, err)
+		}
+	}
+	_, err := parseConfig([]byte(sinkBase+"format: debezium-avro\nschema_registry: {url: 'http://127.0.0.1:9'}\nsink: {type: sqs, sqs: {queue: q}}\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "sink sqs takes debezium-json or debezium-connect-json") {
+		t.Errorf("avro on SQS: %v", err)
 	}
 }

@@ -62,9 +62,11 @@ type FaultInjector interface {
 	FailTransiently(n int)
 }
 
-// timeout bounds each sub-test, so that a Write that hangs fails the test
-// rather than the whole run.
-const timeout = 30 * time.Second
+// Timeout bounds each sub-test, so that a Write that hangs fails the test
+// rather than the whole run. A sink tested against a slow emulator (moto's
+// SQS takes a fraction of a second a request on a busy machine) may raise
+// it before Run.
+var Timeout = 30 * time.Second
 
 // Run checks that a sink keeps the cdc.Sink contract. newSink makes a
 // fresh sink and a Reader of its destination, which starts empty; it is
@@ -103,7 +105,7 @@ type harness struct {
 
 func start(t *testing.T, newSink func(t *testing.T) (cdc.Sink, Reader)) *harness {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	t.Cleanup(cancel)
 	sink, reader := newSink(t)
 	h := &harness{t: t, ctx: ctx, sink: sink, reader: reader}
