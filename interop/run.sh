@@ -1222,6 +1222,9 @@ else
   FAILED+=(cluster)
 fi
 
+# Trino (its own JVM, its jars downloaded on a cold cache) runs beside the
+# Spark parts; its outcome is read after the sinks' parts.
+[ $GO_OK -eq 0 ] && wants trino && part_bg trino trino_run
 if [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ]; then
   part spark-scenarios spark_scenarios
 else
@@ -1242,10 +1245,10 @@ if [ -n "$S3_ENDPOINT" ] && [ $GO_OK -eq 0 ] && wants s3-run; then
 fi
 
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants opensearch && part opensearch opensearch_run
-[ $GO_OK -eq 0 ] && wants trino && part trino trino_run
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants audit && part audit audit_run
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants sinks && part sinks sinks_run
 [ $PY_OK -eq 0 ] && [ $GO_OK -eq 0 ] && wants aws-sinks && part aws-sinks awssinks_run
+[ -n "${BG_PID[trino]:-}" ] && part_wait trino
 wants cloud-emulators && part cloud-emulators cloud_emulators
 wants hive && part hive hive_metastore
 
