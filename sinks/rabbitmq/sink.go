@@ -300,6 +300,20 @@ func (s *Sink) publish(ctx context.Context, exchange, key string, b *cdc.Batch) 
 
 // failed is the error of message i's publish or confirm.
 func (s *Sink) failed(exchange, key string, b *cdc.Batch, i int, err error) error {
+	// A publish on a channel the broker has just closed fails with 504
+	// (channel not open) before the close's reason reaches NotifyClose
+	// (amqp091 marks the channel closed first): that reason (404 for a
+	// deleted exchange, say), not the 504, says whether a retry helps.
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.ChannelError && s.ch != nil && s.ch.IsClosed() {
+		select {
+		case reason, ok := <-s.closes:
+			if ok && reason != nil {
+				err = reason
+			}
+		case <-time.After(time.Second):
+		}
+	}
 	e := fmt.Errorf("rabbitmq %s: exchange %s, routing key %s: %s: %s", s.host, exchange, key,
 		sinkkind.DescribeEvent(&b.Table, b.Snapshot.SequenceNumber, &b.Messages[i]), redact.Text(err.Error()))
 	if permanent(err) {
