@@ -302,9 +302,17 @@ launch_build() {
   BUILD_PID=$!
 }
 
+# build_icecdc waits for the build once and keeps its outcome: a part run
+# in the background (part_bg) is a subshell, where the build's process is
+# not a child, and `wait` on it would fail (127) however the build went.
+BUILD_RC=
 build_icecdc() {
-  [ -n "$BUILD_PID" ] || launch_build
-  wait "$BUILD_PID"
+  if [ -z "$BUILD_RC" ]; then
+    [ -n "$BUILD_PID" ] || launch_build
+    wait "$BUILD_PID"
+    BUILD_RC=$?
+  fi
+  return "$BUILD_RC"
 }
 
 # ---------------------------------------------------------------- Hive metastore
