@@ -326,7 +326,14 @@ func tableStatuses(store *state.Store, pipeline string, health *cdc.Health) ([]t
 			if l.Head.ID != 0 {
 				out[i].Head = newHead(l.Head)
 			}
-			out[i].Lag = newLag(l.Pending, l.OldestMs, now)
+			pending, oldest := l.Pending, l.OldestMs
+			if cp := out[i].Checkpoint; cp != nil && cp.Done && l.Head.ID != 0 && cp.Seq >= l.Head.SequenceNumber {
+				// The table measures its lag before a commit and again
+				// after its checkpoint is saved: a checkpoint read in
+				// between is at the head already, so nothing is behind.
+				pending, oldest = 0, 0
+			}
+			out[i].Lag = newLag(pending, oldest, now)
 		}
 		h.Lag = nil
 		out[i].Health = &h
