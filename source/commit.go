@@ -874,29 +874,6 @@ func keyChanged(before, after cdc.Row, idx []int) bool {
 	return false
 }
 
-// mayHaveV2Deletes reports whether v2 position-delete files can still be
-// live: not for a table whose retained history starts with a v3 snapshot
-// at sequence number 1 (it was born v3). Computed once per metadata load.
-func (t *Table) mayHaveV2Deletes() bool {
-	if t.v2Known {
-		return t.v2Deletes
-	}
-	meta := t.tbl.Metadata()
-	var oldest *table.Snapshot
-	seen := map[int64]bool{} // a parent cycle ends the walk (Snapshots reports it)
-	for s := meta.SnapshotByName(t.opts.Branch); s != nil && !seen[s.SnapshotID]; {
-		seen[s.SnapshotID] = true
-		oldest = s
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
-	}
-	t.v2Known = true
-	t.v2Deletes = oldest == nil || oldest.FirstRowID == nil || oldest.SequenceNumber > 1
-	return t.v2Deletes
-}
-
 // The envelope's source markers of an update paired from a delete and an
 // insert of one key in one snapshot, by how the old row was removed: an
 // equality delete (Flink, Kafka Connect upserts), a deletion vector (a

@@ -54,7 +54,7 @@ type readOpts struct {
 // stored lineage values over inherited ones). Row groups holding none of
 // o.positions are skipped. No delete is applied: the caller decides by
 // position. Rows the visitor wants are returned with their values.
-func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, o readOpts, visit rowVisitor) ([]fileRow, error) {
+func (t *fileReader) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, o readOpts, visit rowVisitor) ([]fileRow, error) {
 	path := m.path()
 	// Record batches of a bounded size keep a streamed read's memory small.
 	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID), table.WithRowLineage(), table.WithArrowBatchSize(readBatchRows)}

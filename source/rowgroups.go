@@ -265,7 +265,7 @@ func (l layout) tasks(m dataFileMeta, spans []span) ([]table.FileScanTask, []spa
 // skip-th of them on, and yields them as events of kind op, a record batch
 // at a time, numbered from index. It returns the index after the last.
 // Row groups before the first wanted row are not read.
-func (t *Table) streamLive(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, lay layout,
+func (t *fileReader) streamLive(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, lay layout,
 	live *roaring64.Bitmap, skip, index int, op cdc.Op, check func(fileRow) error, yield func([]cdc.Event) error) (int, error) {
 	if skip > 0 {
 		pos, err := live.Select(uint64(skip))
