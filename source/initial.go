@@ -142,7 +142,8 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.
 					continue
 				}
 				skip := max(from-start, 0)
-				next, err := t.streamLive(ctx, snap, sc, p.m, p.lay, p.live, skip, start+skip, cdc.OpSnapshot, nil, yield)
+				lr := liveRows{snap: snap, sc: sc, m: p.m, lay: p.lay, live: p.live, op: cdc.OpSnapshot}
+				next, err := t.streamLive(ctx, lr, skip, start+skip, yield)
 				if err != nil {
 					return err
 				}
