@@ -115,6 +115,11 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 	}
 
 	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}, pairedBy: map[int]string{}, pf: newPrefetched()}
+	return r.run(ctx, c)
+}
+
+// run computes the events of the commit c of a snapshot with lineage.
+func (r *commitRun) run(ctx context.Context, c *cdc.Commit) (*cdc.Commit, error) {
 	// The first snapshot with lineage after an upgrade from v2: the
 	// parent's rows have no row ids (docs/contract.md: null for a file without
 	// first_row_id), so nothing can be deleted or updated, and the rows
@@ -134,12 +139,13 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 	if err != nil {
 		return nil, err
 	}
-	plan, err := r.planAdded(ctx, info.KeyFields)
+	keyFields := c.Table.KeyFields
+	plan, err := r.planAdded(ctx, keyFields)
 	if err != nil {
 		return nil, err
 	}
-	if r.streamable(groups, plan.files, len(keyPositions(sc, info.KeyFields)) > 0) {
-		if err := r.stream(ctx, c, groups, plan.files, info.KeyFields); err != nil {
+	if r.streamable(groups, plan.files, len(keyPositions(r.sc, keyFields)) > 0) {
+		if err := r.stream(ctx, c, groups, plan.files, keyFields); err != nil {
 			return nil, err
 		}
 		c.Anomalies = r.anoms
@@ -151,11 +157,17 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 		}
 		return c, nil
 	}
-	// Equality deletes, or deletes and inserts to pair by key: the rows
-	// are held (see streamable).
+	return r.hold(ctx, c, groups, plan)
+}
+
+// hold computes the events of a commit whose rows are held: one with
+// equality deletes, or deletes and inserts to pair by key (see
+// streamable).
+func (r *commitRun) hold(ctx context.Context, c *cdc.Commit, groups []groupRead, plan *addedPlan) (*cdc.Commit, error) {
 	var (
 		removed []lineage.Removed
 		added   []lineage.Added
+		err     error
 	)
 	if plan.mayStream {
 		// Whether the appends are streamed depends on the rows removed.
@@ -171,11 +183,11 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 	if err != nil {
 		return nil, err
 	}
-	changes, anoms := lineage.Classify(snap.SequenceNumber, removed, added)
+	changes, anoms := lineage.Classify(r.snap.SequenceNumber, removed, added)
 	for _, a := range anoms {
 		r.anoms = append(r.anoms, cdc.Anomaly{Kind: a.Kind, File: r.files[a.Loc.File], Position: a.Loc.Pos, RowID: a.RowID})
 	}
-	head, ins, insLoc := r.events(changes, info.KeyFields)
+	head, ins, insLoc := r.events(changes, c.Table.KeyFields)
 	c.Anomalies = r.anoms
 	if !plan.streamed() {
 		c.Events = append(head, ins...)
@@ -282,6 +294,37 @@ func (r *commitRun) parentHasDeletes() bool {
 // collectRemovals finds the positions whose rows S took away: new vectors
 // minus the deletes live before, and every live row of removed files.
 func (r *commitRun) collectRemovals(ctx context.Context) error {
+	rs, err := r.removalTargets()
+	if err != nil {
+		return err
+	}
+	if rs.located, err = r.t.locate(ctx, r.fs, r.d.list, rs.targets, r.t.nextRowID()); err != nil {
+		return err
+	}
+	if err := r.prefetchRemovals(ctx, rs); err != nil {
+		return err
+	}
+	if err := r.removedMetas(ctx, rs); err != nil {
+		return err
+	}
+	if err := r.lookupOldDeletes(ctx, rs); err != nil {
+		return err
+	}
+	return r.appendRemovals(rs)
+}
+
+// removals is what collectRemovals gathers, a step at a time.
+type removals struct {
+	oldDV   map[string]iceberg.ManifestEntry // vectors S removed, by data file
+	targets []string                         // files S's new vectors name, not added nor removed by S
+	located map[string]dataFileMeta          // targets, as the manifest list lists them
+	removed []dataFileMeta                   // the files S removed
+	olds    map[string]oldDeletes            // the parent's deletes S did not name
+}
+
+// removalTargets lists the data files S's new vectors delete from, and
+// notes the vectors S removed without a replacement.
+func (r *commitRun) removalTargets() (*removals, error) {
 	d := r.d
 	addedFiles := map[string]bool{}
 	for _, e := range d.addedData {
@@ -291,41 +334,41 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 	for _, e := range d.removedData {
 		removedFiles[e.DataFile().FilePath()] = true
 	}
-	oldDV := map[string]iceberg.ManifestEntry{}
+	rs := &removals{oldDV: map[string]iceberg.ManifestEntry{}}
 	for _, e := range d.removedDVs {
-		oldDV[*e.DataFile().ReferencedDataFile()] = e
+		rs.oldDV[*e.DataFile().ReferencedDataFile()] = e
 	}
 	newDV := map[string]bool{}
-	var targets []string
 	for _, e := range d.addedDVs {
 		p := *e.DataFile().ReferencedDataFile()
 		if newDV[p] {
-			return fmt.Errorf("snapshot %d adds two deletion vectors for data file %s", r.snap.SnapshotID, p)
+			return nil, fmt.Errorf("snapshot %d adds two deletion vectors for data file %s", r.snap.SnapshotID, p)
 		}
 		newDV[p] = true
 		if !addedFiles[p] && !removedFiles[p] {
-			targets = append(targets, p)
+			rs.targets = append(rs.targets, p)
 		}
 	}
-	for p, e := range oldDV {
+	for p, e := range rs.oldDV {
 		if !newDV[p] && !removedFiles[p] {
 			// Rows come back to life: no contract event exists for that.
 			r.anoms = append(r.anoms, cdc.Anomaly{Kind: "vector-removed-without-replacement", File: e.DataFile().FilePath(), Position: -1})
 		}
 	}
+	return rs, nil
+}
 
-	located, err := r.t.locate(ctx, r.fs, d.list, targets, r.t.nextRowID())
-	if err != nil {
-		return err
-	}
-	// Read ahead, concurrently, every footer and vector the commit needs
-	// that S names: the loops below meet them, and their errors, in order.
+// prefetchRemovals reads ahead, concurrently, every footer and vector the
+// commit needs that S names: the steps after it meet them, and their
+// errors, in order. Every target must be live.
+func (r *commitRun) prefetchRemovals(ctx context.Context, rs *removals) error {
+	d := r.d
 	var (
 		files []dataFileMeta
 		dvs   []dvRead
 	)
-	for _, p := range targets {
-		if m, ok := located[p]; ok {
+	for _, p := range rs.targets {
+		if m, ok := rs.located[p]; ok {
 			files = append(files, m)
 		}
 	}
@@ -333,15 +376,15 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 		files = append(files, metaOf(e))
 	}
 	for _, e := range d.addedDVs {
-		if m, ok := located[*e.DataFile().ReferencedDataFile()]; ok {
+		if m, ok := rs.located[*e.DataFile().ReferencedDataFile()]; ok {
 			dvs = append(dvs, dvRead{e, m.file.Count()})
-			if old, ok := oldDV[m.path()]; ok {
+			if old, ok := rs.oldDV[m.path()]; ok {
 				dvs = append(dvs, dvRead{old, m.file.Count()})
 			}
 		}
 	}
 	for _, e := range d.removedData {
-		if old, ok := oldDV[e.DataFile().FilePath()]; ok {
+		if old, ok := rs.oldDV[e.DataFile().FilePath()]; ok {
 			dvs = append(dvs, dvRead{old, e.DataFile().Count()})
 		}
 	}
@@ -349,8 +392,8 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 	if err := r.t.prefetch(ctx, r.pf, r.fs, append(files, af...), append(dvs, adv...)); err != nil {
 		return err
 	}
-	for _, p := range targets {
-		m, ok := located[p]
+	for _, p := range rs.targets {
+		m, ok := rs.located[p]
 		if !ok {
 			return fmt.Errorf("snapshot %d: deletion vector references data file %s, which is not live in it", r.snap.SnapshotID, p)
 		}
@@ -358,95 +401,106 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
 
-	// Removed files: their metadata comes from the DELETED entry; a writer
-	// that did not persist first_row_id there is answered from the parent.
-	removedMeta := make([]dataFileMeta, len(d.removedData))
+// removedMetas takes the metadata of the files S removed from their
+// DELETED entries; a writer that did not persist first_row_id there is
+// answered from the parent.
+func (r *commitRun) removedMetas(ctx context.Context, rs *removals) error {
+	rs.removed = make([]dataFileMeta, len(r.d.removedData))
 	var unknown []string
-	for i, e := range d.removedData {
-		removedMeta[i] = metaOf(e)
-		if _, err := r.layout(removedMeta[i]); err != nil {
+	for i, e := range r.d.removedData {
+		rs.removed[i] = metaOf(e)
+		if _, err := r.layout(rs.removed[i]); err != nil {
 			return err
 		}
-		if removedMeta[i].firstRowID == nil {
-			unknown = append(unknown, removedMeta[i].path())
+		if rs.removed[i].firstRowID == nil {
+			unknown = append(unknown, rs.removed[i].path())
 		}
 	}
-	if len(unknown) > 0 {
-		plist, err := r.parentList()
-		if err != nil {
-			return err
-		}
-		found, err := r.t.locate(ctx, r.fs, plist, unknown, r.t.nextRowID())
-		if err != nil {
-			return err
-		}
-		for i := range removedMeta {
-			if f, ok := found[removedMeta[i].path()]; ok && removedMeta[i].firstRowID == nil {
-				removedMeta[i].firstRowID = f.firstRowID
-			}
+	if len(unknown) == 0 {
+		return nil
+	}
+	plist, err := r.parentList()
+	if err != nil {
+		return err
+	}
+	found, err := r.t.locate(ctx, r.fs, plist, unknown, r.t.nextRowID())
+	if err != nil {
+		return err
+	}
+	for i := range rs.removed {
+		if f, ok := found[rs.removed[i].path()]; ok && rs.removed[i].firstRowID == nil {
+			rs.removed[i].firstRowID = f.firstRowID
 		}
 	}
+	return nil
+}
 
-	// Old deletes not named by S itself: vectors of removed files that S
-	// left dangling, and v2 position deletes of files from before an upgrade.
+// lookupOldDeletes finds the old deletes not named by S itself: vectors
+// of removed files that S left dangling, and v2 position deletes of files
+// from before an upgrade.
+func (r *commitRun) lookupOldDeletes(ctx context.Context, rs *removals) error {
 	lookupFiles := map[string]dataFileMeta{}
 	wantDV := false
-	for _, m := range removedMeta {
+	for _, m := range rs.removed {
 		lookupFiles[m.path()] = m
-		if _, ok := oldDV[m.path()]; !ok {
+		if _, ok := rs.oldDV[m.path()]; !ok {
 			wantDV = true
 		}
 	}
-	for _, p := range targets {
-		lookupFiles[p] = located[p]
+	for _, p := range rs.targets {
+		lookupFiles[p] = rs.located[p]
 	}
 	wantPos := r.t.mayHaveV2Deletes()
-	var olds map[string]oldDeletes
-	if (wantDV || wantPos) && r.parentHasDeletes() && len(lookupFiles) > 0 {
-		live, err := r.parentLiveDeletes(ctx)
-		if err != nil {
-			return err
-		}
-		olds, err = r.t.lookupDeletes(ctx, r.fs, live, lookupFiles, wantDV, wantPos)
-		if err != nil {
-			return err
-		}
-		// The parent's vectors of files S removed without naming them.
-		var dvs []dvRead
-		for p, m := range lookupFiles {
-			if _, ok := oldDV[p]; !ok && olds[p].dv != nil {
-				dvs = append(dvs, dvRead{olds[p].dv, m.file.Count()})
-			}
-		}
-		if err := r.t.prefetch(ctx, r.pf, r.fs, nil, dvs); err != nil {
-			return err
+	if !(wantDV || wantPos) || !r.parentHasDeletes() || len(lookupFiles) == 0 {
+		return nil
+	}
+	live, err := r.parentLiveDeletes(ctx)
+	if err != nil {
+		return err
+	}
+	rs.olds, err = r.t.lookupDeletes(ctx, r.fs, live, lookupFiles, wantDV, wantPos)
+	if err != nil {
+		return err
+	}
+	// The parent's vectors of files S removed without naming them.
+	var dvs []dvRead
+	for p, m := range lookupFiles {
+		if _, ok := rs.oldDV[p]; !ok && rs.olds[p].dv != nil {
+			dvs = append(dvs, dvRead{rs.olds[p].dv, m.file.Count()})
 		}
 	}
-	oldOf := func(m dataFileMeta) ([]*roaring64.Bitmap, error) {
-		var out []*roaring64.Bitmap
-		e, ok := oldDV[m.path()]
-		if !ok {
-			e = olds[m.path()].dv
-		}
-		if e != nil {
-			bm, err := r.vector(e, m.file.Count())
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, bm)
-		}
-		if pos := olds[m.path()].pos; pos != nil {
-			out = append(out, pos)
-		}
-		return out, nil
-	}
+	return r.t.prefetch(ctx, r.pf, r.fs, nil, dvs)
+}
 
-	// Removals in manifest order: vectors first as they were listed, then
-	// removed files.
-	for _, e := range d.addedDVs {
+// oldOf is the deletes of m live before S.
+func (r *commitRun) oldOf(rs *removals, m dataFileMeta) ([]*roaring64.Bitmap, error) {
+	var out []*roaring64.Bitmap
+	e, ok := rs.oldDV[m.path()]
+	if !ok {
+		e = rs.olds[m.path()].dv
+	}
+	if e != nil {
+		bm, err := r.vector(e, m.file.Count())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bm)
+	}
+	if pos := rs.olds[m.path()].pos; pos != nil {
+		out = append(out, pos)
+	}
+	return out, nil
+}
+
+// appendRemovals adds the removals in manifest order: vectors first as
+// they were listed, then removed files.
+func (r *commitRun) appendRemovals(rs *removals) error {
+	for _, e := range r.d.addedDVs {
 		p := *e.DataFile().ReferencedDataFile()
-		m, ok := located[p]
+		m, ok := rs.located[p]
 		if !ok {
 			continue // targets a file S added or removed
 		}
@@ -454,7 +508,7 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		old, err := oldOf(m)
+		old, err := r.oldOf(rs, m)
 		if err != nil {
 			return err
 		}
@@ -462,8 +516,8 @@ func (r *commitRun) collectRemovals(ctx context.Context) error {
 			r.groups = append(r.groups, removal{m: m, pos: diff, byVector: true})
 		}
 	}
-	for _, m := range removedMeta {
-		old, err := oldOf(m)
+	for _, m := range rs.removed {
+		old, err := r.oldOf(rs, m)
 		if err != nil {
 			return err
 		}
@@ -774,12 +828,14 @@ func (r *commitRun) streamInserts(c *cdc.Commit, plan *addedPlan, ins []cdc.Even
 				live.AndNot(f.dead)
 			}
 			skip := max(from-start, 0)
-			next, err := t.streamLive(ctx, snap, sc, f.m, f.lay, live, skip, start+skip, cdc.OpCreate, func(fr fileRow) error {
+			check := func(fr fileRow) error {
 				if fr.lusn != seq {
 					return fmt.Errorf("data file %s position %d: lusn %d in a file that only inserts at %d", f.m.path(), fr.pos, fr.lusn, seq)
 				}
 				return nil
-			}, yield)
+			}
+			lr := liveRows{snap: snap, sc: sc, m: f.m, lay: f.lay, live: live, op: cdc.OpCreate, check: check}
+			next, err := t.streamLive(ctx, lr, skip, start+skip, yield)
 			if err != nil {
 				return err
 			}
@@ -824,7 +880,9 @@ func (r *commitRun) events(changes []lineage.Change, keyFields []string) ([]cdc.
 		}
 	}
 	if len(keyIdx) > 0 {
-		dels, delLoc, ups, ins, insLoc = r.pairUpserts(keyIdx, dels, delLoc, delRow, ups, ins, insLoc, insRow)
+		d, i := halves{dels, delLoc, delRow}, halves{ins, insLoc, insRow}
+		d, ups, i = r.pairUpserts(keyIdx, d, ups, i)
+		dels, delLoc, ins, insLoc = d.evs, d.locs, i.evs, i.locs
 	}
 	sortByLoc(dels, delLoc)
 	insLoc = sortByLoc(ins, insLoc)
@@ -874,29 +932,6 @@ func keyChanged(before, after cdc.Row, idx []int) bool {
 	return false
 }
 
-// mayHaveV2Deletes reports whether v2 position-delete files can still be
-// live: not for a table whose retained history starts with a v3 snapshot
-// at sequence number 1 (it was born v3). Computed once per metadata load.
-func (t *Table) mayHaveV2Deletes() bool {
-	if t.v2Known {
-		return t.v2Deletes
-	}
-	meta := t.tbl.Metadata()
-	var oldest *table.Snapshot
-	seen := map[int64]bool{} // a parent cycle ends the walk (Snapshots reports it)
-	for s := meta.SnapshotByName(t.opts.Branch); s != nil && !seen[s.SnapshotID]; {
-		seen[s.SnapshotID] = true
-		oldest = s
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
-	}
-	t.v2Known = true
-	t.v2Deletes = oldest == nil || oldest.FirstRowID == nil || oldest.SequenceNumber > 1
-	return t.v2Deletes
-}
-
 // The envelope's source markers of an update paired from a delete and an
 // insert of one key in one snapshot, by how the old row was removed: an
 // equality delete (Flink, Kafka Connect upserts), a deletion vector (a
@@ -916,7 +951,9 @@ const (
 // insert whose key two new rows share pairs with none. delRow and insRow
 // say which deletes and inserts are rows leaving and arriving (false: the
 // halves of an update that changed the key, never paired).
-func (r *commitRun) pairUpserts(keyIdx []int, dels []cdc.Event, delLoc []lineage.Loc, delRow []bool, ups, ins []cdc.Event, insLoc []lineage.Loc, insRow []bool) ([]cdc.Event, []lineage.Loc, []cdc.Event, []cdc.Event, []lineage.Loc) {
+func (r *commitRun) pairUpserts(keyIdx []int, dh halves, ups []cdc.Event, ih halves) (halves, []cdc.Event, halves) {
+	dels, delLoc, delRow := dh.evs, dh.locs, dh.rows
+	ins, insLoc, insRow := ih.evs, ih.locs, ih.rows
 	byKey := map[string]int{}
 	for i, e := range ins {
 		if !insRow[i] {
@@ -952,7 +989,15 @@ func (r *commitRun) pairUpserts(keyIdx []int, dels []cdc.Event, delLoc []lineage
 			keptInsLoc = append(keptInsLoc, insLoc[j])
 		}
 	}
-	return keptDels, keptLoc, ups, keptIns, keptInsLoc
+	return halves{evs: keptDels, locs: keptLoc}, ups, halves{evs: keptIns, locs: keptInsLoc}
+}
+
+// halves are a commit's deletes or inserts, with their locations; rows
+// says which are rows leaving or arriving (see pairUpserts).
+type halves struct {
+	evs  []cdc.Event
+	locs []lineage.Loc
+	rows []bool
 }
 
 // recoverAs turns a panic into an error naming the object being read.

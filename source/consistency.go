@@ -2,15 +2,12 @@ package source
 
 import (
 	"cmp"
-	"context"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 	"strconv"
 
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -25,7 +22,7 @@ import (
 // checkSnapshotFields refuses a snapshot the engine cannot follow: no
 // manifest list, a sequence number or row lineage that contradicts its
 // parent.
-func (t *Table) checkSnapshotFields(s *table.Snapshot) error {
+func (t *tableMeta) checkSnapshotFields(s *table.Snapshot) error {
 	if s.ManifestList == "" && len(s.ManifestLocations) == 0 {
 		return malformed(fmt.Sprintf("snapshot %d has no manifest-list", s.SnapshotID))
 	}
@@ -48,7 +45,7 @@ func (t *Table) checkSnapshotFields(s *table.Snapshot) error {
 
 // checkDelta cross-checks snapshot s's manifest list and its own entries
 // against the snapshot.
-func (t *Table) checkDelta(s *table.Snapshot, d *delta) error {
+func (t *tableMeta) checkDelta(s *table.Snapshot, d *delta) error {
 	bad := func(format string, a ...any) error {
 		return malformed(fmt.Sprintf("snapshot %d (sequence number %d): ", s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
 	}
@@ -128,7 +125,7 @@ func (t *Table) checkDelta(s *table.Snapshot, d *delta) error {
 }
 
 // checkList cross-checks snapshot s's manifest list against it.
-func (t *Table) checkList(s *table.Snapshot, list []iceberg.ManifestFile) error {
+func (t *tableMeta) checkList(s *table.Snapshot, list []iceberg.ManifestFile) error {
 	bad := func(format string, a ...any) error {
 		return malformed(fmt.Sprintf("snapshot %d (sequence number %d): ", s.SnapshotID, s.SequenceNumber) + fmt.Sprintf(format, a...))
 	}
@@ -166,7 +163,7 @@ func (t *Table) checkList(s *table.Snapshot, list []iceberg.ManifestFile) error 
 // checkReplace checks a replace snapshot from its manifest list alone,
 // without reading a manifest: the list, and the files its own manifests
 // count against its parent and its summary.
-func (t *Table) checkReplace(s *table.Snapshot, list []iceberg.ManifestFile) error {
+func (t *tableMeta) checkReplace(s *table.Snapshot, list []iceberg.ManifestFile) error {
 	if err := t.checkList(s, list); err != nil {
 		return err
 	}
@@ -240,13 +237,13 @@ func operation(s *table.Snapshot) string {
 // ancestry maps the snapshots of the branch head's ancestry to their
 // sequence numbers, once per metadata load. chainCut says the ancestry
 // ends at an expired parent; chainMin is its lowest sequence number.
-func (t *Table) ancestry() map[int64]int64 {
+func (t *tableMeta) ancestry() map[int64]int64 {
 	if t.chain != nil {
 		return t.chain
 	}
 	meta := t.tbl.Metadata()
 	t.chain, t.chainCut, t.chainMin = map[int64]int64{}, false, math.MaxInt64
-	for s := meta.SnapshotByName(t.opts.Branch); s != nil; {
+	for s := meta.SnapshotByName(t.branch); s != nil; {
 		if _, seen := t.chain[s.SnapshotID]; seen {
 			break
 		}
@@ -267,7 +264,7 @@ func (t *Table) ancestry() map[int64]int64 {
 // checkSchemas refuses field ids no writer assigns: not positive, above the
 // table's last-column-id, or twice in one schema. Rows are read by field
 // id, so a wrong id would read a column as null without any error.
-func (t *Table) checkSchemas() error {
+func (t *tableMeta) checkSchemas() error {
 	meta := t.tbl.Metadata()
 	last := meta.LastColumnID()
 	for _, sc := range meta.Schemas() {
@@ -299,76 +296,6 @@ func (t *Table) checkSchemas() error {
 		}
 	}
 	return nil
-}
-
-// checkRenumbered stops at a replace snapshot that gives unchanged rows
-// new row ids. A replace has no logical change, so it emits nothing; but
-// a writer that rewrites manifests and writes EXISTING entries without
-// their first_row_id into a manifest with a new first_row_id range (Iceberg
-// 1.11's rewrite_manifests does) changes the ids every reader sees for
-// those rows. No event of a replace can say so, and passing it silently
-// would leave consumers keyed by _row_id with ids that no longer exist:
-// rewrites are detected, never papered over (docs/delivery.md).
-//
-// Only the data manifests the snapshot wrote that hold EXISTING entries
-// are read. The ids a snapshot assigns start at its first-row-id, above
-// every id assigned before it, so an EXISTING file (its rows were written
-// before S) whose first_row_id is at or past S's first-row-id was given
-// new ids by S — unless it stores a _row_id in every row, which wins.
-func (t *Table) checkRenumbered(ctx context.Context, fs iceio.IO, s *table.Snapshot, list []iceberg.ManifestFile) error {
-	if s.FirstRowID == nil {
-		return nil
-	}
-	var mine []iceberg.ManifestFile
-	for _, m := range list {
-		if m.SnapshotID() == s.SnapshotID && m.ManifestContent() == iceberg.ManifestContentData && m.ExistingDataFiles() != 0 {
-			mine = append(mine, m)
-		}
-	}
-	if len(mine) == 0 {
-		return nil
-	}
-	existing := func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
-		return iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{})
-	}
-	reads, err := t.readManifests(ctx, mine, existing, func(e iceberg.ManifestEntry) bool {
-		return e.Status() == iceberg.EntryStatusEXISTING
-	})
-	if err != nil {
-		return err
-	}
-	var moved []dataFileMeta
-	where := ""
-	for i, m := range mine {
-		if err := reads[i].err; err != nil {
-			return decodeError("manifest", m.FilePath(), err)
-		}
-		for _, e := range reads[i].entries {
-			dm := metaOf(e)
-			if dm.firstRowID == nil || *dm.firstRowID < *s.FirstRowID {
-				continue
-			}
-			l, err := readLayout(fs, dm.file, t.footers)
-			if err != nil {
-				return err
-			}
-			if !l.allRowIDs {
-				if len(moved) == 0 {
-					where = m.FilePath()
-				}
-				moved = append(moved, dm)
-			}
-		}
-	}
-	if len(moved) == 0 {
-		return nil
-	}
-	first := moved[0]
-	return lostHistory(fmt.Sprintf("snapshot %d (sequence number %d, %s) gives the unchanged rows of %d data files new row ids "+
-		"(%s: first_row_id %d, at or past the snapshot's first-row-id %d, in manifest %s, which lists it as EXISTING; Iceberg 1.11's rewrite_manifests does this): "+
-		"a replace has no event to say so, and consumers keyed by _row_id would keep ids no reader sees any more; "+
-		"on_history_loss: resync re-emits the table's rows under their new ids, or reset the table ('icecdc reset --table') and restart with start: initial",
-		s.SnapshotID, s.SequenceNumber, operationOf(s), len(moved), first.path(), *first.firstRowID, *s.FirstRowID, where))
 }
 
 func operationOf(s *table.Snapshot) string {

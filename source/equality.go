@@ -82,12 +82,30 @@ func keyOf(row cdc.Row, idx []int) string {
 	return b.String()
 }
 
+// eqIndex is the equality-delete index: the equality delete files read,
+// by path, and the column statistics that confirm a data file cannot
+// match them (see confirmPrunes).
+type eqIndex struct {
+	eq    *eqCache
+	stats *statsCache
+}
+
 // eqCache holds decoded equality-delete files by path (they are
 // immutable). It is safe for concurrent use.
 type eqCache struct {
 	mu    sync.Mutex
 	files map[string]*eqDeletes
 }
+
+// warm makes the index if it is not made yet.
+func (x *eqIndex) warm() {
+	if x.eq == nil {
+		x.eq, x.stats = newEqCache(), newStatsCache()
+	}
+}
+
+// drop forgets the index (Idle).
+func (x *eqIndex) drop() { x.eq, x.stats = nil, nil }
 
 func newEqCache() *eqCache { return &eqCache{files: map[string]*eqDeletes{}} }
 
@@ -107,7 +125,7 @@ func (c *eqCache) put(e *eqDeletes) {
 // loadEqs reads the equality-delete files of es not cached yet,
 // concurrently; the callers load them in order afterwards, from the cache
 // or, for a file whose read failed, meeting its error there.
-func (t *Table) loadEqs(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, es []iceberg.ManifestEntry) error {
+func (t *eqIndex) loadEqs(ctx context.Context, at eqRead, es []iceberg.ManifestEntry) error {
 	var todo []iceberg.ManifestEntry
 	seen := map[string]bool{}
 	for _, e := range es {
@@ -117,23 +135,37 @@ func (t *Table) loadEqs(ctx context.Context, snap *table.Snapshot, sc *iceberg.S
 			todo = append(todo, e)
 		}
 	}
-	specs := t.unpartitioned()
-	return t.pool.each(ctx, len(todo), func(i int) error {
-		t.loadEq(ctx, snap, sc, todo[i], specs)
+	return at.rd.pool.each(ctx, len(todo), func(i int) error {
+		t.loadEq(ctx, at, todo[i])
 		return nil
 	})
 }
 
-// load reads an equality-delete file with iceberg-go's reader, projected on
-// its equality fields, so values come out typed like data rows.
-func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, e iceberg.ManifestEntry, specs func(int32) bool) (_ *eqDeletes, err error) {
+// eqRead is where equality-delete files are read: through a reader, at a
+// snapshot, with its schema; specs tells the unpartitioned specs.
+type eqRead struct {
+	rd    *fileReader
+	snap  *table.Snapshot
+	sc    *iceberg.Schema
+	specs func(int32) bool
+}
+
+// eqAt is the eqRead of the loaded table at snap.
+func (t *Table) eqAt(snap *table.Snapshot, sc *iceberg.Schema) eqRead {
+	return eqRead{rd: &t.fileReader, snap: snap, sc: sc, specs: t.unpartitioned()}
+}
+
+// loadEq reads an equality-delete file with iceberg-go's reader, projected
+// on its equality fields, so values come out typed like data rows.
+func (t *eqIndex) loadEq(ctx context.Context, at eqRead, e iceberg.ManifestEntry) (_ *eqDeletes, err error) {
 	df := e.DataFile()
+	sc := at.sc
 	if c, ok := t.eq.get(df.FilePath()); ok {
 		return c, nil
 	}
 	defer recoverAs(&err, "equality delete file %s", df.FilePath())
 	ed := &eqDeletes{path: df.FilePath(), keys: map[string]struct{}{}, seq: e.SequenceNum(), specID: df.SpecID(), partition: df.Partition()}
-	ed.global = specs(df.SpecID())
+	ed.global = at.specs(df.SpecID())
 	var names []string
 	for _, id := range df.EqualityFieldIDs() {
 		f, ok := sc.FindFieldByID(id)
@@ -158,7 +190,7 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 	for _, id := range df.EqualityFieldIDs() {
 		ed.ranges = append(ed.ranges, keyRange{fieldID: id})
 	}
-	scan := t.reader.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithSelectedFields(names...))
+	scan := at.rd.reader.Scan(table.WithSnapshotID(at.snap.SnapshotID), table.WithSelectedFields(names...))
 	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Start: 0, Length: df.FileSizeBytes()}})
 	if err != nil {
 		return nil, fileError("read", "equality delete file", df.FilePath(), err)
@@ -200,18 +232,6 @@ func (t *Table) loadEq(ctx context.Context, snap *table.Snapshot, sc *iceberg.Sc
 	}
 	t.eq.put(ed)
 	return ed, nil
-}
-
-// unpartitioned returns a func telling whether a spec id has no fields.
-func (t *Table) unpartitioned() func(int32) bool {
-	return func(id int32) bool {
-		for _, s := range t.tbl.Metadata().PartitionSpecs() {
-			if int32(s.ID()) == id {
-				return s.NumFields() == 0
-			}
-		}
-		return false
-	}
 }
 
 // liveDataFiles lists the data files live in a manifest list, reading its
@@ -275,12 +295,12 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	if len(r.d.addedEq) == 0 {
 		return nil
 	}
-	if err := r.t.loadEqs(ctx, r.snap, r.sc, r.d.addedEq); err != nil {
+	if err := r.t.loadEqs(ctx, r.t.eqAt(r.snap, r.sc), r.d.addedEq); err != nil {
 		return err
 	}
 	var sets []*eqDeletes
 	for _, e := range r.d.addedEq {
-		ed, err := r.t.loadEq(ctx, r.snap, r.sc, e, r.t.unpartitioned())
+		ed, err := r.t.loadEq(ctx, r.t.eqAt(r.snap, r.sc), e)
 		if err != nil {
 			return err
 		}
@@ -450,11 +470,11 @@ func (r *commitRun) loadParentEq(ctx context.Context) error {
 			eqs = append(eqs, e)
 		}
 	}
-	if err := r.t.loadEqs(ctx, r.snap, r.sc, eqs); err != nil {
+	if err := r.t.loadEqs(ctx, r.t.eqAt(r.snap, r.sc), eqs); err != nil {
 		return err
 	}
 	for _, e := range eqs {
-		ed, err := r.t.loadEq(ctx, r.snap, r.sc, e, r.t.unpartitioned())
+		ed, err := r.t.loadEq(ctx, r.t.eqAt(r.snap, r.sc), e)
 		if err != nil {
 			return err
 		}

@@ -133,35 +133,3 @@ func (t *Table) loadIndex() {
 	}
 	clear(fi.staged) // loaded, not new
 }
-
-// flushIndex hands the manifests decoded since the last flush, and the
-// stored ones no longer in list, to the store.
-func (t *Table) flushIndex(list []string) {
-	fi := t.files
-	if fi.store == nil || fi.storeUUID == "" {
-		return
-	}
-	live := make(map[string]bool, len(list))
-	for _, p := range list {
-		live[p] = true
-	}
-	var drop []string
-	for p := range fi.manifests {
-		if !live[p] {
-			drop = append(drop, p)
-		}
-	}
-	for _, p := range drop {
-		fi.drop(p)
-	}
-	if len(drop) == 0 && len(fi.staged) == 0 && !fi.reset {
-		return
-	}
-	put := make(map[string][]byte, len(fi.staged))
-	for p, im := range fi.staged {
-		put[p] = im.encode()
-	}
-	fi.store.StageFileIndex(fi.storeUUID, put, drop, fi.reset)
-	clear(fi.staged)
-	fi.reset = false
-}

@@ -318,7 +318,7 @@ const maxScannedPaths = 16
 
 // scanManifests splits ms into the manifests whose bytes hold one of the
 // paths of want, or that could not be scanned, and the others.
-func (t *Table) scanManifests(ctx context.Context, fs iceio.IO, ms []iceberg.ManifestFile, want map[string]struct{}) (hit, miss []iceberg.ManifestFile, err error) {
+func (t *fileReader) scanManifests(ctx context.Context, fs iceio.IO, ms []iceberg.ManifestFile, want map[string]struct{}) (hit, miss []iceberg.ManifestFile, err error) {
 	paths := make([][]byte, 0, len(want))
 	for p := range want {
 		paths = append(paths, []byte(p))

@@ -1,8 +1,6 @@
 package source
 
 import (
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/icecdc/icecdc/cdc"
 )
 
@@ -25,8 +23,10 @@ func (t *Table) Idle() {
 	if fi := t.files; fi != nil && fi.store != nil && (len(fi.staged) > 0 || fi.reset) {
 		return // the index holds what the store does not yet
 	}
-	t.footers, t.files, t.dels, t.eq, t.stats = nil, nil, nil, nil, nil
-	t.v2Known, t.chain = false, nil
+	t.footers = nil
+	t.caches.drop()
+	t.eqIndex.drop()
+	t.forget()
 	if t.io != nil {
 		if err := t.io.close(); err != nil {
 			t.log().Warn("close the file IO of an idle table", "table", t.opts.Table, "err", err)
@@ -53,44 +53,8 @@ func (t *Table) warm() {
 			t.io.mu.Unlock()
 		}
 	}
-	if t.files == nil {
-		files := newFileIndex(defaultFileCacheSize)
-		if t.opts.FileIndex != nil {
-			files.store, files.staged = t.opts.FileIndex, map[string]*indexedManifest{}
-		}
-		t.files = files
-	}
-	if t.dels == nil {
-		t.dels, t.eq, t.stats = newDeleteIndex(), newEqCache(), newStatsCache()
-	}
-}
-
-// droppedMeta is what an idle table keeps of the metadata it dropped.
-type droppedMeta struct {
-	loc string
-	sum metaSummary
-}
-
-// metaSummary tells two loads of one metadata location apart should the
-// file have been rewritten in place (metadata files are never rewritten
-// by Iceberg's writers): what a commit always changes.
-type metaSummary struct {
-	lastUpdated, lastSeq, head int64
-	snapshots, schema, refs    int
-}
-
-func summarize(md table.Metadata, branch string) metaSummary {
-	s := metaSummary{lastUpdated: md.LastUpdatedMillis(), lastSeq: md.LastSequenceNumber(), snapshots: len(md.Snapshots()), schema: -1}
-	if sc := md.CurrentSchema(); sc != nil {
-		s.schema = sc.ID
-	}
-	if h := md.SnapshotByName(branch); h != nil {
-		s.head = h.SnapshotID
-	}
-	for range md.Refs() {
-		s.refs++
-	}
-	return s
+	t.caches.warm(t.opts.FileIndex)
+	t.eqIndex.warm()
 }
 
 var _ cdc.Idler = (*Table)(nil)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/icecdc/icecdc/cdc"
 )
@@ -66,12 +65,12 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.
 			eqEntries = append(eqEntries, e)
 		}
 	}
-	if err := t.loadEqs(ctx, snap, sc, eqEntries); err != nil {
+	if err := t.loadEqs(ctx, t.eqAt(snap, sc), eqEntries); err != nil {
 		return nil, err
 	}
 	var eqs []*eqDeletes
 	for _, e := range eqEntries {
-		ed, err := t.loadEq(ctx, snap, sc, e, t.unpartitioned())
+		ed, err := t.loadEq(ctx, t.eqAt(snap, sc), e)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +142,8 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.
 					continue
 				}
 				skip := max(from-start, 0)
-				next, err := t.streamLive(ctx, snap, sc, p.m, p.lay, p.live, skip, start+skip, cdc.OpSnapshot, nil, yield)
+				lr := liveRows{snap: snap, sc: sc, m: p.m, lay: p.lay, live: p.live, op: cdc.OpSnapshot}
+				next, err := t.streamLive(ctx, lr, skip, start+skip, yield)
 				if err != nil {
 					return err
 				}
@@ -178,16 +178,4 @@ func (t *Table) InitialRead(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.
 		c.FileEnds[i] = len(c.Events)
 	}
 	return c, nil
-}
-
-// deadPositions returns the positions of m deleted by its vector, or by
-// v2 position deletes when it has no vector (a vector supersedes them).
-func (t *Table) deadPositions(pf *prefetched, fs iceio.IO, m dataFileMeta, od oldDeletes) (*roaring64.Bitmap, error) {
-	if od.dv != nil {
-		return t.vector(pf, fs, od.dv, m.file.Count())
-	}
-	if od.pos != nil {
-		return od.pos, nil
-	}
-	return roaring64.New(), nil
 }

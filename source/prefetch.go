@@ -29,7 +29,7 @@ type manifestRead struct {
 // keep accepts (nil: all of them). A manifest that was not read (a
 // cancelled context) has done false, and the error says why; a decoding
 // error is left in its manifestRead for the caller to report in order.
-func (t *Table) readManifests(ctx context.Context, ms []iceberg.ManifestFile,
+func (t *fileReader) readManifests(ctx context.Context, ms []iceberg.ManifestFile,
 	entries func(iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error], keep func(iceberg.ManifestEntry) bool) ([]manifestRead, error) {
 	out := make([]manifestRead, len(ms))
 	err := t.pool.each(ctx, len(ms), func(i int) error {
@@ -129,7 +129,7 @@ func keyOfDV(e iceberg.ManifestEntry, count int64) dvKey {
 // layout returns the footer layout of m, read once per commit. It checks
 // m's record_count against the file: nothing is sized from m.file.Count()
 // before this was called for m.
-func (t *Table) layout(pf *prefetched, fs iceio.IO, m dataFileMeta) (layout, error) {
+func (t *fileReader) layout(pf *prefetched, fs iceio.IO, m dataFileMeta) (layout, error) {
 	k := keyOfLayout(m)
 	pf.mu.Lock()
 	r, ok := pf.lays[k]
@@ -150,7 +150,7 @@ func (t *Table) layout(pf *prefetched, fs iceio.IO, m dataFileMeta) (layout, err
 
 // vector returns the deletion vector of entry e for a data file of count
 // rows (see readDV), read once per commit.
-func (t *Table) vector(pf *prefetched, fs iceio.IO, e iceberg.ManifestEntry, count int64) (*roaring64.Bitmap, error) {
+func (t *fileReader) vector(pf *prefetched, fs iceio.IO, e iceberg.ManifestEntry, count int64) (*roaring64.Bitmap, error) {
 	k := keyOfDV(e, count)
 	pf.mu.Lock()
 	r, ok := pf.dvs[k]
@@ -169,7 +169,7 @@ func (t *Table) vector(pf *prefetched, fs iceio.IO, e iceberg.ManifestEntry, cou
 
 // vectors reads vectors of one Puffin file together (see readDVs) and
 // keeps their results for vector.
-func (t *Table) vectors(pf *prefetched, fs iceio.IO, path string, reads []dvRead) {
+func (t *fileReader) vectors(pf *prefetched, fs iceio.IO, path string, reads []dvRead) {
 	var res []dvResult
 	func() {
 		defer func() {
@@ -199,7 +199,7 @@ type dvRead struct {
 // prefetch reads the footers of files and the vectors dvs concurrently,
 // those not read yet. Errors are kept for layout and vector to return;
 // prefetch itself fails only when ctx ends.
-func (t *Table) prefetch(ctx context.Context, pf *prefetched, fs iceio.IO, files []dataFileMeta, dvs []dvRead) error {
+func (t *fileReader) prefetch(ctx context.Context, pf *prefetched, fs iceio.IO, files []dataFileMeta, dvs []dvRead) error {
 	var jobs []func()
 	seenL := map[layoutKey]bool{}
 	for _, m := range files {
@@ -238,4 +238,16 @@ func (t *Table) prefetch(ctx context.Context, pf *prefetched, fs iceio.IO, files
 		jobs[i]()
 		return nil
 	})
+}
+
+// deadPositions returns the positions of m deleted by its vector, or by
+// v2 position deletes when it has no vector (a vector supersedes them).
+func (t *fileReader) deadPositions(pf *prefetched, fs iceio.IO, m dataFileMeta, od oldDeletes) (*roaring64.Bitmap, error) {
+	if od.dv != nil {
+		return t.vector(pf, fs, od.dv, m.file.Count())
+	}
+	if od.pos != nil {
+		return od.pos, nil
+	}
+	return roaring64.New(), nil
 }

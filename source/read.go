@@ -54,7 +54,7 @@ type readOpts struct {
 // stored lineage values over inherited ones). Row groups holding none of
 // o.positions are skipped. No delete is applied: the caller decides by
 // position. Rows the visitor wants are returned with their values.
-func (t *Table) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, o readOpts, visit rowVisitor) ([]fileRow, error) {
+func (t *fileReader) scanFile(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, o readOpts, visit rowVisitor) ([]fileRow, error) {
 	path := m.path()
 	// Record batches of a bounded size keep a streamed read's memory small.
 	opts := []table.ScanOption{table.WithSnapshotID(snap.SnapshotID), table.WithRowLineage(), table.WithArrowBatchSize(readBatchRows)}
@@ -167,7 +167,7 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, l
 		}
 	}
 	if values && lazy && columnsFit(cols, fields) {
-		return visitLazy(rec, sc, cols, fields, ids, seqs, base, visit)
+		return visitLazy(batchColumns{rec: rec, sc: sc, cols: cols, fields: fields, ids: ids, seqs: seqs}, base, visit)
 	}
 	var out []fileRow
 	// The rows' values are cut from blocks of a few rows each, not
@@ -243,13 +243,23 @@ func columnsFit(cols []arrow.Array, fields []iceberg.NestedField) bool {
 	return true
 }
 
+// batchColumns is a record batch as visitBatch reads it: its columns by
+// field of sc, and its lineage columns.
+type batchColumns struct {
+	rec       arrow.RecordBatch
+	sc        *iceberg.Schema
+	cols      []arrow.Array
+	fields    []iceberg.NestedField
+	ids, seqs *array.Int64
+}
+
 // visitLazy is visitBatch for columns that fit: the wanted rows keep
 // their values in the batch when they are at least a quarter of it, so
 // that events held a while (a held commit, a chunk in flight) pin at most
 // four times their own rows; a sparser batch's rows become Rows, as
 // visitBatch makes them.
-func visitLazy(rec arrow.RecordBatch, sc *iceberg.Schema, cols []arrow.Array, fields []iceberg.NestedField,
-	ids, seqs *array.Int64, base int64, visit rowVisitor) ([]fileRow, error) {
+func visitLazy(b batchColumns, base int64, visit rowVisitor) ([]fileRow, error) {
+	rec, cols, fields, ids, seqs := b.rec, b.cols, b.fields, b.ids, b.seqs
 	var out []fileRow
 	n := int(rec.NumRows())
 	for i := range n {
@@ -269,7 +279,7 @@ func visitLazy(rec arrow.RecordBatch, sc *iceberg.Schema, cols []arrow.Array, fi
 		// never released, and the garbage collector frees the buffers
 		// (the Go allocator's) once no event refers to them.
 		rec.Retain()
-		img := cdc.NewArrowRows(sc, cols)
+		img := cdc.NewArrowRows(b.sc, cols)
 		for k := range out {
 			out[k].img = img
 		}

@@ -35,7 +35,7 @@ type readAhead struct {
 
 // readAhead starts fetching files for a loop that scans them in order. The
 // loop calls wait(i) before it scans files[i], and stop when it ends.
-func (t *Table) readAhead(ctx context.Context, fs iceio.IO, files []dataFileMeta) *readAhead {
+func (t *fileReader) readAhead(ctx context.Context, fs iceio.IO, files []dataFileMeta) *readAhead {
 	ctx, cancel := context.WithCancel(ctx)
 	ra := &readAhead{done: make([]chan struct{}, len(files)), sizes: make([]int64, len(files)), cancel: cancel}
 	ra.cond = sync.NewCond(&ra.mu)

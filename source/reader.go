@@ -2,7 +2,11 @@ package source
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"iter"
 	"maps"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -52,4 +56,129 @@ func (m noManifestListCache) Equals(other table.Metadata) bool {
 		other = o.Metadata
 	}
 	return m.Metadata.Equals(other)
+}
+
+// fileReader reads the files of the loaded metadata: its IO, opened on
+// first use, the footers of its data files, the iceberg-go tables the
+// scans go through and the pool that bounds the reads in flight.
+type fileReader struct {
+	io *tableIO
+	// reader is the loaded table reading through io: the table the
+	// scans use.
+	reader *table.Table
+	// geoReader is reader with geometry and geography read as binary, for
+	// the files whose footers give arrow-go no geoarrow type (see geo.go);
+	// nil when no schema of the table holds either.
+	geoReader *table.Table
+	pool      *ioPool
+	footers   *footerCache
+}
+
+// tableIO is the IO of one loaded metadata, opened on first use: reads go
+// through the footer cache to the (confined) IO the table was loaded with.
+type tableIO struct {
+	open    func(context.Context) (iceio.IO, error)
+	footers *footerCache
+
+	mu  sync.Mutex
+	raw iceio.IO
+	fs  iceio.IO
+}
+
+func (l *tableIO) get(ctx context.Context) (iceio.IO, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fs == nil {
+		raw, err := l.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.raw, l.fs = raw, &footerIO{inner: raw, cache: l.footers}
+	}
+	return l.fs, nil
+}
+
+// close closes the IO if it was opened and can be closed.
+func (l *tableIO) close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.raw.(io.Closer)
+	l.raw, l.fs = nil, nil
+	if !ok {
+		return nil
+	}
+	return c.Close()
+}
+
+// checkRenumbered stops at a replace snapshot that gives unchanged rows
+// new row ids. A replace has no logical change, so it emits nothing; but
+// a writer that rewrites manifests and writes EXISTING entries without
+// their first_row_id into a manifest with a new first_row_id range (Iceberg
+// 1.11's rewrite_manifests does) changes the ids every reader sees for
+// those rows. No event of a replace can say so, and passing it silently
+// would leave consumers keyed by _row_id with ids that no longer exist:
+// rewrites are detected, never papered over (docs/delivery.md).
+//
+// Only the data manifests the snapshot wrote that hold EXISTING entries
+// are read. The ids a snapshot assigns start at its first-row-id, above
+// every id assigned before it, so an EXISTING file (its rows were written
+// before S) whose first_row_id is at or past S's first-row-id was given
+// new ids by S — unless it stores a _row_id in every row, which wins.
+func (t *fileReader) checkRenumbered(ctx context.Context, fs iceio.IO, s *table.Snapshot, list []iceberg.ManifestFile) error {
+	if s.FirstRowID == nil {
+		return nil
+	}
+	var mine []iceberg.ManifestFile
+	for _, m := range list {
+		if m.SnapshotID() == s.SnapshotID && m.ManifestContent() == iceberg.ManifestContentData && m.ExistingDataFiles() != 0 {
+			mine = append(mine, m)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	existing := func(m iceberg.ManifestFile) iter.Seq2[iceberg.ManifestEntry, error] {
+		return iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{})
+	}
+	reads, err := t.readManifests(ctx, mine, existing, func(e iceberg.ManifestEntry) bool {
+		return e.Status() == iceberg.EntryStatusEXISTING
+	})
+	if err != nil {
+		return err
+	}
+	var moved []dataFileMeta
+	where := ""
+	for i, m := range mine {
+		if err := reads[i].err; err != nil {
+			return decodeError("manifest", m.FilePath(), err)
+		}
+		for _, e := range reads[i].entries {
+			dm := metaOf(e)
+			if dm.firstRowID == nil || *dm.firstRowID < *s.FirstRowID {
+				continue
+			}
+			l, err := readLayout(fs, dm.file, t.footers)
+			if err != nil {
+				return err
+			}
+			if !l.allRowIDs {
+				if len(moved) == 0 {
+					where = m.FilePath()
+				}
+				moved = append(moved, dm)
+			}
+		}
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	first := moved[0]
+	return lostHistory(fmt.Sprintf("snapshot %d (sequence number %d, %s) gives the unchanged rows of %d data files new row ids "+
+		"(%s: first_row_id %d, at or past the snapshot's first-row-id %d, in manifest %s, which lists it as EXISTING; Iceberg 1.11's rewrite_manifests does this): "+
+		"a replace has no event to say so, and consumers keyed by _row_id would keep ids no reader sees any more; "+
+		"on_history_loss: resync re-emits the table's rows under their new ids, or reset the table ('icecdc reset --table') and restart with start: initial",
+		s.SnapshotID, s.SequenceNumber, operationOf(s), len(moved), first.path(), *first.firstRowID, *s.FirstRowID, where))
 }

@@ -261,12 +261,25 @@ func (l layout) tasks(m dataFileMeta, spans []span) ([]table.FileScanTask, []spa
 	return out, spans
 }
 
-// streamLive reads the rows of m at the positions in live, from the
-// skip-th of them on, and yields them as events of kind op, a record batch
-// at a time, numbered from index. It returns the index after the last.
-// Row groups before the first wanted row are not read.
-func (t *Table) streamLive(ctx context.Context, snap *table.Snapshot, sc *iceberg.Schema, m dataFileMeta, lay layout,
-	live *roaring64.Bitmap, skip, index int, op cdc.Op, check func(fileRow) error, yield func([]cdc.Event) error) (int, error) {
+// liveRows are the rows of a data file streamLive yields: m's rows at the
+// positions in live, read at snap with sc, as events of kind op; check,
+// when set, vets each row first.
+type liveRows struct {
+	snap  *table.Snapshot
+	sc    *iceberg.Schema
+	m     dataFileMeta
+	lay   layout
+	live  *roaring64.Bitmap
+	op    cdc.Op
+	check func(fileRow) error
+}
+
+// streamLive reads the rows of lr from the skip-th of them on, and yields
+// them as events, a record batch at a time, numbered from index. It
+// returns the index after the last. Row groups before the first wanted
+// row are not read.
+func (t *fileReader) streamLive(ctx context.Context, lr liveRows, skip, index int, yield func([]cdc.Event) error) (int, error) {
+	m, live, op, check := lr.m, lr.live, lr.op, lr.check
 	if skip > 0 {
 		pos, err := live.Select(uint64(skip))
 		if err != nil {
@@ -276,7 +289,7 @@ func (t *Table) streamLive(ctx context.Context, snap *table.Snapshot, sc *iceber
 		live.RemoveRange(0, pos)
 	}
 	next := index
-	_, err := t.scanFile(ctx, snap, sc, m, readOpts{lay: lay, positions: live, arrow: true, each: func(rows []fileRow) error {
+	_, err := t.scanFile(ctx, lr.snap, lr.sc, m, readOpts{lay: lr.lay, positions: live, arrow: true, each: func(rows []fileRow) error {
 		if len(rows) == 0 {
 			return nil
 		}

@@ -126,7 +126,7 @@ func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRea
 	for i, g := range groups {
 		anoms = append(anoms, p.skipAll(rem[i].dups)...)
 		if cross := sets.RemoveAll(rem[i].ids); !cross.IsEmpty() {
-			dups, err := p.findRows(ctx, g.m, g.lay, g.pos, g.fi, cross, lineage.DuplicateRemoved)
+			dups, err := p.findRows(ctx, fileRows{g.m, g.lay, g.pos, g.fi}, cross, lineage.DuplicateRemoved)
 			if err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRea
 			if f.dead != nil {
 				live.AndNot(f.dead)
 			}
-			dups, err := p.findRows(ctx, f.m, f.lay, live, f.fi, cross, lineage.DuplicateAdded)
+			dups, err := p.findRows(ctx, fileRows{f.m, f.lay, live, f.fi}, cross, lineage.DuplicateAdded)
 			if err != nil {
 				return err
 			}
@@ -322,14 +322,24 @@ func (r *commitRun) addedIDs(ctx context.Context, f *addedFile, sets *lineage.Se
 	return part, anoms, err
 }
 
-// findRows returns, as anomalies of kind, every row of a file at
+// fileRows are rows of a commit's data file: m's rows at positions; fi
+// is the file's Loc.File.
+type fileRows struct {
+	m         dataFileMeta
+	lay       layout
+	positions *roaring64.Bitmap
+	fi        int
+}
+
+// findRows returns, as anomalies of kind, every row of f at its
 // positions whose row id is in ids: the later occurrences of
 // row ids an earlier file had.
-func (p *streamPlan) findRows(ctx context.Context, m dataFileMeta, lay layout, positions *roaring64.Bitmap, fi int, ids *roaring64.Bitmap, kind string) ([]lineage.Anomaly, error) {
+func (p *streamPlan) findRows(ctx context.Context, f fileRows, ids *roaring64.Bitmap, kind string) ([]lineage.Anomaly, error) {
 	var out []lineage.Anomaly
-	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, narrow: true}, func(pos, id, _ int64, hasID bool) (bool, error) {
+	positions := f.positions
+	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, f.m, readOpts{lay: f.lay, positions: positions, narrow: true}, func(pos, id, _ int64, hasID bool) (bool, error) {
 		if hasID && positions.Contains(uint64(pos)) && ids.Contains(uint64(id)) {
-			out = append(out, lineage.Anomaly{Kind: kind, RowID: id, Loc: lineage.Loc{File: fi, Pos: pos}})
+			out = append(out, lineage.Anomaly{Kind: kind, RowID: id, Loc: lineage.Loc{File: f.fi, Pos: pos}})
 		}
 		return false, nil
 	})
@@ -349,9 +359,10 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 	for _, x := range p.removed {
 		n := int(x.emit.GetCardinality())
 		if n > 0 && idx+n > from {
-			err := p.emit(ctx, x.g.m, x.g.lay, x.g.pos, x.g.fi, x.emit, idx, from, true, func(fr fileRow) (cdc.Event, error) {
+			e := emitted{want: x.emit, arrow: true, event: func(fr fileRow) (cdc.Event, error) {
 				return cdc.Event{Op: cdc.OpDelete, RowID: fr.rowID, LUSN: fr.lusn, Before: fr.row, BeforeArrow: fr.img, BeforePos: fr.at}, nil
-			}, yield)
+			}}
+			err := p.emit(ctx, fileRows{x.g.m, x.g.lay, x.g.pos, x.g.fi}, e, idx, from, yield)
 			if err != nil {
 				return err
 			}
@@ -379,10 +390,11 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 				// compares it with the before image (changed_fields),
 				// which a Row from the batch's arena serves at less cost
 				// than one made from the columns at encoding.
-				err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.upd, idx, from, false, func(fr fileRow) (cdc.Event, error) {
+				e := emitted{want: x.upd, event: func(fr fileRow) (cdc.Event, error) {
 					before, err := p.before(store, fr.rowID)
 					return cdc.Event{Op: cdc.OpUpdate, RowID: fr.rowID, LUSN: fr.lusn, Before: before, After: fr.row, AfterArrow: fr.img, AfterPos: fr.at}, err
-				}, yield)
+				}}
+				err := p.emit(ctx, fileRows{x.f.m, x.f.lay, x.pos, x.f.fi}, e, idx, from, yield)
 				if err != nil {
 					return err
 				}
@@ -396,9 +408,10 @@ func (p *streamPlan) rest(ctx context.Context, from int, yield func([]cdc.Event)
 	for _, x := range p.added {
 		n := int(x.ins.GetCardinality())
 		if n > 0 && idx+n > from {
-			err := p.emit(ctx, x.f.m, x.f.lay, x.pos, x.f.fi, x.ins, idx, from, true, func(fr fileRow) (cdc.Event, error) {
+			e := emitted{want: x.ins, arrow: true, event: func(fr fileRow) (cdc.Event, error) {
 				return cdc.Event{Op: cdc.OpCreate, RowID: fr.rowID, LUSN: fr.lusn, After: fr.row, AfterArrow: fr.img, AfterPos: fr.at}, nil
-			}, yield)
+			}}
+			err := p.emit(ctx, fileRows{x.f.m, x.f.lay, x.pos, x.f.fi}, e, idx, from, yield)
 			if err != nil {
 				return err
 			}
@@ -439,17 +452,25 @@ func (p *streamPlan) scanOrder(from int) []dataFileMeta {
 	return out
 }
 
-// emit yields, a record batch at a time, events for the rows of a file at
-// positions whose row id is in want, numbered from idx, from index from on;
-// arrow lets the rows' values stay in the record batch (readOpts.arrow).
-// The file must give exactly want's rows.
-func (p *streamPlan) emit(ctx context.Context, m dataFileMeta, lay layout, positions *roaring64.Bitmap, fi int, want *roaring64.Bitmap,
-	idx, from int, arrow bool, event func(fileRow) (cdc.Event, error), yield func([]cdc.Event) error) error {
+// emitted says which of a file's rows emit yields and as what: those whose
+// row id is in want, each made an event by event; arrow lets the rows'
+// values stay in the record batch (readOpts.arrow).
+type emitted struct {
+	want  *roaring64.Bitmap
+	arrow bool
+	event func(fileRow) (cdc.Event, error)
+}
+
+// emit yields, a record batch at a time, events for the rows of f
+// that e wants, numbered from idx, from index from on. The file must give
+// exactly the wanted rows.
+func (p *streamPlan) emit(ctx context.Context, f fileRows, e emitted, idx, from int, yield func([]cdc.Event) error) error {
+	m, positions, fi, want, event := f.m, f.positions, f.fi, e.want, e.event
 	next, seen := idx, idx
 	if p.scanning != nil {
 		p.scanning()
 	}
-	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: lay, positions: positions, arrow: arrow, each: func(rows []fileRow) error {
+	_, err := p.r.t.scanFile(ctx, p.r.snap, p.r.sc, m, readOpts{lay: f.lay, positions: positions, arrow: e.arrow, each: func(rows []fileRow) error {
 		if len(rows) == 0 {
 			return nil
 		}

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -20,7 +17,15 @@ import (
 
 // Table is one followed Iceberg table on one branch. Its methods are
 // called by one goroutine at a time; inside a commit, reads fan out
-// through pool, and the caches they share are safe for concurrent use.
+// through the reader's pool, and the caches they share are safe for
+// concurrent use.
+//
+// A Table is its options, its catalog and four parts, each in a file of
+// its own: the loaded metadata and the walk of its snapshots (tableMeta,
+// meta.go), the file reader of the loaded metadata (fileReader,
+// reader.go), the equality-delete index (eqIndex, equality.go) and the
+// data-file and delete caches (caches, caches.go). Its own methods load
+// the table and compute a commit from the parts.
 type Table struct {
 	opts Options
 	load func(context.Context) (*table.Table, error)
@@ -30,37 +35,15 @@ type Table struct {
 	// commit commits to the table through its catalog (nil for a
 	// metadata file); only the retention hold uses it.
 	commit commitFunc
-	tbl    *table.Table
-	// reader is tbl reading through io: the table the scans use.
-	reader *table.Table
-	// geoReader is reader with geometry and geography read as binary, for
-	// the files whose footers give arrow-go no geoarrow type (see geo.go);
-	// nil when no schema of the table holds either.
-	geoReader *table.Table
-	io        *tableIO
-
-	pool    *ioPool
-	footers *footerCache
-	files   *fileIndex
-	dels    *deleteIndex
-	eq      *eqCache
-	stats   *statsCache // see confirmPrunes
-
-	v2Known, v2Deletes bool            // see mayHaveV2Deletes
-	chain              map[int64]int64 // see ancestry
-	chainCut           bool
-	chainMin           int64
-	warnedLocations    string // see warnLocations
-	// invalid is what checking the loaded metadata found wrong: an
-	// unchanged metadata is as wrong at the next Refresh.
-	invalid error
 	// watch is the table's entry in its shared catalog's change checks
 	// (nil: no shared catalog), see watch.go.
 	watch    *watchEntry
 	watchSet *watchSet
-	// dropped is what Idle kept of the metadata it dropped (nil: none
-	// dropped), see idle.go.
-	dropped *droppedMeta
+
+	tableMeta
+	fileReader
+	eqIndex
+	caches
 }
 
 var _ cdc.Source = (*Table)(nil)
@@ -69,7 +52,9 @@ var _ cdc.Source = (*Table)(nil)
 func newTable(o Options, closeCatalog func()) *Table {
 	// The caches are made by the first load (warm), and dropped again by
 	// Idle: a followed table that stays idle costs none.
-	return &Table{opts: o, closeCatalog: closeCatalog, pool: newIOPool(o.IOConcurrency)}
+	return &Table{opts: o, closeCatalog: closeCatalog,
+		tableMeta:  tableMeta{branch: o.Branch},
+		fileReader: fileReader{pool: newIOPool(o.IOConcurrency)}}
 }
 
 // errNotLoaded is returned by a Table whose first Refresh has not
@@ -119,7 +104,7 @@ func (t *Table) adopt(tbl *table.Table) {
 	if hasGeo(tbl.Metadata()) {
 		t.geoReader = newReader(tbl.Identifier(), newBinaryGeoMetadata(tbl.Metadata()), tbl.MetadataLocation(), t.io.get)
 	}
-	t.v2Known, t.chain = false, nil
+	t.forget()
 	if err := old.close(); err != nil {
 		t.log().Warn("close the file IO of the table's previous metadata", "table", t.name(tbl), "err", err)
 	}
@@ -194,45 +179,6 @@ func (t *Table) Close() error {
 		t.closeCatalog()
 	}
 	return err
-}
-
-// tableIO is the IO of one loaded metadata, opened on first use: reads go
-// through the footer cache to the (confined) IO the table was loaded with.
-type tableIO struct {
-	open    func(context.Context) (iceio.IO, error)
-	footers *footerCache
-
-	mu  sync.Mutex
-	raw iceio.IO
-	fs  iceio.IO
-}
-
-func (l *tableIO) get(ctx context.Context) (iceio.IO, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.fs == nil {
-		raw, err := l.open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		l.raw, l.fs = raw, &footerIO{inner: raw, cache: l.footers}
-	}
-	return l.fs, nil
-}
-
-// close closes the IO if it was opened and can be closed.
-func (l *tableIO) close() error {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c, ok := l.raw.(io.Closer)
-	l.raw, l.fs = nil, nil
-	if !ok {
-		return nil
-	}
-	return c.Close()
 }
 
 func (t *Table) log() *slog.Logger {
@@ -330,79 +276,6 @@ func (t *Table) Retained(_ context.Context) (_ []cdc.SnapshotInfo, whole bool, e
 	return out, whole, nil
 }
 
-// walk visits the branch's ancestry from the head down, every snapshot with
-// a sequence number above afterSeq, and checks the graph (see Snapshots).
-// An expired parent ends the walk: with strict, it is an error unless no
-// change above afterSeq can be missing; whole reports whether the walk
-// reached afterSeq or the branch's first snapshot. Each snapshot is
-// visited once, so a parent cycle costs at most one pass.
-func (t *Table) walk(afterSeq int64, strict bool, visit func(*table.Snapshot)) (whole bool, _ error) {
-	meta := t.tbl.Metadata()
-	name := t.name(t.tbl)
-	head := meta.SnapshotByName(t.opts.Branch)
-	if head == nil {
-		for n, ref := range meta.Refs() {
-			if n == t.opts.Branch {
-				return false, malformed(fmt.Sprintf("branch %s points at snapshot %d, which is not in the table metadata", n, ref.SnapshotID))
-			}
-		}
-		if t.opts.Branch != table.MainBranch {
-			return false, fmt.Errorf("no branch %q", t.opts.Branch)
-		}
-		return true, nil // an empty table has no snapshots yet
-	}
-	seen := make(map[int64]bool)
-	for s := head; ; {
-		if seen[s.SnapshotID] {
-			return false, malformed(fmt.Sprintf("the parent chain of branch %s loops back to snapshot %d (a cycle in parent-snapshot-id)", t.opts.Branch, s.SnapshotID))
-		}
-		seen[s.SnapshotID] = true
-		if s.SequenceNumber < 0 {
-			return false, malformed(fmt.Sprintf("snapshot %d has a negative sequence-number %d", s.SnapshotID, s.SequenceNumber))
-		}
-		if s.SequenceNumber == 0 && s.FirstRowID != nil {
-			// Sequence number 0 is what format v1 snapshots read as; a
-			// snapshot with row lineage was written under v3.
-			return false, malformed(fmt.Sprintf("snapshot %d has first-row-id but sequence-number 0 (missing?)", s.SnapshotID))
-		}
-		if s.SequenceNumber <= afterSeq {
-			return true, nil
-		}
-		visit(s)
-		if s.ParentSnapshotID == nil {
-			return true, nil // the branch's first snapshot: its history is whole
-		}
-		p := meta.SnapshotByID(*s.ParentSnapshotID)
-		if p == nil {
-			// Expired. Nothing is lost if the parent's sequence number,
-			// which is below s's, cannot be above afterSeq.
-			if s.SequenceNumber-1 <= afterSeq {
-				return true, nil
-			}
-			if err := parentCouldExpire(meta, name, s); err != nil {
-				return false, err
-			}
-			if !strict {
-				return false, nil
-			}
-			return false, lostHistory(fmt.Sprintf("snapshot %d (sequence number %d) has parent %d, which was expired: "+
-				"the changes of the commits between sequence number %d and %d are no longer in the table's history", s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, afterSeq, s.SequenceNumber))
-		}
-		if p.SequenceNumber >= s.SequenceNumber && (p.SequenceNumber > 0 || s.SequenceNumber > 0) && !seen[p.SnapshotID] {
-			return false, malformed(fmt.Sprintf("snapshot %d has sequence-number %d, not above its parent %d's %d: sequence numbers must increase along a branch",
-				s.SnapshotID, s.SequenceNumber, p.SnapshotID, p.SequenceNumber))
-		}
-		s = p
-	}
-}
-
-// malformed is a snapshot history that cannot be followed: its metadata
-// is malformed, and no retry fixes it.
-func malformed(msg string) error { return cdc.Permanent(errors.New(msg)) }
-
-// lostHistory is a snapshot history that lost what the stream needs.
-func lostHistory(msg string) error { return cdc.HistoryLost(errors.New(msg)) }
-
 func snapshotInfo(s *table.Snapshot) cdc.SnapshotInfo {
 	si := cdc.SnapshotInfo{
 		ID:             s.SnapshotID,
@@ -443,30 +316,6 @@ func summaryFiles(props iceberg.Properties) int {
 	return n
 }
 
-// schemaFor returns the schema a snapshot's rows are read and encoded with.
-func (t *Table) schemaFor(s *table.Snapshot) *iceberg.Schema {
-	if s.SchemaID != nil {
-		for _, sc := range t.tbl.Metadata().Schemas() {
-			if sc.ID == *s.SchemaID {
-				return sc
-			}
-		}
-	}
-	return t.tbl.Schema()
-}
-
-// schemaChange compares snapshot s's schema sc with its parent's.
-func (t *Table) schemaChange(s *table.Snapshot, sc *iceberg.Schema) *cdc.SchemaChange {
-	if s.ParentSnapshotID == nil {
-		return cdc.NewSchemaChange(nil, true, sc)
-	}
-	p := t.tbl.Metadata().SnapshotByID(*s.ParentSnapshotID)
-	if p == nil {
-		return cdc.NewSchemaChange(nil, false, sc)
-	}
-	return cdc.NewSchemaChange(t.schemaFor(p), true, sc)
-}
-
 // Head returns the followed branch's head snapshot.
 func (t *Table) Head() (cdc.SnapshotInfo, bool) {
 	if t.tbl == nil {
@@ -485,37 +334,4 @@ func (t *Table) HasSnapshot(id int64) bool {
 		return false
 	}
 	return t.tbl.Metadata().SnapshotByID(id) != nil
-}
-
-// parentCouldExpire checks that s's parent, which the metadata does not
-// list, can have been expired rather than be a wrong pointer. Sequence
-// numbers are unique in a table (each commit takes last-sequence-number
-// + 1) and the parent's is below s's: when every sequence number from 1 to
-// s's - 1 belongs to a snapshot the metadata still lists, none of them was
-// expired, so the parent never existed. Taking the break for an expiry
-// would start `earliest` after it and skip, silently, the commits of the
-// snapshots still listed below it. A parent of sequence number 0 (a format
-// v1 snapshot of an upgraded table) is the one case this cannot rule out:
-// a table that still lists such a snapshot is not judged.
-func parentCouldExpire(meta table.Metadata, name string, s *table.Snapshot) error {
-	below := s.SequenceNumber - 1
-	all := meta.Snapshots()
-	if below < 1 || int64(len(all)) < below {
-		return nil
-	}
-	held := make(map[int64]bool, below)
-	for i := range all {
-		switch q := all[i].SequenceNumber; {
-		case q == 0:
-			return nil
-		case q >= 1 && q <= below:
-			held[q] = true
-		}
-	}
-	if int64(len(held)) < below {
-		return nil
-	}
-	return malformed(fmt.Sprintf("snapshot %d (sequence number %d) has parent-snapshot-id %d, which the metadata does not list, "+
-		"yet no snapshot below it was expired (every sequence number from 1 to %d is a listed snapshot): the parent pointer is wrong",
-		s.SnapshotID, s.SequenceNumber, *s.ParentSnapshotID, below))
 }

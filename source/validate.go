@@ -67,14 +67,6 @@ func fileKind(df iceberg.DataFile) string {
 	return "position delete file"
 }
 
-// nextRowID is the bound of the table's row ids, for checkEntry.
-func (t *Table) nextRowID() int64 {
-	if t.tbl.Metadata().Version() < 3 {
-		return -1
-	}
-	return t.tbl.Metadata().NextRowID()
-}
-
 // fileError names the file an error of opening or reading it is about; a
 // file outside the allowed locations is said to be so.
 func fileError(verb, what, name string, err error) error {

@@ -122,15 +122,25 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	snap := strconv.FormatInt(b.Snapshot.ID, 10)
 	for start := 0; start < len(b.Messages); start += s.cfg.Batch.MaxEntries {
 		end := min(start+s.cfg.Batch.MaxEntries, len(b.Messages))
-		if err := s.send(ctx, stream, b, start, end, seq, snap); err != nil {
+		if err := s.send(ctx, batchSlice{stream: stream, b: b, start: start, end: end, seq: seq, snap: snap}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// batchSlice is messages [start, end) of b bound for one stream, with the
+// snapshot's sequence number and id already formatted once per batch.
+type batchSlice struct {
+	stream     string
+	b          *cdc.Batch
+	start, end int
+	seq, snap  string
+}
+
 // send sends messages [start, end) of b as one pipeline.
-func (s *Sink) send(ctx context.Context, stream string, b *cdc.Batch, start, end int, seq, snap string) error {
+func (s *Sink) send(ctx context.Context, sl batchSlice) error {
+	stream, b, start, end, seq, snap := sl.stream, sl.b, sl.start, sl.end, sl.seq, sl.snap
 	pipe := s.client.Pipeline()
 	for i := start; i < end; i++ {
 		m := &b.Messages[i]

@@ -18,8 +18,11 @@ var _ cdc.Sink = (*Sink)(nil)
 
 var errClosed = errors.New("stdout sink is closed")
 
-// maxKeptBuffer is the largest encoding buffer kept between writes.
-const maxKeptBuffer = 4 << 20
+// maxKeptBuffer is the largest encoding buffer kept between writes: above
+// a default batch's lines (about 4 MiB of values, chunk_bytes, plus the
+// event ids), or the buffer is grown again from nothing every write, as
+// the file sink's was.
+const maxKeptBuffer = 16 << 20
 
 // Sink writes JSON lines to an io.Writer. It is safe for concurrent use.
 type Sink struct {
