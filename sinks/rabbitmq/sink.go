@@ -209,7 +209,12 @@ func permanent(err error) bool {
 		return false
 	}
 	switch ae.Code {
-	case amqp.AccessRefused, amqp.NotFound, amqp.PreconditionFailed, amqp.NotAllowed, amqp.FrameError, amqp.SyntaxError, amqp.CommandInvalid:
+	case amqp.FrameError:
+		// amqp091 reports a connection it lost (a read or write that
+		// failed or timed out: a broker that stopped answering) as a 501
+		// of its own; only the broker's 501 is a frame it could not take.
+		return ae.Server
+	case amqp.AccessRefused, amqp.NotFound, amqp.PreconditionFailed, amqp.NotAllowed, amqp.SyntaxError, amqp.CommandInvalid:
 		return true
 	}
 	return false

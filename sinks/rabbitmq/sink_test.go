@@ -3,8 +3,11 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/sinks/sinktest"
@@ -78,6 +81,28 @@ func TestConfigCheck(t *testing.T) {
 		}
 		if !strings.Contains(strings.Join(all, "; "), tc.want) {
 			t.Errorf("%+v: problems %q, want %q", tc.cfg, all, tc.want)
+		}
+	}
+}
+
+// TestLostConnectionIsRetried: amqp091 reports a connection it lost (a
+// broker that stopped answering: the read deadline of its heartbeats
+// passed) as a 501 of its own, which must be retried; the broker's own
+// 501 (a frame it could not take) and its refusals stop the table. The
+// interop part sinks stops a real broker for a minute (SIGSTOP) to prove
+// the whole path.
+func TestLostConnectionIsRetried(t *testing.T) {
+	lost := &amqp.Error{Code: amqp.FrameError, Reason: "read tcp 127.0.0.1:50616->127.0.0.1:42083: i/o timeout"}
+	if permanent(lost) || permanent(fmt.Errorf("publish: %w", lost)) {
+		t.Errorf("a lost connection (%v) is taken for a refusal: the table would stop while the broker is away", lost)
+	}
+	for _, refused := range []*amqp.Error{
+		{Code: amqp.FrameError, Reason: "FRAME_ERROR", Server: true},
+		{Code: amqp.NotFound, Reason: "NOT_FOUND - no exchange 'x'", Server: true},
+		{Code: amqp.AccessRefused, Reason: "ACCESS_REFUSED", Server: true},
+	} {
+		if !permanent(refused) {
+			t.Errorf("the broker's %d %s is retried, want the table stopped", refused.Code, refused.Reason)
 		}
 	}
 }
