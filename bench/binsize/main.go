@@ -22,9 +22,10 @@ import (
 	"strings"
 )
 
-// groups name the modules behind each catalog or object store, by prefix.
+// groups name the modules behind each catalog, object store or sink, by
+// prefix.
 var groups = []struct{ name, prefix string }{
-	{"AWS SDK (S3 store, Glue catalog)", "github.com/aws/"},
+	{"AWS SDK (S3 store, Glue catalog, SQS, SNS and Kinesis sinks)", "github.com/aws/"},
 	{"Google Cloud SDK (GCS store)", "cloud.google.com/"},
 	{"Google Cloud SDK (GCS store)", "google.golang.org/api"},
 	{"Google Cloud SDK (GCS store)", "github.com/googleapis/"},
@@ -48,6 +49,9 @@ var groups = []struct{ name, prefix string }{
 	{"gocloud.dev (blob stores)", "gocloud.dev"},
 	{"Kafka client (franz-go)", "github.com/twmb/"},
 	{"OpenSearch client", "github.com/opensearch-project/"},
+	{"Redis client (go-redis)", "github.com/redis/"},
+	{"NATS client (nats.go)", "github.com/nats-io/"},
+	{"RabbitMQ client (amqp091-go)", "github.com/rabbitmq/"},
 	{"OpenTelemetry", "go.opentelemetry.io/"},
 	{"Prometheus client", "github.com/prometheus/"},
 	{"icecdc", "github.com/icecdc/"},
