@@ -1,13 +1,14 @@
 """The sinks part: `icecdc run` delivers a table's history to NATS
 JetStream, Redis Streams and RabbitMQ (real servers the part started on
 loopback), is SIGKILLed after its first deliveries and restarted while
-the table takes more commits, and each system's own client (nats-py,
-redis, pika) reads every event back. Against `icecdc changes` of the
+the table takes more commits, then sees its server stop answering for a
+minute (SIGSTOP) while the table takes two more; each system's own client
+(nats-py, redis, pika) reads every event back. Against `icecdc changes` of the
 table's last metadata: every event id present with the same op, before
 and after; per key, the events in the table's order (first copies);
 duplicates only where the promise allows them (none on JetStream, whose
 duplicate window drops replays by Nats-Msg-Id; at-least-once on Redis
-and RabbitMQ). One line per sink: events, kills, lost, duplicated, order.
+and RabbitMQ). One line per sink: events, kills, the outage, lost, duplicated, order.
 """
 import argparse
 import asyncio
@@ -220,6 +221,35 @@ def check(reader, got, want, dup_ok):
     return lost, dups, len(order), problems
 
 
+def outage(a, reader, daemon, logpath):
+    """The server stops answering for a.outage seconds (SIGSTOP: its
+    connections stay open and nothing comes back, as in a network
+    partition or a stalled host) while the table takes two commits; the
+    daemon must keep running, retrying, and deliver both once the server
+    answers again. Returns the events wanted and the seconds the delivery
+    took after SIGCONT."""
+    pid, group = a.pids[reader.name]
+    stop = (lambda sig: os.killpg(pid, sig)) if group else (lambda sig: os.kill(pid, sig))
+    stop(signal.SIGSTOP)
+    try:
+        for kind in ("update", "insert"):
+            commit(a, kind)
+        deadline = time.time() + a.outage
+        while time.time() < deadline:
+            if daemon.poll() is not None:
+                raise SystemExit(f"{reader.name}: icecdc run exited {daemon.returncode} while the server was stopped (log {logpath}):\n"
+                                 + open(logpath).read()[-2000:])
+            time.sleep(0.5)
+    finally:
+        stop(signal.SIGCONT)
+    t0 = time.time()
+    want = expected(a)
+    ids = {e["_id"] for e in want}
+    wait_for(f"{reader.name}: the commits made while the server was stopped", lambda: ids <= {g[0] for g in reader.read()},
+             180, daemon, logpath)
+    return want, time.time() - t0
+
+
 def run_sink(a, reader, dup_ok):
     t0 = time.time()
     reader.reset()
@@ -245,6 +275,8 @@ def run_sink(a, reader, dup_ok):
         want = expected(a)
         ids = {e["_id"] for e in want}
         wait_for(f"{reader.name}: the live commit", lambda: ids <= {g[0] for g in reader.read()}, 60, daemon, logpath)
+        if a.outage > 0:
+            want, recovered = outage(a, reader, daemon, logpath)
     finally:
         if daemon.poll() is None:
             daemon.send_signal(signal.SIGTERM)
@@ -254,7 +286,8 @@ def run_sink(a, reader, dup_ok):
                 daemon.kill()
     got = reader.read()
     lost, dups, keys, problems = check(reader, got, want, dup_ok)
-    print(f"sinks: {reader.name}: {len(want)} events, {kills} kill, {len(lost)} lost, {dups} duplicated "
+    out = f", server stopped {a.outage}s, delivered {recovered:.1f}s after it answered again" if a.outage > 0 else ""
+    print(f"sinks: {reader.name}: {len(want)} events, {kills} kill{out}, {len(lost)} lost, {dups} duplicated "
           f"({'allowed: at-least-once' if dup_ok else 'none allowed: duplicate window'}), "
           f"order per key {'kept' if not any('order' in p for p in problems) else 'BROKEN'} ({keys} keys), {time.time() - t0:.1f}s")
     for p in problems:
@@ -269,7 +302,14 @@ def main():
     p.add_argument("--nats", required=True)
     p.add_argument("--redis", required=True)
     p.add_argument("--amqp", required=True)
+    p.add_argument("--outage", type=int, default=60, help="seconds each server is stopped (SIGSTOP) after the live commit; 0: none")
+    p.add_argument("--nats-pid", type=int, default=0)
+    p.add_argument("--redis-pid", type=int, default=0)
+    p.add_argument("--amqp-pgid", type=int, default=0, help="rabbitmq-server's process group (the node and its Erlang helpers)")
     a = p.parse_args()
+    a.pids = {"nats": (a.nats_pid, False), "redis": (a.redis_pid, False), "rabbitmq": (a.amqp_pgid, True)}
+    if a.outage > 0 and not all(pid for pid, _ in a.pids.values()):
+        p.error("--outage needs --nats-pid, --redis-pid and --amqp-pgid")
     a.table_dir = os.path.join(a.work, "table")
     sh(a.icecdc, "demo", "--dir", a.table_dir)
     for kind in ("insert", "update", "merge", "delete") * 4:

@@ -10,9 +10,11 @@
 # TestMain; a missing binary fails instead of skipping). Then
 # interop/sinks_e2e.py has `icecdc run` deliver the demo table's history
 # to each server, SIGKILLs it after its first deliveries, commits while
-# it is down, restarts it and commits once more live; nats-py, redis and
+# it is down, restarts it and commits once more live, then stops the server
+# (SIGSTOP) for ICECDC_SINKS_OUTAGE seconds (60) while the table takes two
+# commits, and lets it answer again; nats-py, redis and
 # pika read every event back and compare with `icecdc changes`: one line
-# per sink (events, kills, lost, duplicated, order per key).
+# per sink (events, kills, the outage, lost, duplicated, order per key).
 #
 #   sinks_install   apt-get install of the three servers when missing
 #   sinks_start     the three servers in the background
@@ -85,7 +87,8 @@ sinks_run() {
   sinks_start || { sinks_stop; return 1; }
   mkdir -p "$SINKS_DIR/e2e"
   (cd "$HERE" && "$PY" sinks_e2e.py --icecdc "$BIN" --work "$SINKS_DIR/e2e" --nats "$SINKS_NATS" --redis "$SINKS_REDIS" \
-    --amqp "$SINKS_AMQP") 2>&1 | tee "$LOGS/sinks-e2e.log" | grep -v '^$'
+    --amqp "$SINKS_AMQP" --outage "${ICECDC_SINKS_OUTAGE:-60}" --nats-pid "${SINKS_PIDS[0]}" --redis-pid "${SINKS_PIDS[1]}" \
+    --amqp-pgid "${SINKS_PIDS[2]}") 2>&1 | tee "$LOGS/sinks-e2e.log" | grep -v '^$'
   rc=${PIPESTATUS[0]}
   sinks_stop
   echo "sinks: part took $(elapsed "$t0")s"
