@@ -19,10 +19,11 @@ var _ cdc.Encoder = Encoder{}
 // AppendKey implements cdc.Encoder: the rows carry no key.
 func (Encoder) AppendKey(dst []byte, _ *cdc.Commit, _ *cdc.Event) ([]byte, error) { return dst, nil }
 
-// AppendValue implements cdc.Encoder: row id, then the before and after
-// images (a flag byte each, then the row).
+// AppendValue implements cdc.Encoder: row id, the before image's row id,
+// then the before and after images (a flag byte each, then the row).
 func (Encoder) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, _ int64) ([]byte, error) {
 	dst = binary.AppendVarint(dst, e.RowID)
+	dst = binary.AppendVarint(dst, beforeRowID(e))
 	for k, get := range []func() (cdc.Row, error){e.BeforeRow, e.AfterRow} {
 		row, err := get()
 		if err != nil {
@@ -38,6 +39,18 @@ func (Encoder) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, _ int64) ([]
 		}
 	}
 	return dst, nil
+}
+
+// beforeRowID is the row id of e's before image: for an update paired
+// from a delete and an insert of one key (Source set), the row id the row
+// had, which the delete removed; else e's own. So a row's history in the
+// target is its id's rows: a paired update's UPDATE_BEFORE ends the old
+// row id's history as a delete would, its UPDATE_AFTER starts the new one's.
+func beforeRowID(e *cdc.Event) int64 {
+	if e.Source != "" && e.Op == cdc.OpUpdate {
+		return e.PairedRowID
+	}
+	return e.RowID
 }
 
 // Value tags.

@@ -89,8 +89,12 @@ func expected(t *testing.T, src *cdctest.Source) []changeRow {
 				t.Fatal(err)
 			}
 			for k, ct := range types {
+				rowID := e.RowID
+				if ct == UpdateBefore {
+					rowID = beforeRowID(&e)
+				}
 				out = append(out, changeRow{EventID: cdc.EventID(info.UUID, si.SequenceNumber, e.RowID, e.Op), ChangeType: ct,
-					ID: images[k][0].(int64), Status: images[k][1].(string), Seq: si.SequenceNumber, RowID: e.RowID})
+					ID: images[k][0].(int64), Status: images[k][1].(string), Seq: si.SequenceNumber, RowID: rowID})
 			}
 		}
 	}

@@ -254,7 +254,7 @@ func (s *Sink) buffer(ctx context.Context, t *target, b *cdc.Batch) error {
 	for i := range b.Messages {
 		msg := &b.Messages[i]
 		d := decoder{b: msg.Value}
-		m.rowID = d.varint()
+		rowID, beforeID := d.varint(), d.varint()
 		before, after := d.image(), d.image()
 		if d.err == nil && len(d.b) != 0 {
 			d.err = fmt.Errorf("%d bytes left over", len(d.b))
@@ -268,7 +268,10 @@ func (s *Sink) buffer(ctx context.Context, t *target, b *cdc.Batch) error {
 		}
 		m.eventID = msg.ID
 		for k, ct := range types {
-			m.changeType = ct
+			m.changeType, m.rowID = ct, rowID
+			if ct == UpdateBefore {
+				m.rowID = beforeID
+			}
 			if err := t.lay.add(images[k], &m); err != nil {
 				return cdc.Permanent(fmt.Errorf("iceberg sink: target %s: event %s: %w", t.name, msg.ID, err))
 			}

@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -308,5 +309,40 @@ func TestTargetOutsideAllowedLocations(t *testing.T) {
 	}
 	if rows, _ := readTarget(t, r.env, "audit.orders_changes"); len(rows) != 0 {
 		t.Errorf("%d rows written outside allowed_locations", len(rows))
+	}
+}
+
+// TestPairedUpdateRowIDs: an update paired from a delete and an insert of
+// one key (a writer that minted a new row id) is two rows whose
+// _source_row_id are the row id the row had (UPDATE_BEFORE) and the new
+// one (UPDATE_AFTER): each row id's rows are its history, so the head
+// rebuilt by _source_row_id drops the old row as a delete would.
+func TestPairedUpdateRowIDs(t *testing.T) {
+	r := newRig(t)
+	r.src.Append(cdc.Event{Op: cdc.OpCreate, RowID: 1, After: order(1, "new", 100)},
+		cdc.Event{Op: cdc.OpCreate, RowID: 2, After: order(2, "new", 200)})
+	r.src.Append(cdc.Event{Op: cdc.OpUpdate, RowID: 7, Before: order(1, "new", 100), After: order(1, "paid", 100),
+		Source: "deletion-vector", PairedRowID: 1},
+		cdc.Event{Op: cdc.OpUpdate, RowID: 2, Before: order(2, "new", 200), After: order(2, "paid", 200)})
+	s, err := New(r.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.run(s, 3, true); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := readTarget(t, r.env, "audit.orders_changes")
+	if want := expected(t, r.src); !reflect.DeepEqual(got, want) {
+		t.Fatalf("target rows:\n got %v\nwant %v", got, want)
+	}
+	ids := map[string]int64{}
+	for _, row := range got {
+		if row.Seq == 2 {
+			ids[fmt.Sprintf("%d %s", row.ID, row.ChangeType)] = row.RowID
+		}
+	}
+	want := map[string]int64{"1 UPDATE_BEFORE": 1, "1 UPDATE_AFTER": 7, "2 UPDATE_BEFORE": 2, "2 UPDATE_AFTER": 2}
+	if !reflect.DeepEqual(ids, want) {
+		t.Errorf("_source_row_id of the updates' rows: %v, want %v", ids, want)
 	}
 }
