@@ -485,6 +485,32 @@ hive_metastore() {
   return $rc
 }
 
+# ---------------------------------------------------------------- S3 and Glue (issue 8)
+# One moto server on loopback serves S3 and the Glue API; interop/stores.py
+# says which catalog keeps its warehouse where (bucket s3://warehouse). A
+# second REST catalog server ("rest-s3") keeps its warehouse on S3 and vends
+# its S3 keys with each table. The Spark scenarios with -s3/-glue in their
+# names are written there (interop/scenarios.py).
+S3_ENDPOINT= S3_PORT= S3_PID= REST_S3_URI=
+launch_s3() {
+  S3_PORT=$(free_port)
+  "$PY" -m moto.server -H 127.0.0.1 -p "$S3_PORT" >"$LOGS/moto-server.log" 2>&1 &
+  S3_PID=$!
+  PIDS+=("$S3_PID")
+}
+
+start_s3() {
+  [ -n "$S3_PID" ] || launch_s3
+  if ! wait_port "$S3_PORT" 60 "$S3_PID"; then
+    echo "interop: command failed: $PY -m moto.server -H 127.0.0.1 -p $S3_PORT"
+    tail -n 25 "$LOGS/moto-server.log" | sed 's/^/    /'
+    return 1
+  fi
+  must s3-server "$PY" "$HERE/stores.py" create-bucket "http://127.0.0.1:$S3_PORT" || return 1
+  S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+  echo "moto $("$PY" -c 'import moto; print(moto.__version__)') (S3 and Glue) at $S3_ENDPOINT (pid $S3_PID), bucket s3://warehouse"
+}
+
 . "$HERE/parts/masks.sh"
 . "$HERE/parts/audit.sh"
 # Sourced (interop/generate_testdata.sh): the helpers and install functions
@@ -742,32 +768,6 @@ kafka_e2e() {
   local rc=$?
   [ $rc -ne 0 ] && tail -n 20 "$LOGS/kafka-e2e.stderr" | sed 's/^/    /'
   return $rc
-}
-
-# ---------------------------------------------------------------- S3 and Glue (issue 8)
-# One moto server on loopback serves S3 and the Glue API; interop/stores.py
-# says which catalog keeps its warehouse where (bucket s3://warehouse). A
-# second REST catalog server ("rest-s3") keeps its warehouse on S3 and vends
-# its S3 keys with each table. The Spark scenarios with -s3/-glue in their
-# names are written there (interop/scenarios.py).
-S3_ENDPOINT= S3_PORT= S3_PID= REST_S3_URI=
-launch_s3() {
-  S3_PORT=$(free_port)
-  "$PY" -m moto.server -H 127.0.0.1 -p "$S3_PORT" >"$LOGS/moto-server.log" 2>&1 &
-  S3_PID=$!
-  PIDS+=("$S3_PID")
-}
-
-start_s3() {
-  [ -n "$S3_PID" ] || launch_s3
-  if ! wait_port "$S3_PORT" 60 "$S3_PID"; then
-    echo "interop: command failed: $PY -m moto.server -H 127.0.0.1 -p $S3_PORT"
-    tail -n 25 "$LOGS/moto-server.log" | sed 's/^/    /'
-    return 1
-  fi
-  must s3-server "$PY" "$HERE/stores.py" create-bucket "http://127.0.0.1:$S3_PORT" || return 1
-  S3_ENDPOINT=http://127.0.0.1:$S3_PORT
-  echo "moto $("$PY" -c 'import moto; print(moto.__version__)') (S3 and Glue) at $S3_ENDPOINT (pid $S3_PID), bucket s3://warehouse"
 }
 
 launch_rest_s3() {
