@@ -5,7 +5,9 @@ destination follows it from earliest: an SQS standard queue, an SQS FIFO
 queue, an SNS FIFO topic (read through an SQS FIFO queue subscribed with
 raw delivery) and a Kinesis stream of two shards. Each daemon is SIGKILLed
 once its first events arrived, more commits are made while it is down, and
-it is started again from its state file; at the end each replays the
+it is started again from its state file; then moto stops answering for a
+minute (SIGSTOP) while the table takes two commits, which the daemons must
+deliver once it answers again; at the end each replays the
 table from the start (`icecdc reset --all`, `run --once`). Then every event `icecdc changes`
 prints must be there (lost = 0), no other event, each key's events in
 commit order (first deliveries; not on the standard queue, which promises
@@ -156,7 +158,11 @@ def main():
     ap.add_argument("--icecdc", required=True)
     ap.add_argument("--endpoint", required=True, help="moto server, http://127.0.0.1:PORT")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--outage", type=int, default=60, help="seconds moto is stopped (SIGSTOP) once the restarted daemons delivered; 0: none")
+    ap.add_argument("--moto-pid", type=int, default=0, help="moto's process, the part's own (required with --outage)")
     a = ap.parse_args()
+    if a.outage > 0 and not a.moto_pid:
+        ap.error("--outage needs --moto-pid")
     os.makedirs(a.work, exist_ok=True)
     a.demo = os.path.join(a.work, "demo")
     t0 = time.time()
@@ -181,6 +187,33 @@ def main():
     ids = {i for i, _ in want}
     for m in dests:
         wait_for(lambda: readers[m].count() >= len(ids), 90, f"{m}'s events")
+    # 2b. The server stops answering for a.outage seconds (SIGSTOP of
+    #     moto: connections stay open, nothing comes back) while the table
+    #     takes two commits; the daemons keep running and deliver them once
+    #     it answers again.
+    recovered = None
+    if a.outage > 0:
+        os.kill(a.moto_pid, signal.SIGSTOP)
+        try:
+            for c in ("insert", "update"):
+                demo(a, "--commit", c)
+            end = time.time() + a.outage
+            while time.time() < end:
+                for m, p in procs.items():
+                    if p.poll() is not None:
+                        print(f"aws-sinks: {m}: icecdc run exited {p.returncode} while the server was stopped (log {a.work}/{m}.log)")
+                        ok = False
+                if not ok:
+                    break
+                time.sleep(0.5)
+        finally:
+            os.kill(a.moto_pid, signal.SIGCONT)
+        t1 = time.time()
+        want = expected(a)
+        ids = {i for i, _ in want}
+        for m in dests:
+            ok &= wait_for(lambda: readers[m].count() >= len(ids), 180, f"{m}'s events after the outage")
+        recovered = time.time() - t1
     for p in procs.values():
         p.send_signal(signal.SIGTERM)
     for p in procs.values():
@@ -218,7 +251,8 @@ def main():
         # event again (at least once), which shows the replay took place.
         bad = lost or extra or (fifo and dup) or (not fifo and dup < len(want)) or (ordered and order_bad)
         order = f"{order_bad} out of order" if ordered else f"no order promised ({order_bad} out of order)"
-        print(f"aws-sinks: {m}: {len(want)} events, 1 kill, 1 replay, lost {lost}, extra {extra}, duplicated {dup}"
+        out = f", server stopped {a.outage}s (all delivered {recovered:.1f}s after it answered again)" if recovered is not None else ""
+        print(f"aws-sinks: {m}: {len(want)} events, 1 kill{out}, 1 replay, lost {lost}, extra {extra}, duplicated {dup}"
               f"{' (exactly once promised)' if fifo else ''}, order: {order} {'FAILED' if bad else 'ok'}")
         ok &= not bad
     print(f"aws-sinks: e2e {'ok' if ok else 'FAILED'} in {time.time() - t0:.1f}s")
