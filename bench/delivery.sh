@@ -24,6 +24,18 @@
 # bench/run.sh for those numbers). Kafka topics are new per run
 # (bench-<format>-<n>), so the broker must create topics on first use
 # (auto.create.topics.enable, its default).
+#
+# The sinks of teams without Kafka (issue 36), debezium-json, on real
+# servers: NATS=url (JetStream enabled), REDIS=url, AMQP=url (RabbitMQ), or
+# SINKS=start: the script starts Debian's nats-server -js, redis-server
+# and rabbitmq-server itself on free loopback ports (as interop/run.sh's
+# sinks part does; apt-get install nats-server redis-server
+# rabbitmq-server). Each run gets a JetStream stream of its own (file
+# storage, messages kept 2 minutes), a Redis stream deleted after the run,
+# and a durable RabbitMQ queue bound to the exchange and purged before the
+# run (bench/amqpqueue), so every message is stored as a consumer's would
+# be. SQS, SNS and Kinesis have no server here but moto, an emulator whose
+# speed says nothing of AWS's: they have no row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-2}
@@ -32,8 +44,10 @@ bulk=${ICECDC_BENCH_BULK:-1000000}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/icecdc-delivery.XXXXXX")
 kpid=
 bpid=
+spids=()
 cleanup() {
   [ -z "$kpid" ] || kill "$kpid" 2>/dev/null || true
+  for p in "${spids[@]}"; do kill -TERM -- "-$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
   if [ -n "$bpid" ]; then
     kill "$bpid" 2>/dev/null || true
     wait "$bpid" 2>/dev/null || true
@@ -103,6 +117,39 @@ EOF
 }
 [ "${KAFKA:-}" != start ] || start_kafka
 
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+waitport() {
+  for _ in $(seq 240); do
+    (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null && return
+    sleep 0.5
+  done
+  echo "delivery: nothing listened on port $1 within 120 s (logs in $tmp/servers)" >&2
+  exit 1
+}
+# start_sinks: nats-server -js, redis-server and rabbitmq-server on free
+# loopback ports, their files under $tmp/servers; sets NATS, REDIS, AMQP.
+start_sinks() {
+  local d=$tmp/servers np rp ap dp
+  for b in nats-server redis-server /usr/lib/rabbitmq/bin/rabbitmq-server; do
+    command -v "$b" > /dev/null || { echo "delivery: SINKS=start needs $b (apt-get install nats-server redis-server rabbitmq-server)" >&2; exit 1; }
+  done
+  mkdir -p "$d/nats" "$d/redis" "$d/rabbitmq"
+  np=$(freeport) rp=$(freeport) ap=$(freeport) dp=$(freeport)
+  setsid nats-server -js -a 127.0.0.1 -p "$np" -sd "$d/nats" > "$d/nats.log" 2>&1 & spids+=($!)
+  setsid redis-server --port "$rp" --bind 127.0.0.1 --dir "$d/redis" --save "" --appendonly no > "$d/redis.log" 2>&1 & spids+=($!)
+  echo "[]." > "$d/rabbitmq/enabled_plugins"
+  # The script under /usr/lib runs the node as the calling user.
+  (cd "$d/rabbitmq" && exec setsid env HOME="$d/rabbitmq" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$ap" \
+    RABBITMQ_DIST_PORT="$dp" RABBITMQ_NODENAME="icecdc-bench-$ap@localhost" RABBITMQ_MNESIA_BASE="$d/rabbitmq/mnesia" \
+    RABBITMQ_LOG_BASE="$d/rabbitmq/log" RABBITMQ_ENABLED_PLUGINS_FILE="$d/rabbitmq/enabled_plugins" \
+    RABBITMQ_CONFIG_FILE="$d/rabbitmq/rabbitmq" RABBITMQ_ADVANCED_CONFIG_FILE="$d/rabbitmq/advanced.config" \
+    /usr/lib/rabbitmq/bin/rabbitmq-server) > "$d/rabbitmq.log" 2>&1 & spids+=($!)
+  waitport "$np"; waitport "$rp"; waitport "$ap"
+  NATS=nats://127.0.0.1:$np REDIS=redis://127.0.0.1:$rp/0 AMQP=amqp://guest:guest@127.0.0.1:$ap/
+  echo "delivery: started $(nats-server --version), $(redis-server --version | cut -d' ' -f1-3), rabbitmq-server" >&2
+}
+[ "${SINKS:-}" != start ] || start_sinks
+
 paths="changes changes-file"
 for f in ${ICECDC_DELIVERY_FILE_FORMATS-debezium-json debezium-connect-json}; do paths="$paths file:$f"; done
 if [ -n "${KAFKA:-}" ]; then
@@ -117,6 +164,14 @@ if [ -n "${KAFKA:-}" ]; then
 else
   echo "delivery: KAFKA unset: the Kafka rows are skipped (they need a real broker, KAFKA=host:port)" >&2
 fi
+[ -z "${NATS:-}" ] || paths="$paths nats:debezium-json"
+[ -z "${REDIS:-}" ] || paths="$paths redis:debezium-json"
+if [ -n "${AMQP:-}" ]; then
+  paths="$paths rabbitmq:debezium-json"
+  go build -o "$tmp/amqpqueue" ./bench/amqpqueue
+fi
+[ -n "${NATS:-}${REDIS:-}${AMQP:-}" ] ||
+  echo "delivery: NATS, REDIS and AMQP unset: their rows are skipped (SINKS=start starts the three servers)" >&2
 
 # config PATH N: the run --once configuration of a path, run N.
 config() {
@@ -128,12 +183,16 @@ format: $fmt
 state: {path: "$tmp/state.db"}
 http: {listen: ""}
 YAML
-  if [ "$kind" = file ]; then
-    echo "sink: {type: file, file: {path: \"$tmp/events.jsonl\"}}"
-  else
+  case $kind in
+  file) echo "sink: {type: file, file: {path: \"$tmp/events.jsonl\"}}" ;;
+  nats) echo "sink: {type: nats, nats: {urls: [\"$NATS\"], subject: \"bench$2.{table}\", stream: {name: BENCH$2, max_age: 2m}}}" ;;
+  redis) echo "sink: {type: redis, redis: {url: \"$REDIS\", stream: \"bench:$2\"}}" ;;
+  rabbitmq) echo "sink: {type: rabbitmq, rabbitmq: {url: \"$AMQP\", exchange: bench}}" ;;
+  *)
     echo "sink: {type: kafka, kafka: {brokers: [\"$KAFKA\"], topic: bench-$fmt-$2}}"
     [ "$fmt" != debezium-avro ] || echo "schema_registry: {url: \"$registry\"}"
-  fi
+    ;;
+  esac
 }
 
 # once ID PATH N BINARY: runs one path once and appends "wall cpu" to
@@ -147,13 +206,21 @@ once() {
     nice /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$bin" changes --metadata "$meta" --from-seq "$from" > "$tmp/events.jsonl"
   else
     config "$path" "$n" > "$tmp/run.yaml"
+    [ "${path%%:*}" != rabbitmq ] || "$tmp/amqpqueue" -url "$AMQP" -exchange bench -queue bench
     nice /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$bin" run -c "$tmp/run.yaml" --once 2> "$tmp/err" ||
       { cat "$tmp/err" >&2; exit 1; }
     if [ "${path%%:*}" = file ] && [ "$(wc -l < "$tmp/events.jsonl")" -ne "$bulk" ]; then
       echo "delivery: $bin $path wrote $(wc -l < "$tmp/events.jsonl") events, want $bulk" >&2
       exit 1
     fi
-    if [ "${path%%:*}" = kafka ] && ! grep -q "\"events\":$bulk" "$tmp/err"; then
+    case ${path%%:*} in
+    redis) [ "$(redis-cli -u "$REDIS" XLEN "bench:$n")" -eq "$bulk" ] ||
+      { echo "delivery: $bin $path: the Redis stream holds $(redis-cli -u "$REDIS" XLEN "bench:$n") entries, want $bulk" >&2; exit 1; }
+      redis-cli -u "$REDIS" DEL "bench:$n" > /dev/null ;;
+    rabbitmq) [ "$("$tmp/amqpqueue" -url "$AMQP" -queue bench -count)" -eq "$bulk" ] ||
+      { echo "delivery: $bin $path: the queue holds $("$tmp/amqpqueue" -url "$AMQP" -queue bench -count) messages, want $bulk" >&2; exit 1; } ;;
+    esac
+    if [ "${path%%:*}" != file ] && ! grep -q "\"events\":$bulk" "$tmp/err"; then
       echo "delivery: $bin $path did not log delivering $bulk events:" >&2
       tail -n 5 "$tmp/err" >&2
       exit 1
@@ -201,6 +268,9 @@ for b in "$@"; do
     changes-file) label='`changes > file` (debezium-json)' ;;
     file:*) label="\`run --once\`, file sink, ${p#*:}" ;;
     kafka:*) label="\`run --once\`, Kafka ($KAFKA), ${p#*:}" ;;
+    nats:*) label="\`run --once\`, NATS JetStream, ${p#*:}" ;;
+    redis:*) label="\`run --once\`, Redis Streams, ${p#*:}" ;;
+    rabbitmq:*) label="\`run --once\`, RabbitMQ (a durable queue), ${p#*:}" ;;
     esac
     printf '| %s | %s | %.0fk | %.2f | %.2f | %.2f× |\n' "$(basename "$b")" "$label" \
       "$(awk -v n="$bulk" -v w="$wall" 'BEGIN { print n / w / 1000 }')" "$wall" "$cpu" "$ratio"

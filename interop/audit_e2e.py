@@ -7,8 +7,11 @@ every target and must find:
   - the table's head rebuilt from the target as a reader of
     create_changelog_view's output would (the last row of each
     _source_row_id, UPDATE_AFTER before UPDATE_BEFORE, deletes and the
-    before rows of paired updates dropped) equal to Spark's read of the table, row for row (EXCEPT ALL both ways, over the columns Spark can
-    compare: not variant, map or geometry).
+    before rows of paired updates dropped) equal to Spark's read of the
+    table, row for row (EXCEPT ALL both ways, over the columns Spark can
+    compare: not variant, map or geometry), and the same at every source
+    snapshot that changed rows (the target's rows up to its sequence
+    number against Spark's read of that snapshot).
 The same is done, each with its own daemon, state and SIGKILLs, for the
 targets kept on S3 (moto) through a SQL catalog of their own, when
 --s3-endpoint is given, and for the upsert tables Flink wrote (equality
@@ -98,9 +101,9 @@ def run_with_kills(a, r, cfg, kills, seed):
     return rc
 
 
-def comparable(spark, table):
+def comparable(spark, table, df=None):
     cols = []
-    for name, typ in spark.table(table).dtypes:
+    for name, typ in (df if df is not None else spark.table(table)).dtypes:
         if name.startswith("_") or typ.startswith(("variant", "map", "geometry", "geography")) or "variant" in typ or "map<" in typ:
             continue
         cols.append(f"`{name}`")
@@ -130,24 +133,47 @@ def check_table(spark, a, r, t):
               f"missing {list(missing.items())[:5]}, extra or repeated {list(extra.items())[:5]}")
         ok = False
     cols = ", ".join(comparable(spark, source))
-    # The last row of each row id; of an update's two rows of one id the
-    # UPDATE_AFTER; an id whose last row is a DELETE or a paired update's
-    # UPDATE_BEFORE (the old row id of a row a writer gave a new one) is gone.
-    rebuilt = spark.sql(f"""SELECT {cols} FROM (
-        SELECT c.*, row_number() OVER (PARTITION BY _source_row_id
-          ORDER BY _change_ordinal DESC, _change_type = 'UPDATE_BEFORE') AS rn
-        FROM {target} c)
-      WHERE rn = 1 AND _change_type NOT IN ('DELETE', 'UPDATE_BEFORE')""")
+    rebuilt = rebuild(spark, target, cols)
     head = spark.sql(f"SELECT {cols} FROM {source}")
     only_rebuilt, only_head = rebuilt.exceptAll(head).count(), head.exceptAll(rebuilt).count()
     if only_rebuilt or only_head:
         print(f"{label}: FAILED: the head rebuilt from {target} differs from Spark's read: "
               f"{only_rebuilt} rows only rebuilt, {only_head} only in the table")
         ok = False
+    # Every source snapshot that changed rows, as Spark reads it then (its
+    # schema: the columns both sides have), against the target's rows up
+    # to its sequence number.
+    snaps = [(int(sid), evs[0]["source"]["sequence_number"]) for sid, evs in by_snap.items() if sid is not None and evs]
+    bad = []
+    for sid, seq in snaps:
+        then = spark.sql(f"SELECT * FROM {source} VERSION AS OF {sid}")
+        scols = ", ".join(comparable(spark, source, then))
+        at = rebuild(spark, target, scols, seq)
+        was = then.selectExpr(*scols.split(", "))
+        if at.exceptAll(was).count() or was.exceptAll(at).count():
+            bad.append(seq)
+    if bad:
+        print(f"{label}: FAILED: rebuilt from {target} up to sequence numbers {bad[:5]}, the table differs from "
+              f"Spark's read of that snapshot")
+        ok = False
     if ok:
-        print(f"{label}: {sum(want.values())} rows in {target}, each event once; the head rebuilt by _source_row_id "
-              f"equals Spark's {head.count()} rows over {len(cols.split(','))} columns")
+        print(f"{label}: {sum(want.values())} rows in {target}, each event once; rebuilt by _source_row_id, it equals "
+              f"Spark's read at each of {len(snaps)} snapshots and at the head ({head.count()} rows over {len(cols.split(','))} columns)")
     return ok
+
+
+def rebuild(spark, target, cols, upto=None):
+    """The source table rebuilt from the target, at the head or as of
+    sequence number upto: the last row of each row id; of an update's two
+    rows of one id the UPDATE_AFTER; an id whose last row is a DELETE or a
+    paired update's UPDATE_BEFORE (the old row id of a row a writer gave a
+    new one) is gone."""
+    where = f"WHERE _change_ordinal <= {upto}" if upto is not None else ""
+    return spark.sql(f"""SELECT {cols} FROM (
+        SELECT c.*, row_number() OVER (PARTITION BY _source_row_id
+          ORDER BY _change_ordinal DESC, _change_type = 'UPDATE_BEFORE') AS rn
+        FROM {target} c {where})
+      WHERE rn = 1 AND _change_type NOT IN ('DELETE', 'UPDATE_BEFORE')""")
 
 
 def main():
