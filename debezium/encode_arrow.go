@@ -250,18 +250,7 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 		}
 	case kindList:
 		if a, ok := arr.(array.ListLike); ok {
-			start, end := a.ValueOffsets(i)
-			vals := a.ListValues()
-			dst = append(dst, '[')
-			for j := start; j < end; j++ {
-				if j > start {
-					dst = append(dst, ',')
-				}
-				if dst, ok = t.elem.appendArrow(dst, vals, int(j)); !ok {
-					return dst, false
-				}
-			}
-			return append(dst, ']'), true
+			return t.appendArrowList(dst, a, i)
 		}
 	case kindMap:
 		if m, ok := arr.(*array.Map); ok {
@@ -293,6 +282,22 @@ func (t *jsonType) appendArrowNested(dst []byte, a *array.Struct, i int) (_ []by
 		}
 	}
 	return append(dst, '}'), true
+}
+
+// appendArrowList appends a list value as a JSON array.
+func (t *jsonType) appendArrowList(dst []byte, a array.ListLike, i int) (_ []byte, ok bool) {
+	start, end := a.ValueOffsets(i)
+	vals := a.ListValues()
+	dst = append(dst, '[')
+	for j := start; j < end; j++ {
+		if j > start {
+			dst = append(dst, ',')
+		}
+		if dst, ok = t.elem.appendArrow(dst, vals, int(j)); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, ']'), true
 }
 
 // appendArrowMap appends a map value as appendMap does.
