@@ -269,39 +269,7 @@ func (v *avroValue) appendAvro(dst []byte, s *jsonScan) ([]byte, error) {
 		}
 		return appendVarint(dst, x), nil
 	case 'f', 'd':
-		var f float64
-		if s.peek() == '"' { // JsonConverter's spelling of the non-finite ones
-			t, err := s.str()
-			if err != nil {
-				return dst, err
-			}
-			switch string(t) {
-			case "NaN":
-				f = math.NaN()
-			case "Infinity":
-				f = math.Inf(1)
-			case "-Infinity":
-				f = math.Inf(-1)
-			default:
-				return dst, s.fail("bad number " + strconv.Quote(string(t)))
-			}
-		} else {
-			n, err := s.number()
-			if err != nil {
-				return dst, err
-			}
-			bits := 64
-			if v.kind == 'f' {
-				bits = 32
-			}
-			if f, err = strconv.ParseFloat(string(n), bits); err != nil {
-				return dst, s.fail("bad number " + string(n))
-			}
-		}
-		if v.kind == 'f' {
-			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
-		}
-		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+		return v.appendFloat(dst, s)
 	case 's':
 		t, err := s.str()
 		if err != nil {
@@ -310,108 +278,168 @@ func (v *avroValue) appendAvro(dst []byte, s *jsonScan) ([]byte, error) {
 		dst = appendVarint(dst, int64(len(t)))
 		return append(dst, t...), nil
 	case 'y':
+		return appendAvroBytes(dst, s)
+	case 'r':
+		return v.appendRecord(dst, s)
+	case 'a', 'e':
+		return v.appendArray(dst, s)
+	case 'm':
+		return v.appendMap(dst, s)
+	}
+	return dst, s.fail("a Connect type with no Avro form")
+}
+
+// appendFloat appends a float or double; JsonConverter spells the
+// non-finite ones as strings.
+func (v *avroValue) appendFloat(dst []byte, s *jsonScan) ([]byte, error) {
+	var f float64
+	if s.peek() == '"' {
 		t, err := s.str()
 		if err != nil {
 			return dst, err
 		}
-		n := base64.StdEncoding.DecodedLen(len(t))
-		at := len(dst)
-		dst = appendVarint(dst, int64(n)) // the most it can be; rewritten below
-		body := len(dst)
-		dst = append(dst, make([]byte, n)...)
-		got, err := base64.StdEncoding.Decode(dst[body:], t)
+		switch string(t) {
+		case "NaN":
+			f = math.NaN()
+		case "Infinity":
+			f = math.Inf(1)
+		case "-Infinity":
+			f = math.Inf(-1)
+		default:
+			return dst, s.fail("bad number " + strconv.Quote(string(t)))
+		}
+	} else {
+		n, err := s.number()
 		if err != nil {
-			return dst[:at], s.fail("bad base64")
-		}
-		if got != n {
-			// Padding made the bound larger than the bytes: write the
-			// length again, and move the bytes next to it.
-			var head [binary.MaxVarintLen64]byte
-			h := appendVarint(head[:0], int64(got))
-			copy(dst[at:], h)
-			copy(dst[at+len(h):], dst[body:body+got])
-			dst = dst[:at+len(h)+got]
-		}
-		return dst, nil
-	case 'r':
-		if err := s.expect('{'); err != nil {
 			return dst, err
 		}
-		for i := range v.fields {
-			f := &v.fields[i]
-			if i > 0 {
-				if err := s.expect(','); err != nil {
-					return dst, err
-				}
-			}
-			k, err := s.str()
-			if err != nil {
-				return dst, err
-			}
-			if string(k) != f.connect {
-				return dst, s.fail(fmt.Sprintf("field %q where the schema has %q", k, f.connect))
-			}
-			if err := s.expect(':'); err != nil {
-				return dst, err
-			}
-			if dst, err = f.v.appendAvro(dst, s); err != nil {
-				return dst, err
-			}
+		bits := 64
+		if v.kind == 'f' {
+			bits = 32
 		}
-		return dst, s.expect('}')
-	case 'a', 'e':
-		if err := s.expect('['); err != nil {
-			return dst, err
+		if f, err = strconv.ParseFloat(string(n), bits); err != nil {
+			return dst, s.fail("bad number " + string(n))
 		}
-		start, n := len(dst), int64(0)
-		for s.peek() != ']' {
-			if n > 0 {
-				if err := s.expect(','); err != nil {
-					return dst, err
-				}
-			}
-			var err error
-			if v.kind == 'a' {
-				dst, err = v.elem.appendAvro(dst, s)
-			} else {
-				dst, err = v.appendEntry(dst, s)
-			}
-			if err != nil {
-				return dst, err
-			}
-			n++
-		}
-		s.i++
-		return prependCount(dst, start, n), nil
-	case 'm':
-		if err := s.expect('{'); err != nil {
-			return dst, err
-		}
-		start, n := len(dst), int64(0)
-		for s.peek() != '}' {
-			if n > 0 {
-				if err := s.expect(','); err != nil {
-					return dst, err
-				}
-			}
-			k, err := s.str()
-			if err != nil {
-				return dst, err
-			}
-			dst = appendVarint(dst, int64(len(k)))
-			dst = append(dst, k...)
-			if err := s.expect(':'); err != nil {
-				return dst, err
-			}
-			if dst, err = v.elem.appendAvro(dst, s); err != nil {
-				return dst, err
-			}
-			n++
-		}
-		s.i++
-		return prependCount(dst, start, n), nil
 	}
-	return dst, s.fail("a Connect type with no Avro form")
+	if v.kind == 'f' {
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
+	}
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+}
+
+// appendAvroBytes appends the bytes of the base64 string next in s.
+func appendAvroBytes(dst []byte, s *jsonScan) ([]byte, error) {
+	t, err := s.str()
+	if err != nil {
+		return dst, err
+	}
+	n := base64.StdEncoding.DecodedLen(len(t))
+	at := len(dst)
+	dst = appendVarint(dst, int64(n)) // the most it can be; rewritten below
+	body := len(dst)
+	dst = append(dst, make([]byte, n)...)
+	got, err := base64.StdEncoding.Decode(dst[body:], t)
+	if err != nil {
+		return dst[:at], s.fail("bad base64")
+	}
+	if got != n {
+		// Padding made the bound larger than the bytes: write the
+		// length again, and move the bytes next to it.
+		var head [binary.MaxVarintLen64]byte
+		h := appendVarint(head[:0], int64(got))
+		copy(dst[at:], h)
+		copy(dst[at+len(h):], dst[body:body+got])
+		dst = dst[:at+len(h)+got]
+	}
+	return dst, nil
+}
+
+// appendRecord appends a struct's fields in schema order; the payload
+// must name them in that order.
+func (v *avroValue) appendRecord(dst []byte, s *jsonScan) ([]byte, error) {
+	if err := s.expect('{'); err != nil {
+		return dst, err
+	}
+	for i := range v.fields {
+		f := &v.fields[i]
+		if i > 0 {
+			if err := s.expect(','); err != nil {
+				return dst, err
+			}
+		}
+		k, err := s.str()
+		if err != nil {
+			return dst, err
+		}
+		if string(k) != f.connect {
+			return dst, s.fail(fmt.Sprintf("field %q where the schema has %q", k, f.connect))
+		}
+		if err := s.expect(':'); err != nil {
+			return dst, err
+		}
+		if dst, err = f.v.appendAvro(dst, s); err != nil {
+			return dst, err
+		}
+	}
+	return dst, s.expect('}')
+}
+
+// appendArray appends an array, or a map whose keys are not strings (a
+// JSON array of [key, value] pairs), as one counted block.
+func (v *avroValue) appendArray(dst []byte, s *jsonScan) ([]byte, error) {
+	if err := s.expect('['); err != nil {
+		return dst, err
+	}
+	start, n := len(dst), int64(0)
+	for s.peek() != ']' {
+		if n > 0 {
+			if err := s.expect(','); err != nil {
+				return dst, err
+			}
+		}
+		var err error
+		if v.kind == 'a' {
+			dst, err = v.elem.appendAvro(dst, s)
+		} else {
+			dst, err = v.appendEntry(dst, s)
+		}
+		if err != nil {
+			return dst, err
+		}
+		n++
+	}
+	s.i++
+	return prependCount(dst, start, n), nil
+}
+
+// appendMap appends a map with string keys as one counted block.
+func (v *avroValue) appendMap(dst []byte, s *jsonScan) ([]byte, error) {
+	if err := s.expect('{'); err != nil {
+		return dst, err
+	}
+	start, n := len(dst), int64(0)
+	for s.peek() != '}' {
+		if n > 0 {
+			if err := s.expect(','); err != nil {
+				return dst, err
+			}
+		}
+		k, err := s.str()
+		if err != nil {
+			return dst, err
+		}
+		dst = appendVarint(dst, int64(len(k)))
+		dst = append(dst, k...)
+		if err := s.expect(':'); err != nil {
+			return dst, err
+		}
+		if dst, err = v.elem.appendAvro(dst, s); err != nil {
+			return dst, err
+		}
+		n++
+	}
+	s.i++
+	return prependCount(dst, start, n), nil
 }
 
 // appendEntry appends one [key, value] pair of a map whose keys are not

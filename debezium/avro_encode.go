@@ -165,25 +165,9 @@ func (w *avroEnc) direct(dst []byte, t *jsonType, v *avroValue, val any) (_ []by
 			return append(dst, b...), true, nil
 		}
 	case kindDecimal:
-		d, isDecimal := val.(cdc.Decimal)
-		if !isDecimal || o.DecimalHandling == DecimalDouble {
-			break
+		if d, isDecimal := val.(cdc.Decimal); isDecimal && o.DecimalHandling != DecimalDouble {
+			return w.decimal(dst, t, v, d)
 		}
-		var scratch [48]byte
-		plain, err := t.appendDecimal(scratch[:0], d) // its checks, and the string mode's text
-		if err != nil {
-			return dst, false, err
-		}
-		switch {
-		case o.DecimalHandling == DecimalString && v.kind == 's':
-			plain = plain[1 : len(plain)-1]
-		case o.DecimalHandling != DecimalString && v.kind == 'y':
-			plain = unscaledBytes(d.Unscaled)
-		default:
-			return dst, false, nil
-		}
-		dst = appendVarint(v.tag(dst), int64(len(plain)))
-		return append(dst, plain...), true, nil
 	case kindDate:
 		if d, isDate := val.(cdc.Date); isDate && o.TimePrecision != TimeISOString {
 			dst, ok = v.long(dst, int64(d))
@@ -201,26 +185,9 @@ func (w *avroEnc) direct(dst []byte, t *jsonType, v *avroValue, val any) (_ []by
 		dst, ok = v.long(dst, n)
 		return dst, ok, nil
 	case kindTimestamp, kindTimestampNs:
-		if o.TimePrecision == TimeISOString {
-			break
+		if o.TimePrecision != TimeISOString {
+			return w.timestamp(dst, t, v, val)
 		}
-		var n, per int64
-		switch ts := val.(type) {
-		case cdc.Timestamp:
-			n, per = int64(ts), 1000
-		case cdc.TimestampNano:
-			n, per = int64(ts), 1_000_000
-		default:
-			return dst, false, nil
-		}
-		if (t.kind == kindTimestamp) != (per == 1000) {
-			break
-		}
-		if o.TimePrecision == TimeConnect {
-			n = floorDiv(n, per)
-		}
-		dst, ok = v.long(dst, n)
-		return dst, ok, nil
 	case kindStruct:
 		if r, isRow := val.(cdc.Row); isRow && v.kind == 'r' {
 			dst, err = w.structRow(v.tag(dst), t, v, r)
@@ -233,6 +200,48 @@ func (w *avroEnc) direct(dst []byte, t *jsonType, v *avroValue, val any) (_ []by
 		}
 	}
 	return dst, false, nil
+}
+
+// decimal appends a decimal as its string or its unscaled bytes; ok is
+// false when v wants another form.
+func (w *avroEnc) decimal(dst []byte, t *jsonType, v *avroValue, d cdc.Decimal) (_ []byte, ok bool, err error) {
+	var scratch [48]byte
+	plain, err := t.appendDecimal(scratch[:0], d) // its checks, and the string mode's text
+	if err != nil {
+		return dst, false, err
+	}
+	switch {
+	case w.o.DecimalHandling == DecimalString && v.kind == 's':
+		plain = plain[1 : len(plain)-1]
+	case w.o.DecimalHandling != DecimalString && v.kind == 'y':
+		plain = unscaledBytes(d.Unscaled)
+	default:
+		return dst, false, nil
+	}
+	dst = appendVarint(v.tag(dst), int64(len(plain)))
+	return append(dst, plain...), true, nil
+}
+
+// timestamp appends a timestamp without zone as a long in the unit of
+// time.precision.mode; ok is false for a value of the other precision.
+func (w *avroEnc) timestamp(dst []byte, t *jsonType, v *avroValue, val any) (_ []byte, ok bool, err error) {
+	var n, per int64
+	switch ts := val.(type) {
+	case cdc.Timestamp:
+		n, per = int64(ts), 1000
+	case cdc.TimestampNano:
+		n, per = int64(ts), 1_000_000
+	default:
+		return dst, false, nil
+	}
+	if (t.kind == kindTimestamp) != (per == 1000) {
+		return dst, false, nil
+	}
+	if w.o.TimePrecision == TimeConnect {
+		n = floorDiv(n, per)
+	}
+	dst, ok = v.long(dst, n)
+	return dst, ok, nil
 }
 
 // within names the step an error of a value happened in, as the JSON

@@ -276,114 +276,163 @@ func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any
 		v.elem = iv
 		base = append(base, avroMember{"type", "array"}, avroMember{"items", items})
 	case cs.Type == "map":
-		kv, vv := cs.Keys, cs.Values
-		if kv.Type == "string" && !kv.Optional {
-			v.kind = 'm'
-			vals, iv, err := d.derive(vv, false, path+".value")
-			if err != nil {
-				return nil, nil, err
-			}
-			v.elem = iv
-			base = append(base, avroMember{"type", "map"}, avroMember{"values", vals})
-			break
-		}
-		// Avro maps have string keys: Connect's other maps are arrays of
-		// key/value records.
-		v.kind = 'e'
-		ks, kc, err := d.derive(kv, false, path+".key")
-		if err != nil {
+		var err error
+		if base, err = d.deriveMap(cs, v, path); err != nil {
 			return nil, nil, err
 		}
-		vs, vc, err := d.derive(vv, false, path+".value")
-		if err != nil {
-			return nil, nil, err
-		}
-		v.key, v.elem = kc, vc
-		// AvroData names every such record MapEntry, which Avro refuses
-		// for a second map of other types; the ones after the first are
-		// numbered, and marked as AvroData marks a named map's entries so
-		// that AvroConverter still reads them as a map.
-		d.entries++
-		entry := avroObj{{"type", "record"}, {"name", avroMapEntry}, {"namespace", avroConnectNamespace}}
-		if d.entries > 1 {
-			entry = avroObj{{"type", "record"}, {"name", avroMapEntry + strconv.Itoa(d.entries)}, {"namespace", avroConnectNamespace}}
-		}
-		entry = append(entry, avroMember{"fields", []avroObj{avroField2("key", ks, kv), avroField2("value", vs, vv)}})
-		if d.entries > 1 {
-			entry = append(entry, avroMember{"connect.internal.type", avroMapEntry})
-		}
-		base = append(base, avroMember{"type", "array"}, avroMember{"items", entry})
 	case cs.Type == "struct":
 		v.kind = 'r'
-		full := ""
+		full, prior, err := d.recordName(cs, v, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if prior != nil {
+			// Defined before: referenced by name, as Avro wants.
+			return optionalUnion(full, prior), prior, nil
+		}
 		if cs.Name != "" {
-			var err error
-			if full, err = d.fullName(cs.Name, path); err != nil {
-				return nil, nil, err
-			}
-			text := connectText(cs)
-			if prior, ok := d.defined[full]; ok {
-				// Defined before: referenced by name, as Avro wants.
-				if prior.connect != text {
-					return nil, nil, fmt.Errorf("column %q: two different schemas named %s: Avro allows one", path, full)
-				}
-				ref := *prior.v
-				ref.optional, ref.nullSecond = v.optional, v.nullSecond
-				if !ref.optional {
-					return full, &ref, nil
-				}
-				if len(cs.Default) > 0 {
-					return []any{full, "null"}, &ref, nil
-				}
-				return []any{"null", full}, &ref, nil
-			}
-			d.defined[full] = avroDefined{connect: text, v: v}
 			path = "" // columns are named from the record's fields
-		} else {
-			// AvroData names an unnamed struct ConnectDefault; a record
-			// name has one definition in an Avro schema, so the ones after
-			// the first are numbered.
-			d.defaults++
-			full = avroConnectNamespace + "." + avroDefaultName
-			if d.defaults > 1 {
-				full += strconv.Itoa(d.defaults)
-			}
 		}
-		seen := map[string]string{}
-		var fields []avroObj
-		for _, f := range cs.Fields {
-			name, ok := d.fieldNames.adjust(f.Field)
-			if !ok {
-				return nil, nil, &avroNameError{what: "field name", name: f.Field, path: joinPath(path, f.Field), setting: "field.name.adjustment.mode"}
-			}
-			if other, dup := seen[name]; dup {
-				return nil, nil, fmt.Errorf("column %q: fields %q and %q are both %q in Avro", joinPath(path, f.Field), other, f.Field, name)
-			}
-			seen[name] = f.Field
-			fs, fv, err := d.derive(f, false, joinPath(path, f.Field))
-			if err != nil {
-				return nil, nil, err
-			}
-			v.fields = append(v.fields, avroField{connect: f.Field, avro: name, v: fv})
-			fields = append(fields, avroField2(name, fs, f))
+		if base, err = d.deriveRecord(cs, v, full, path); err != nil {
+			return nil, nil, err
 		}
-		if fields == nil {
-			fields = []avroObj{}
-		}
-		ns, local := "", full
-		if i := strings.LastIndexByte(full, '.'); i >= 0 {
-			ns, local = full[:i], full[i+1:]
-		}
-		base = append(base, avroMember{"type", "record"}, avroMember{"name", local})
-		if ns != "" {
-			base = append(base, avroMember{"namespace", ns})
-		}
-		base = append(base, avroMember{"fields", fields})
 		named = true
 		ref = full
 	default:
 		return nil, nil, fmt.Errorf("column %q: Connect type %q has no Avro form", path, cs.Type)
 	}
+	base = connectMembers(base, cs, named, ref)
+	var out any = base
+	if !named && len(base) == 1 {
+		out = base[0].v // a plain primitive is its type name
+	}
+	return optionalUnion(out, v), v, nil
+}
+
+// optionalUnion is the schema s of a value converted by v: a union with
+// null when v is optional, null second when the field has a default.
+func optionalUnion(s any, v *avroValue) any {
+	if !v.optional {
+		return s
+	}
+	if v.nullSecond {
+		return []any{s, "null"}
+	}
+	return []any{"null", s}
+}
+
+// deriveMap returns the Avro definition of a Connect map and sets v to
+// convert it.
+func (d *avroDeriver) deriveMap(cs *connectSchemaNode, v *avroValue, path string) (avroObj, error) {
+	kv, vv := cs.Keys, cs.Values
+	if kv.Type == "string" && !kv.Optional {
+		v.kind = 'm'
+		vals, iv, err := d.derive(vv, false, path+".value")
+		if err != nil {
+			return nil, err
+		}
+		v.elem = iv
+		return avroObj{{"type", "map"}, {"values", vals}}, nil
+	}
+	// Avro maps have string keys: Connect's other maps are arrays of
+	// key/value records.
+	v.kind = 'e'
+	ks, kc, err := d.derive(kv, false, path+".key")
+	if err != nil {
+		return nil, err
+	}
+	vs, vc, err := d.derive(vv, false, path+".value")
+	if err != nil {
+		return nil, err
+	}
+	v.key, v.elem = kc, vc
+	// AvroData names every such record MapEntry, which Avro refuses
+	// for a second map of other types; the ones after the first are
+	// numbered, and marked as AvroData marks a named map's entries so
+	// that AvroConverter still reads them as a map.
+	d.entries++
+	entry := avroObj{{"type", "record"}, {"name", avroMapEntry}, {"namespace", avroConnectNamespace}}
+	if d.entries > 1 {
+		entry = avroObj{{"type", "record"}, {"name", avroMapEntry + strconv.Itoa(d.entries)}, {"namespace", avroConnectNamespace}}
+	}
+	entry = append(entry, avroMember{"fields", []avroObj{avroField2("key", ks, kv), avroField2("value", vs, vv)}})
+	if d.entries > 1 {
+		entry = append(entry, avroMember{"connect.internal.type", avroMapEntry})
+	}
+	return avroObj{{"type", "array"}, {"items", entry}}, nil
+}
+
+// recordName returns the full Avro name of the struct cs converted by v,
+// and, when a record of that name was defined before, the converter to
+// use instead (v's optionality on the first one's fields).
+func (d *avroDeriver) recordName(cs *connectSchemaNode, v *avroValue, path string) (string, *avroValue, error) {
+	if cs.Name == "" {
+		// AvroData names an unnamed struct ConnectDefault; a record
+		// name has one definition in an Avro schema, so the ones after
+		// the first are numbered.
+		d.defaults++
+		full := avroConnectNamespace + "." + avroDefaultName
+		if d.defaults > 1 {
+			full += strconv.Itoa(d.defaults)
+		}
+		return full, nil, nil
+	}
+	full, err := d.fullName(cs.Name, path)
+	if err != nil {
+		return "", nil, err
+	}
+	text := connectText(cs)
+	if prior, ok := d.defined[full]; ok {
+		if prior.connect != text {
+			return "", nil, fmt.Errorf("column %q: two different schemas named %s: Avro allows one", path, full)
+		}
+		ref := *prior.v
+		ref.optional, ref.nullSecond = v.optional, v.nullSecond
+		return full, &ref, nil
+	}
+	d.defined[full] = avroDefined{connect: text, v: v}
+	return full, nil, nil
+}
+
+// deriveRecord returns the Avro definition of the struct cs, named full,
+// and adds its fields to v.
+func (d *avroDeriver) deriveRecord(cs *connectSchemaNode, v *avroValue, full, path string) (avroObj, error) {
+	seen := map[string]string{}
+	var fields []avroObj
+	for _, f := range cs.Fields {
+		name, ok := d.fieldNames.adjust(f.Field)
+		if !ok {
+			return nil, &avroNameError{what: "field name", name: f.Field, path: joinPath(path, f.Field), setting: "field.name.adjustment.mode"}
+		}
+		if other, dup := seen[name]; dup {
+			return nil, fmt.Errorf("column %q: fields %q and %q are both %q in Avro", joinPath(path, f.Field), other, f.Field, name)
+		}
+		seen[name] = f.Field
+		fs, fv, err := d.derive(f, false, joinPath(path, f.Field))
+		if err != nil {
+			return nil, err
+		}
+		v.fields = append(v.fields, avroField{connect: f.Field, avro: name, v: fv})
+		fields = append(fields, avroField2(name, fs, f))
+	}
+	if fields == nil {
+		fields = []avroObj{}
+	}
+	ns, local := "", full
+	if i := strings.LastIndexByte(full, '.'); i >= 0 {
+		ns, local = full[:i], full[i+1:]
+	}
+	base := avroObj{{"type", "record"}, {"name", local}}
+	if ns != "" {
+		base = append(base, avroMember{"namespace", ns})
+	}
+	return append(base, avroMember{"fields", fields}), nil
+}
+
+// connectMembers appends to base the Connect properties AvroData keeps
+// on an Avro type, and the logical type of Connect's logical ones; ref is
+// the adjusted name of a record (named).
+func connectMembers(base avroObj, cs *connectSchemaNode, named bool, ref string) avroObj {
 	if cs.Version > 0 {
 		base = append(base, avroMember{"connect.version", cs.Version})
 	}
@@ -410,17 +459,7 @@ func (d *avroDeriver) derive(cs *connectSchemaNode, bare bool, path string) (any
 	case connectDate:
 		base = append(base, avroMember{"logicalType", "date"})
 	}
-	var out any = base
-	if !named && len(base) == 1 {
-		out = base[0].v // a plain primitive is its type name
-	}
-	if !v.optional {
-		return out, v, nil
-	}
-	if len(cs.Default) > 0 {
-		return []any{out, "null"}, v, nil
-	}
-	return []any{"null", out}, v, nil
+	return base
 }
 
 // connectText is a Connect schema's identity, whatever field or

@@ -115,11 +115,13 @@ func (f *ConnectJSON) schemaName(t *cdc.TableInfo, suffix string) string {
 
 func (f *ConnectJSON) compile(t *cdc.TableInfo) *connectTable {
 	ct := &connectTable{row: compileJSONSchema(t.Schema)}
-	row, err := connectSchemaOpen(nil, &ct.row.row, true, f.schemaName(t, "Value"), &f.opts, "")
+	row, err := connectSchemaOpen(nil, &ct.row.row, true, &f.opts, "")
 	if err != nil {
 		ct.err = fmt.Errorf("table %s.%s: %w", t.Namespace, t.Name, err)
 		return ct
 	}
+	row = append(row, `,"name":`...)
+	row = appendJSONString(row, f.schemaName(t, "Value"))
 	ct.rowSchema, ct.flat, ct.avroValue = row, new(atomic.Pointer[connectFlat]), new(atomic.Pointer[avroSchema])
 	v := append([]byte(nil), `{"schema":`...)
 	v = connectEnvelopeSchema(v, row, f.schemaName(t, "Envelope"))
@@ -141,7 +143,7 @@ func (f *ConnectJSON) compileKey(ct *connectTable, t *cdc.TableInfo) error {
 			if i > 0 {
 				k = append(k, ',')
 			}
-			if k, err = connectSchemaOpen(k, p.typ, false, "", &f.opts, p.name); err != nil {
+			if k, err = connectSchemaOpen(k, p.typ, false, &f.opts, p.name); err != nil {
 				return fmt.Errorf("table %s.%s: key: %w", t.Namespace, t.Name, err)
 			}
 			k = append(k, `,"field":`...)

@@ -250,18 +250,7 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 		}
 	case kindList:
 		if a, ok := arr.(array.ListLike); ok {
-			start, end := a.ValueOffsets(i)
-			vals := a.ListValues()
-			dst = append(dst, '[')
-			for j := start; j < end; j++ {
-				if j > start {
-					dst = append(dst, ',')
-				}
-				if dst, ok = t.elem.appendArrow(dst, vals, int(j)); !ok {
-					return dst, false
-				}
-			}
-			return append(dst, ']'), true
+			return t.appendArrowList(dst, a, i)
 		}
 	case kindMap:
 		if m, ok := arr.(*array.Map); ok {
@@ -293,6 +282,22 @@ func (t *jsonType) appendArrowNested(dst []byte, a *array.Struct, i int) (_ []by
 		}
 	}
 	return append(dst, '}'), true
+}
+
+// appendArrowList appends a list value as a JSON array.
+func (t *jsonType) appendArrowList(dst []byte, a array.ListLike, i int) (_ []byte, ok bool) {
+	start, end := a.ValueOffsets(i)
+	vals := a.ListValues()
+	dst = append(dst, '[')
+	for j := start; j < end; j++ {
+		if j > start {
+			dst = append(dst, ',')
+		}
+		if dst, ok = t.elem.appendArrow(dst, vals, int(j)); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, ']'), true
 }
 
 // appendArrowMap appends a map value as appendMap does.
@@ -417,35 +422,9 @@ func appendConnectArrow(dst []byte, t *jsonType, arr arrow.Array, i int, o *Conn
 func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o *ConnectOptions) (_ []byte, ok bool) {
 	switch t.kind {
 	case kindDecimal:
-		var scratch [24]byte
-		digits, v, ok := t.arrowDecimal(scratch[:0], arr, i)
-		if !ok {
-			return dst, false
-		}
-		switch o.DecimalHandling {
-		case DecimalString:
-			return appendDecimal(dst, cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
-		case DecimalDouble:
-			return dst, false
-		}
-		if len(digits) > 18 { // unscaledBytes parses these with math/big
-			return dst, false
-		}
-		return appendBase64(dst, int64Bytes(scratch[:0], v)), true
+		return appendConnectArrowDecimal(dst, t, arr, i, o)
 	case kindDate:
-		var d int64
-		switch a := arr.(type) {
-		case *array.Date32:
-			d = int64(a.Value(i))
-		case *array.Int32:
-			d = int64(a.Value(i))
-		default:
-			return dst, false
-		}
-		if o.TimePrecision == TimeISOString {
-			return appendDate(dst, d), true
-		}
-		return strconv.AppendInt(dst, d, 10), true
+		return appendConnectArrowDate(dst, arr, i, o)
 	case kindTime:
 		a, ok := arr.(*array.Time64)
 		if !ok {
@@ -471,90 +450,142 @@ func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o 
 		ts := cdc.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 		return o.appendTimestampNano(dst, ts), true
 	case kindStruct:
-		a, ok := arr.(*array.Struct)
-		if !ok {
-			return dst, false
+		if a, ok := arr.(*array.Struct); ok {
+			return appendConnectArrowFields(dst, t, a, i, o)
 		}
-		dt := a.DataType().(*arrow.StructType)
-		dst = append(dst, '{')
-		for k := range t.fields {
-			f := &t.fields[k]
-			dst = append(dst, f.prefix...)
-			idx, found := dt.FieldIdx(f.name)
-			if !found {
-				if f.required {
-					return dst, false
-				}
-				dst = append(dst, "null"...)
-				continue
-			}
-			if dst, ok = appendConnectArrow(dst, f.typ, a.Field(idx), i, o, f.required); !ok {
-				return dst, false
-			}
-		}
-		return append(dst, '}'), true
+		return dst, false
 	case kindList:
-		a, ok := arr.(array.ListLike)
-		if !ok {
-			return dst, false
+		if a, ok := arr.(array.ListLike); ok {
+			return appendConnectArrowList(dst, t, a, i, o)
 		}
-		start, end := a.ValueOffsets(i)
-		vals := a.ListValues()
-		dst = append(dst, '[')
-		for j := start; j < end; j++ {
-			if j > start {
-				dst = append(dst, ',')
-			}
-			if dst, ok = appendConnectArrow(dst, t.elem, vals, int(j), o, t.elemRequired); !ok {
-				return dst, false
-			}
-		}
-		return append(dst, ']'), true
+		return dst, false
 	case kindMap:
-		m, ok := arr.(*array.Map)
-		if !ok {
-			return dst, false
+		if m, ok := arr.(*array.Map); ok {
+			return appendConnectArrowMap(dst, t, m, i, o)
 		}
-		object := connectStringKind(t.key, o)
-		if object {
-			dst = append(dst, '{')
-		} else {
-			dst = append(dst, '[')
-		}
-		start, end := m.ValueOffsets(i)
-		keys, items := m.Keys(), m.Items()
-		for j := int(start); j < int(end); j++ {
-			if j > int(start) {
-				dst = append(dst, ',')
-			}
-			if !object {
-				dst = append(dst, '[')
-			}
-			if dst, ok = appendConnectArrow(dst, t.key, keys, j, o, true); !ok {
-				return dst, false
-			}
-			if object {
-				dst = append(dst, ':')
-			} else {
-				dst = append(dst, ',')
-			}
-			if dst, ok = appendConnectArrow(dst, t.elem, items, j, o, t.elemRequired); !ok {
-				return dst, false
-			}
-			if !object {
-				dst = append(dst, ']')
-			}
-		}
-		if object {
-			return append(dst, '}'), true
-		}
-		return append(dst, ']'), true
+		return dst, false
 	case kindUnsupported:
 		return dst, false
 	}
 	// Booleans, numbers, strings, uuids, bytes, timestamps with a zone:
 	// the same as debezium-json.
 	return t.appendArrowValue(dst, arr, i)
+}
+
+// appendConnectArrowDecimal appends a decimal under decimal.handling.mode;
+// a double, and the bytes of one past 18 digits, are left to the Row path.
+func appendConnectArrowDecimal(dst []byte, t *jsonType, arr arrow.Array, i int, o *ConnectOptions) (_ []byte, ok bool) {
+	var scratch [24]byte
+	digits, v, ok := t.arrowDecimal(scratch[:0], arr, i)
+	if !ok {
+		return dst, false
+	}
+	switch o.DecimalHandling {
+	case DecimalString:
+		return appendDecimal(dst, cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
+	case DecimalDouble:
+		return dst, false
+	}
+	if len(digits) > 18 { // unscaledBytes parses these with math/big
+		return dst, false
+	}
+	return appendBase64(dst, int64Bytes(scratch[:0], v)), true
+}
+
+// appendConnectArrowDate appends a date as days since the epoch, or as
+// ISO text under time.precision.mode isostring.
+func appendConnectArrowDate(dst []byte, arr arrow.Array, i int, o *ConnectOptions) (_ []byte, ok bool) {
+	var d int64
+	switch a := arr.(type) {
+	case *array.Date32:
+		d = int64(a.Value(i))
+	case *array.Int32:
+		d = int64(a.Value(i))
+	default:
+		return dst, false
+	}
+	if o.TimePrecision == TimeISOString {
+		return appendDate(dst, d), true
+	}
+	return strconv.AppendInt(dst, d, 10), true
+}
+
+// appendConnectArrowFields appends a struct value: fields are found by
+// name, one the file lacks is null (or gives up when required).
+func appendConnectArrowFields(dst []byte, t *jsonType, a *array.Struct, i int, o *ConnectOptions) (_ []byte, ok bool) {
+	dt := a.DataType().(*arrow.StructType)
+	dst = append(dst, '{')
+	for k := range t.fields {
+		f := &t.fields[k]
+		dst = append(dst, f.prefix...)
+		idx, found := dt.FieldIdx(f.name)
+		if !found {
+			if f.required {
+				return dst, false
+			}
+			dst = append(dst, "null"...)
+			continue
+		}
+		if dst, ok = appendConnectArrow(dst, f.typ, a.Field(idx), i, o, f.required); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// appendConnectArrowList appends a list value as a JSON array.
+func appendConnectArrowList(dst []byte, t *jsonType, a array.ListLike, i int, o *ConnectOptions) (_ []byte, ok bool) {
+	start, end := a.ValueOffsets(i)
+	vals := a.ListValues()
+	dst = append(dst, '[')
+	for j := start; j < end; j++ {
+		if j > start {
+			dst = append(dst, ',')
+		}
+		if dst, ok = appendConnectArrow(dst, t.elem, vals, int(j), o, t.elemRequired); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, ']'), true
+}
+
+// appendConnectArrowMap appends a map value: a JSON object when its keys
+// are strings in Connect, else an array of [key, value] pairs.
+func appendConnectArrowMap(dst []byte, t *jsonType, m *array.Map, i int, o *ConnectOptions) (_ []byte, ok bool) {
+	object := connectStringKind(t.key, o)
+	if object {
+		dst = append(dst, '{')
+	} else {
+		dst = append(dst, '[')
+	}
+	start, end := m.ValueOffsets(i)
+	keys, items := m.Keys(), m.Items()
+	for j := int(start); j < int(end); j++ {
+		if j > int(start) {
+			dst = append(dst, ',')
+		}
+		if !object {
+			dst = append(dst, '[')
+		}
+		if dst, ok = appendConnectArrow(dst, t.key, keys, j, o, true); !ok {
+			return dst, false
+		}
+		if object {
+			dst = append(dst, ':')
+		} else {
+			dst = append(dst, ',')
+		}
+		if dst, ok = appendConnectArrow(dst, t.elem, items, j, o, t.elemRequired); !ok {
+			return dst, false
+		}
+		if !object {
+			dst = append(dst, ']')
+		}
+	}
+	if object {
+		return append(dst, '}'), true
+	}
+	return append(dst, ']'), true
 }
 
 // int64Bytes appends the big-endian two's-complement bytes of v, as short

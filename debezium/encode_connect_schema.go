@@ -49,89 +49,156 @@ func (e *UnsupportedTypeError) Error() string {
 }
 
 // connectSchemaOpen appends the schema of t without its closing brace, so
-// that the caller can add "field". optional applies to t itself; name,
-// when set, names a struct (the row's Value schema). path names the
-// column in errors.
-func connectSchemaOpen(dst []byte, t *jsonType, optional bool, name string, o *ConnectOptions, path string) ([]byte, error) {
-	typ, logical, version := "", "", 0
-	var params []string // key, value, key, value, ...
+// that the caller can add "name" to the row's Value struct and "field".
+// optional applies to t itself; path names the column in errors.
+func connectSchemaOpen(dst []byte, t *jsonType, optional bool, o *ConnectOptions, path string) ([]byte, error) {
+	var p connectPrimitive
 	switch t.kind {
 	case kindBool:
-		typ = "boolean"
+		p.typ = "boolean"
 	case kindInt:
-		typ = "int32"
+		p.typ = "int32"
 	case kindLong:
-		typ = "int64"
+		p.typ = "int64"
 	case kindFloat:
-		typ = "float"
+		p.typ = "float"
 	case kindDouble:
-		typ = "double"
+		p.typ = "double"
 	case kindString:
-		typ = "string"
+		p.typ = "string"
 	case kindUUID:
-		typ, logical, version = "string", dbzUUID, 1
+		p = connectPrimitive{typ: "string", logical: dbzUUID, version: 1}
 	case kindFixed, kindBinary:
-		typ = "bytes"
+		p.typ = "bytes"
 	case kindUnknown:
-		typ, logical, optional = "string", icecdcUnknown, true
+		p = connectPrimitive{typ: "string", logical: icecdcUnknown}
+		optional = true
 	case kindVariant, kindVariantInline:
-		typ, logical, version = "string", dbzJSON, 1
+		p = connectPrimitive{typ: "string", logical: dbzJSON, version: 1}
 	case kindGeo:
-		// Debezium's Geometry and Geography structs; a CRS without an
-		// srid is kept as a schema parameter so that it is not lost.
-		dst = append(dst, `{"type":"struct","fields":[{"type":"bytes","optional":false,"field":"wkb"},{"type":"int32","optional":true,"field":"srid"}],"optional":`...)
-		dst = strconv.AppendBool(dst, optional)
-		dst = append(dst, `,"name":`...)
-		dst = appendJSONString(dst, t.geoName)
-		dst = append(dst, `,"version":1`...)
-		if !t.hasSRID {
-			dst = append(dst, `,"parameters":{"crs":`...)
-			dst = appendJSONString(dst, t.crs)
-			dst = append(dst, '}')
-		}
-		return dst, nil
+		return appendConnectGeoSchema(dst, t, optional), nil
 	case kindDecimal:
-		switch o.DecimalHandling {
-		case DecimalDouble:
-			typ = "double"
-		case DecimalString:
-			typ = "string"
-		default:
-			typ, logical, version = "bytes", connectDecimal, 1
-			params = []string{"scale", strconv.Itoa(t.scale), "connect.decimal.precision", strconv.Itoa(t.prec)}
+		p = connectDecimalSchema(t, o)
+	case kindDate, kindTime, kindTimestamp, kindTimestampNs:
+		p = connectTemporalSchema(t.kind, o)
+	case kindTimestampTZ, kindTimestampTZNs:
+		p = connectPrimitive{typ: "string", logical: dbzZonedTS, version: 1}
+	case kindStruct, kindList, kindMap:
+		return connectNestedSchema(dst, t, optional, o, path)
+	default:
+		return dst, &UnsupportedTypeError{Column: path, Type: t.name}
+	}
+	return p.appendOpen(dst, optional), nil
+}
+
+// connectPrimitive is the schema of a Connect primitive, and its logical
+// type when it has one.
+type connectPrimitive struct {
+	typ, logical string
+	version      int
+	params       []string // key, value, key, value, ...
+}
+
+func (p *connectPrimitive) appendOpen(dst []byte, optional bool) []byte {
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, p.typ...)
+	dst = append(dst, `","optional":`...)
+	dst = strconv.AppendBool(dst, optional)
+	if p.logical != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, p.logical)
+	}
+	if p.version > 0 {
+		dst = append(dst, `,"version":`...)
+		dst = strconv.AppendInt(dst, int64(p.version), 10)
+	}
+	if len(p.params) > 0 {
+		dst = append(dst, `,"parameters":{`...)
+		for i := 0; i < len(p.params); i += 2 {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, p.params[i])
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, p.params[i+1])
 		}
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
+// connectDecimalSchema is a decimal's schema under decimal.handling.mode.
+func connectDecimalSchema(t *jsonType, o *ConnectOptions) connectPrimitive {
+	switch o.DecimalHandling {
+	case DecimalDouble:
+		return connectPrimitive{typ: "double"}
+	case DecimalString:
+		return connectPrimitive{typ: "string"}
+	}
+	return connectPrimitive{typ: "bytes", logical: connectDecimal, version: 1,
+		params: []string{"scale", strconv.Itoa(t.scale), "connect.decimal.precision", strconv.Itoa(t.prec)}}
+}
+
+// connectTemporalSchema is the schema of a date, time or timestamp without
+// zone under time.precision.mode.
+func connectTemporalSchema(k jsonKind, o *ConnectOptions) connectPrimitive {
+	p := connectPrimitive{version: 1}
+	switch k {
 	case kindDate:
 		switch o.TimePrecision {
 		case TimeConnect:
-			typ, logical, version = "int32", connectDate, 1
+			p.typ, p.logical = "int32", connectDate
 		case TimeISOString:
-			typ, logical, version = "string", dbzIsoDate, 1
+			p.typ, p.logical = "string", dbzIsoDate
 		default:
-			typ, logical, version = "int32", dbzDate, 1
+			p.typ, p.logical = "int32", dbzDate
 		}
 	case kindTime:
 		switch o.TimePrecision {
 		case TimeConnect:
-			typ, logical, version = "int32", connectTime, 1
+			p.typ, p.logical = "int32", connectTime
 		case TimeISOString:
-			typ, logical, version = "string", dbzIsoTime, 1
+			p.typ, p.logical = "string", dbzIsoTime
 		default:
-			typ, logical, version = "int64", dbzMicroTime, 1
+			p.typ, p.logical = "int64", dbzMicroTime
 		}
-	case kindTimestamp, kindTimestampNs:
+	default:
 		switch o.TimePrecision {
 		case TimeConnect:
-			typ, logical, version = "int64", connectTimestamp, 1
+			p.typ, p.logical = "int64", connectTimestamp
 		case TimeISOString:
-			typ, logical, version = "string", dbzIsoTS, 1
+			p.typ, p.logical = "string", dbzIsoTS
 		default:
-			typ, logical, version = "int64", dbzMicroTS, 1
-			if t.kind == kindTimestampNs {
-				logical = dbzNanoTS
+			p.typ, p.logical = "int64", dbzMicroTS
+			if k == kindTimestampNs {
+				p.logical = dbzNanoTS
 			}
 		}
-	case kindTimestampTZ, kindTimestampTZNs:
-		typ, logical, version = "string", dbzZonedTS, 1
+	}
+	return p
+}
+
+// appendConnectGeoSchema appends Debezium's Geometry or Geography struct;
+// a CRS without an srid is kept as a schema parameter so that it is not
+// lost.
+func appendConnectGeoSchema(dst []byte, t *jsonType, optional bool) []byte {
+	dst = append(dst, `{"type":"struct","fields":[{"type":"bytes","optional":false,"field":"wkb"},{"type":"int32","optional":true,"field":"srid"}],"optional":`...)
+	dst = strconv.AppendBool(dst, optional)
+	dst = append(dst, `,"name":`...)
+	dst = appendJSONString(dst, t.geoName)
+	dst = append(dst, `,"version":1`...)
+	if !t.hasSRID {
+		dst = append(dst, `,"parameters":{"crs":`...)
+		dst = appendJSONString(dst, t.crs)
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
+// connectNestedSchema appends the schema of a struct, list or map.
+func connectNestedSchema(dst []byte, t *jsonType, optional bool, o *ConnectOptions, path string) ([]byte, error) {
+	var err error
+	switch t.kind {
 	case kindStruct:
 		dst = append(dst, `{"type":"struct","fields":[`...)
 		for i := range t.fields {
@@ -139,8 +206,7 @@ func connectSchemaOpen(dst []byte, t *jsonType, optional bool, name string, o *C
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			var err error
-			if dst, err = connectSchemaOpen(dst, f.typ, !f.required, "", o, joinPath(path, f.name)); err != nil {
+			if dst, err = connectSchemaOpen(dst, f.typ, !f.required, o, joinPath(path, f.name)); err != nil {
 				return dst, err
 			}
 			dst = append(dst, `,"field":`...)
@@ -148,60 +214,24 @@ func connectSchemaOpen(dst []byte, t *jsonType, optional bool, name string, o *C
 			dst = append(dst, '}')
 		}
 		dst = append(dst, `],"optional":`...)
-		dst = strconv.AppendBool(dst, optional)
-		if name != "" {
-			dst = append(dst, `,"name":`...)
-			dst = appendJSONString(dst, name)
-		}
-		return dst, nil
+		return strconv.AppendBool(dst, optional), nil
 	case kindList:
 		dst = append(dst, `{"type":"array","items":`...)
-		var err error
-		if dst, err = connectSchemaOpen(dst, t.elem, !t.elemRequired, "", o, path+"[]"); err != nil {
+		if dst, err = connectSchemaOpen(dst, t.elem, !t.elemRequired, o, path+"[]"); err != nil {
 			return dst, err
 		}
-		dst = append(dst, `},"optional":`...)
-		return strconv.AppendBool(dst, optional), nil
-	case kindMap:
+	default:
 		dst = append(dst, `{"type":"map","keys":`...)
-		var err error
-		if dst, err = connectSchemaOpen(dst, t.key, false, "", o, path+".key"); err != nil {
+		if dst, err = connectSchemaOpen(dst, t.key, false, o, path+".key"); err != nil {
 			return dst, err
 		}
 		dst = append(dst, `},"values":`...)
-		if dst, err = connectSchemaOpen(dst, t.elem, !t.elemRequired, "", o, path+".value"); err != nil {
+		if dst, err = connectSchemaOpen(dst, t.elem, !t.elemRequired, o, path+".value"); err != nil {
 			return dst, err
 		}
-		dst = append(dst, `},"optional":`...)
-		return strconv.AppendBool(dst, optional), nil
-	default:
-		return dst, &UnsupportedTypeError{Column: path, Type: t.name}
 	}
-	dst = append(dst, `{"type":"`...)
-	dst = append(dst, typ...)
-	dst = append(dst, `","optional":`...)
-	dst = strconv.AppendBool(dst, optional)
-	if logical != "" {
-		dst = append(dst, `,"name":`...)
-		dst = appendJSONString(dst, logical)
-	}
-	if version > 0 {
-		dst = append(dst, `,"version":`...)
-		dst = strconv.AppendInt(dst, int64(version), 10)
-	}
-	if len(params) > 0 {
-		dst = append(dst, `,"parameters":{`...)
-		for i := 0; i < len(params); i += 2 {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, params[i])
-			dst = append(dst, ':')
-			dst = appendJSONString(dst, params[i+1])
-		}
-		dst = append(dst, '}')
-	}
-	return dst, nil
+	dst = append(dst, `},"optional":`...)
+	return strconv.AppendBool(dst, optional), nil
 }
 
 func joinPath(path, name string) string {

@@ -370,6 +370,17 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 		if b, ok := v.([]byte); ok {
 			return appendBase64(dst, b), nil
 		}
+	case kindStruct, kindList, kindMap:
+		return t.appendNested(dst, v)
+	case kindVariant, kindVariantInline, kindGeo:
+		return t.appendVariantOrGeo(dst, v)
+	}
+	return dst, t.typeError(v)
+}
+
+// appendNested appends a struct, list or map value.
+func (t *jsonType) appendNested(dst []byte, v any) ([]byte, error) {
+	switch t.kind {
 	case kindStruct:
 		if r, ok := v.(cdc.Row); ok {
 			return t.appendStruct(dst, r)
@@ -382,6 +393,14 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 		if m, ok := v.([]cdc.MapEntry); ok {
 			return t.appendMap(dst, m)
 		}
+	}
+	return dst, t.typeError(v)
+}
+
+// appendVariantOrGeo appends a variant, as a JSON string or inline, or a
+// geometry or geography value.
+func (t *jsonType) appendVariantOrGeo(dst []byte, v any) ([]byte, error) {
+	switch t.kind {
 	case kindVariant:
 		if x, ok := v.(cdc.VariantJSON); ok {
 			return appendJSONString(dst, string(x)), nil
@@ -395,7 +414,12 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return t.appendGeo(dst, b), nil
 		}
 	}
-	return dst, &ValueError{Type: t.name, Want: t.want, Got: fmt.Sprintf("%T", v)}
+	return dst, t.typeError(v)
+}
+
+// typeError reports a Go value of another type than t accepts.
+func (t *jsonType) typeError(v any) *ValueError {
+	return &ValueError{Type: t.name, Want: t.want, Got: fmt.Sprintf("%T", v)}
 }
 
 func (t *jsonType) domainError(want, got string) *ValueError {

@@ -95,57 +95,8 @@ func Parse(value []byte, tables []string) (Action, error) {
 	}
 	switch sig.Type {
 	case TypeExecuteSnapshot:
-		a.Kind = strings.ToLower(data.Type)
-		if a.Kind == "" {
-			a.Kind = KindIncremental
-		}
-		if a.Kind != KindIncremental && a.Kind != KindBlocking {
-			return fail("data.type %s: want incremental or blocking", quote(data.Type))
-		}
-		if data.SurrogateKey != "" {
-			return fail("data.surrogate-key: not accepted; icecdc reads a table's rows by file and position, not by key")
-		}
-		if len(data.DataCollections) == 0 {
-			return fail("data.data-collections: missing or empty; list the tables to read (names or regular expressions)")
-		}
-		var err error
-		if a.Tables, err = match(data.DataCollections, tables); err != nil {
-			return fail("%v", err)
-		}
-		a.Filters = map[string]string{}
-		for _, t := range a.Tables {
-			if data.AdditionalCondition != "" {
-				a.Filters[t] = data.AdditionalCondition
-			}
-		}
-		for i, c := range data.AdditionalConditions {
-			re, err := collectionPattern(c.DataCollection)
-			if err != nil {
-				return fail("data.additional-conditions[%d].data-collection: %v", i, err)
-			}
-			if strings.TrimSpace(c.Filter) == "" {
-				return fail("data.additional-conditions[%d].filter: empty", i)
-			}
-			if _, err := cdc.ParseRowFilter(c.Filter); err != nil {
-				return fail("data.additional-conditions[%d].filter %q: %v", i, cdc.RedactFilter(c.Filter), err)
-			}
-			hit := false
-			for _, t := range a.Tables {
-				if re.MatchString(t) {
-					hit = true
-					if _, set := a.Filters[t]; !set {
-						a.Filters[t] = c.Filter // the first condition for a table holds
-					}
-				}
-			}
-			if !hit {
-				return fail("data.additional-conditions[%d].data-collection %s matches none of the tables to read (%s)", i, quote(c.DataCollection), listTables(a.Tables))
-			}
-		}
-		if data.AdditionalCondition != "" {
-			if _, err := cdc.ParseRowFilter(data.AdditionalCondition); err != nil {
-				return fail("data.additional-condition %q: %v", cdc.RedactFilter(data.AdditionalCondition), err)
-			}
+		if err := a.executeSnapshot(&data, tables); err != nil {
+			return fail("%s", err)
 		}
 	case TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot:
 		if t := strings.ToLower(data.Type); t != "" && t != KindIncremental && t != KindBlocking {
@@ -165,6 +116,74 @@ func Parse(value []byte, tables []string) (Action, error) {
 		return fail("unknown type; icecdc takes %s, %s, %s and %s", TypeExecuteSnapshot, TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot)
 	}
 	return a, nil
+}
+
+// executeSnapshot resolves an execute-snapshot signal's kind, tables and
+// filters into a; its error says why the signal is refused.
+func (a *Action) executeSnapshot(data *snapshotData, tables []string) error {
+	a.Kind = strings.ToLower(data.Type)
+	if a.Kind == "" {
+		a.Kind = KindIncremental
+	}
+	if a.Kind != KindIncremental && a.Kind != KindBlocking {
+		return fmt.Errorf("data.type %s: want incremental or blocking", quote(data.Type))
+	}
+	if data.SurrogateKey != "" {
+		return errors.New("data.surrogate-key: not accepted; icecdc reads a table's rows by file and position, not by key")
+	}
+	if len(data.DataCollections) == 0 {
+		return errors.New("data.data-collections: missing or empty; list the tables to read (names or regular expressions)")
+	}
+	var err error
+	if a.Tables, err = match(data.DataCollections, tables); err != nil {
+		return err
+	}
+	a.Filters = map[string]string{}
+	for _, t := range a.Tables {
+		if data.AdditionalCondition != "" {
+			a.Filters[t] = data.AdditionalCondition
+		}
+	}
+	for i, c := range data.AdditionalConditions {
+		if err := a.addCondition(i, c.DataCollection, c.Filter); err != nil {
+			return err
+		}
+	}
+	if data.AdditionalCondition != "" {
+		if _, err := cdc.ParseRowFilter(data.AdditionalCondition); err != nil {
+			return fmt.Errorf("data.additional-condition %q: %v", cdc.RedactFilter(data.AdditionalCondition), err)
+		}
+	}
+	return nil
+}
+
+// addCondition sets the filter of additional-conditions[i] on the tables
+// to read that its data collection matches and that have none yet: the
+// first condition for a table holds.
+func (a *Action) addCondition(i int, collection, filter string) error {
+	re, err := collectionPattern(collection)
+	if err != nil {
+		return fmt.Errorf("data.additional-conditions[%d].data-collection: %v", i, err)
+	}
+	if strings.TrimSpace(filter) == "" {
+		return fmt.Errorf("data.additional-conditions[%d].filter: empty", i)
+	}
+	if _, err := cdc.ParseRowFilter(filter); err != nil {
+		return fmt.Errorf("data.additional-conditions[%d].filter %q: %v", i, cdc.RedactFilter(filter), err)
+	}
+	hit := false
+	for _, t := range a.Tables {
+		if re.MatchString(t) {
+			hit = true
+			if _, set := a.Filters[t]; !set {
+				a.Filters[t] = filter
+			}
+		}
+	}
+	if !hit {
+		return fmt.Errorf("data.additional-conditions[%d].data-collection %s matches none of the tables to read (%s)", i, quote(collection), listTables(a.Tables))
+	}
+	return nil
 }
 
 // match returns the tables the data collections name, in the order the

@@ -50,86 +50,113 @@ import (
 )
 
 func main() {
-	dir := flag.String("dir", "", "directory to build the catalog in")
-	n := flag.Int("tables", 1000, "tables to create in namespace many")
-	bin := flag.String("icecdc", "", "an icecdc binary: run it on the catalog and report what it costs")
-	commits := flag.Int("commits", 30, "with -icecdc: commits a writer makes, one every 1-2 s, once every table was delivered")
-	idle := flag.Duration("idle", 20*time.Second, "with -icecdc: how long the daemon's idle CPU is measured")
-	poll := flag.Duration("poll", time.Second, "with -icecdc: the daemon's poll.interval")
-	maxPoll := flag.Duration("max-interval", 0, "with -icecdc: the daemon's poll.max_interval (0: its default)")
-	reuse := flag.Bool("reuse", false, "use the tables an earlier run built in -dir (its state and events are removed)")
+	var o options
+	flag.StringVar(&o.dir, "dir", "", "directory to build the catalog in")
+	flag.IntVar(&o.tables, "tables", 1000, "tables to create in namespace many")
+	flag.StringVar(&o.bin, "icecdc", "", "an icecdc binary: run it on the catalog and report what it costs")
+	flag.IntVar(&o.commits, "commits", 30, "with -icecdc: commits a writer makes, one every 1-2 s, once every table was delivered")
+	flag.DurationVar(&o.idle, "idle", 20*time.Second, "with -icecdc: how long the daemon's idle CPU is measured")
+	flag.DurationVar(&o.poll, "poll", time.Second, "with -icecdc: the daemon's poll.interval")
+	flag.DurationVar(&o.maxPoll, "max-interval", 0, "with -icecdc: the daemon's poll.max_interval (0: its default)")
+	flag.BoolVar(&o.reuse, "reuse", false, "use the tables an earlier run built in -dir (its state and events are removed)")
 	flag.Parse()
-	if err := run(context.Background(), *dir, *n, *bin, *commits, *idle, *poll, *maxPoll, *reuse); err != nil {
+	if err := run(context.Background(), &o); err != nil {
 		fmt.Fprintln(os.Stderr, "manytables:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dir string, n int, bin string, commits int, idle, poll, maxPoll time.Duration, reuse bool) error {
-	if dir == "" {
+// options are the command's flags.
+type options struct {
+	dir           string
+	tables        int
+	bin           string // -icecdc
+	commits       int
+	idle          time.Duration
+	poll, maxPoll time.Duration
+	reuse         bool
+}
+
+// daemonFiles are the daemon's config, the sink's file and the address
+// it serves /metrics on.
+type daemonFiles struct {
+	config, events, listen string
+}
+
+func run(ctx context.Context, o *options) error {
+	if o.dir == "" {
 		return fmt.Errorf("-dir is required")
 	}
-	env, err := scenario.NewEnv(ctx, dir)
+	env, err := scenario.NewEnv(ctx, o.dir)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
 	t0 := time.Now()
-	events := filepath.Join(env.Dir, "events.jsonl")
+	d := daemonFiles{events: filepath.Join(env.Dir, "events.jsonl")}
 	var names []string
-	if reuse {
-		for i := range n {
+	if o.reuse {
+		for i := range o.tables {
 			names = append(names, fmt.Sprintf("many.t%04d", i))
 		}
-		for _, f := range []string{events, filepath.Join(env.Dir, "state.db")} {
+		for _, f := range []string{d.events, filepath.Join(env.Dir, "state.db")} {
 			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
-	} else if names, err = env.ManyTables(ctx, "many", n); err != nil {
+	} else if names, err = env.ManyTables(ctx, "many", o.tables); err != nil {
 		return err
 	}
-	listen := ""
-	if bin != "" {
-		if listen, err = freeAddr(); err != nil {
+	if o.bin != "" {
+		if d.listen, err = freeAddr(); err != nil {
 			return err
 		}
 	}
+	cfg := config(env, o, d)
+	if o.bin == "" {
+		fmt.Print(cfg)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "manytables: built %d tables in %s\n", o.tables, time.Since(t0).Round(time.Second))
+	d.config = filepath.Join(env.Dir, "icecdc.yaml")
+	if err := os.WriteFile(d.config, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	return measure(ctx, env, names, o, d)
+}
+
+// config is the icecdc.yaml that follows every table of namespace many.
+func config(env *scenario.Env, o *options, d daemonFiles) string {
 	cfg := fmt.Sprintf(`name: many
 catalog: {name: %s, type: sql, uri: '%s', warehouse: '%s'}
 tables: [{name: 'many.*', start: earliest}]
 sink: {type: file, file: {path: %s}}
 state: {path: %s}
 poll: {interval: %s}
-`, scenario.CatalogName, env.CatalogURI, env.Warehouse, events, filepath.Join(env.Dir, "state.db"), poll)
-	if maxPoll > 0 {
-		cfg = strings.Replace(cfg, "poll: {interval: "+poll.String()+"}", fmt.Sprintf("poll: {interval: %s, max_interval: %s}", poll, maxPoll), 1)
+`, scenario.CatalogName, env.CatalogURI, env.Warehouse, d.events, filepath.Join(env.Dir, "state.db"), o.poll)
+	if o.maxPoll > 0 {
+		cfg = strings.Replace(cfg, "poll: {interval: "+o.poll.String()+"}", fmt.Sprintf("poll: {interval: %s, max_interval: %s}", o.poll, o.maxPoll), 1)
 	}
-	if listen != "" {
-		cfg += fmt.Sprintf("http: {listen: '%s'}\n", listen)
+	if d.listen != "" {
+		cfg += fmt.Sprintf("http: {listen: '%s'}\n", d.listen)
 	}
-	if bin == "" {
-		fmt.Print(cfg)
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "manytables: built %d tables in %s\n", n, time.Since(t0).Round(time.Second))
-	cfgPath := filepath.Join(env.Dir, "icecdc.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return err
-	}
-	return measure(ctx, env, names, bin, cfgPath, events, listen, commits, idle)
+	return cfg
 }
 
 // measure runs the daemon and prints one line of what it cost.
-func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPath, events, listen string, commits int, idle time.Duration) error {
+func measure(ctx context.Context, env *scenario.Env, names []string, o *options, d daemonFiles) error {
 	logf, err := os.Create(filepath.Join(env.Dir, "icecdc.log"))
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "run", "-c", cfgPath)
+	cmd := exec.Command(o.bin, "run", "-c", d.config)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	start := time.Now()
+	r := &daemonRun{cmd: cmd, exited: make(chan struct{}), log: logf.Name(), tail: &tailer{path: d.events},
+		// With ICECDC_HEAPPROFILE, the daemon writes a heap profile at each
+		// SIGUSR1: one when half the tables were delivered, one when idle.
+		profile: os.Getenv("ICECDC_HEAPPROFILE") != ""}
+	r.start = time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -138,55 +165,86 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	}()
-	exited := make(chan struct{})
-	go func() { cmd.Process.Wait(); close(exited) }()
+	go func() { cmd.Process.Wait(); close(r.exited) }()
 
-	// First delivery: one event per table.
-	tail := &tailer{path: events}
-	var first time.Duration
-	var firstCPU int64 // the daemon's CPU time until then, in clock ticks
-	// With ICECDC_HEAPPROFILE, the daemon writes a heap profile at each
-	// SIGUSR1: one when half the tables were delivered, one when idle.
-	profile := os.Getenv("ICECDC_HEAPPROFILE") != ""
-	halfway := false
-	for deadline := time.Now().Add(30 * time.Minute); ; {
-		if tail.lines() >= len(names) {
-			first, firstCPU = time.Since(start), cpuTicks(pid)
-			break
-		}
-		if profile && !halfway && tail.lines() >= len(names)/2 {
-			halfway = true
-			cmd.Process.Signal(syscall.SIGUSR1)
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("icecdc exited before delivering every table (see %s)", logf.Name())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not every table delivered within 30 minutes: %d events of %d", tail.lines(), len(names))
-		}
+	first, firstCPU, err := r.firstDelivery(len(names))
+	if err != nil {
+		return err
 	}
 
 	// Idle CPU, after the polls settled to their idle schedule.
 	time.Sleep(5 * time.Second)
 	c0, w0 := cpuTicks(pid), time.Now()
-	time.Sleep(idle)
+	time.Sleep(o.idle)
 	c1, w1 := cpuTicks(pid), time.Now()
 	idleCPU := float64(c1-c0) / clockTicks / w1.Sub(w0).Seconds() * 100
 	fds := openFDs(pid)
-	if profile {
+	if r.profile {
 		cmd.Process.Signal(syscall.SIGUSR1)
 	}
-	series, err := metricSeries(listen)
+	series, err := metricSeries(d.listen)
 	if err != nil {
 		return err
 	}
 
-	// Commits of a writer that shares the catalog, each to a random
-	// table, and the time until its event is in the sink's file.
-	var lat []time.Duration
-	stalls, failed := 0, 0
+	w := writeCommits(ctx, env, names, r.tail, o.commits)
+	rss, rssNow := peakRSS(pid), statusKiB(pid, "VmRSS:")
+	median, p90 := "n/a", "n/a"
+	if lat := w.lat; len(lat) > 0 {
+		slices.Sort(lat)
+		median = lat[len(lat)/2].Round(time.Millisecond).String()
+		p90 = lat[len(lat)*9/10].Round(time.Millisecond).String()
+	}
+	fmt.Printf("tables=%d first_delivery_all=%s (%.1fs of CPU) idle_cpu=%.1f%% rss_peak=%dMiB rss_end=%dMiB open_fds=%d metric_series=%d (%.1f per table) commit_to_delivery_median=%s p90=%s (%d of %d commits seen) writer_stalls=%d (of %d failed commits) load_average=%s\n",
+		len(names), first.Round(100*time.Millisecond), float64(firstCPU)/clockTicks, idleCPU, rss>>10, rssNow>>10, fds, series, float64(series)/float64(len(names)), median, p90, len(w.lat), o.commits, w.stalls, w.failed, loadAverage())
+	return nil
+}
+
+// daemonRun is the daemon being measured.
+type daemonRun struct {
+	cmd     *exec.Cmd
+	start   time.Time
+	exited  chan struct{}
+	log     string  // its log file
+	tail    *tailer // the sink's file
+	profile bool    // ICECDC_HEAPPROFILE is set
+}
+
+// firstDelivery waits for one event per table and returns the time it
+// took and the daemon's CPU time until then, in clock ticks.
+func (r *daemonRun) firstDelivery(tables int) (time.Duration, int64, error) {
+	halfway := false
+	for deadline := time.Now().Add(30 * time.Minute); ; {
+		if r.tail.lines() >= tables {
+			return time.Since(r.start), cpuTicks(r.cmd.Process.Pid), nil
+		}
+		if r.profile && !halfway && r.tail.lines() >= tables/2 {
+			halfway = true
+			r.cmd.Process.Signal(syscall.SIGUSR1)
+		}
+		select {
+		case <-r.exited:
+			return 0, 0, fmt.Errorf("icecdc exited before delivering every table (see %s)", r.log)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("not every table delivered within 30 minutes: %d events of %d", r.tail.lines(), tables)
+		}
+	}
+}
+
+// writerResult is what writeCommits saw: the time from each commit to
+// its event, and the commits that failed (stalls: on a locked catalog).
+type writerResult struct {
+	lat            []time.Duration
+	stalls, failed int
+}
+
+// writeCommits makes commits of a writer that shares the catalog, each
+// to a random table, and measures the time until its event is in the
+// sink's file.
+func writeCommits(ctx context.Context, env *scenario.Env, names []string, tail *tailer, commits int) writerResult {
+	var w writerResult
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	for k := range commits {
@@ -198,9 +256,9 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 			_, err = scenario.Append(wctx, tbl, []map[string]any{scenario.Order(id, "bench", "new", 1)})
 		}
 		if err != nil {
-			failed++
+			w.failed++
 			if s := err.Error(); strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked") {
-				stalls++
+				w.stalls++
 			}
 			fmt.Fprintf(os.Stderr, "manytables: commit %d to %s: %v\n", k, name, err)
 			continue
@@ -209,22 +267,13 @@ func measure(ctx context.Context, env *scenario.Env, names []string, bin, cfgPat
 		needle := []byte(`"order_id":` + strconv.FormatInt(id, 10) + `,`)
 		for time.Since(committed) < time.Minute {
 			if tail.find(needle) {
-				lat = append(lat, time.Since(committed))
+				w.lat = append(w.lat, time.Since(committed))
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	rss, rssNow := peakRSS(pid), statusKiB(pid, "VmRSS:")
-	median, p90 := "n/a", "n/a"
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		median = lat[len(lat)/2].Round(time.Millisecond).String()
-		p90 = lat[len(lat)*9/10].Round(time.Millisecond).String()
-	}
-	fmt.Printf("tables=%d first_delivery_all=%s (%.1fs of CPU) idle_cpu=%.1f%% rss_peak=%dMiB rss_end=%dMiB open_fds=%d metric_series=%d (%.1f per table) commit_to_delivery_median=%s p90=%s (%d of %d commits seen) writer_stalls=%d (of %d failed commits) load_average=%s\n",
-		len(names), first.Round(100*time.Millisecond), float64(firstCPU)/clockTicks, idleCPU, rss>>10, rssNow>>10, fds, series, float64(series)/float64(len(names)), median, p90, len(lat), commits, stalls, failed, loadAverage())
-	return nil
+	return w
 }
 
 // tailer reads a growing JSON-lines file.

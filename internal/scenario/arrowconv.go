@@ -54,13 +54,13 @@ func buildRecord(as *arrow.Schema, rows []map[string]any) (arrow.RecordBatch, er
 	return b.NewRecordBatch(), nil
 }
 
-// appendValue appends v to bld, accepting the Go types a test naturally
-// writes for each Arrow type (any integer kind for integer columns, time.Time
-// for dates and timestamps, ...).
 // RawVariant is a variant column value given as its two buffers, written
 // as they are (unchecked), for tests of malformed variants.
 type RawVariant struct{ Metadata, Value []byte }
 
+// appendValue appends v to bld, accepting the Go types a test naturally
+// writes for each Arrow type (any integer kind for integer columns, time.Time
+// for dates and timestamps, ...).
 func appendValue(bld array.Builder, v any) error {
 	if v == nil {
 		bld.AppendNull()
@@ -110,6 +110,38 @@ func appendValue(bld array.Builder, v any) error {
 			return typeErr(v, "[]byte")
 		}
 		b.Append(x)
+	case *array.Decimal128Builder:
+		x, ok := v.(decimal128.Num)
+		if !ok {
+			return typeErr(v, "decimal128.Num")
+		}
+		b.Append(x)
+	case *array.FixedSizeBinaryBuilder:
+		x, ok := v.([]byte)
+		if !ok {
+			return typeErr(v, "[]byte")
+		}
+		b.Append(x)
+	case *extensions.UUIDBuilder:
+		x, ok := v.(uuid.UUID)
+		if !ok {
+			return typeErr(v, "uuid.UUID")
+		}
+		b.Append(x)
+	case *array.Date32Builder, *array.TimestampBuilder, *array.Time64Builder:
+		return appendTemporal(bld, v)
+	case *extensions.VariantBuilder, *array.StructBuilder, *array.MapBuilder, *array.ListBuilder:
+		return appendNested(bld, v)
+	default:
+		return appendGeo(bld, v)
+	}
+
+	return nil
+}
+
+// appendTemporal is appendValue for dates, timestamps and times.
+func appendTemporal(bld array.Builder, v any) error {
+	switch b := bld.(type) {
 	case *array.Date32Builder:
 		switch x := v.(type) {
 		case arrow.Date32:
@@ -133,12 +165,6 @@ func appendValue(bld array.Builder, v any) error {
 		default:
 			return typeErr(v, "arrow.Timestamp or time.Time")
 		}
-	case *array.Decimal128Builder:
-		x, ok := v.(decimal128.Num)
-		if !ok {
-			return typeErr(v, "decimal128.Num")
-		}
-		b.Append(x)
 	case *array.Time64Builder:
 		switch x := v.(type) {
 		case arrow.Time64:
@@ -148,18 +174,14 @@ func appendValue(bld array.Builder, v any) error {
 		default:
 			return typeErr(v, "arrow.Time64 or int64 microseconds")
 		}
-	case *array.FixedSizeBinaryBuilder:
-		x, ok := v.([]byte)
-		if !ok {
-			return typeErr(v, "[]byte")
-		}
-		b.Append(x)
-	case *extensions.UUIDBuilder:
-		x, ok := v.(uuid.UUID)
-		if !ok {
-			return typeErr(v, "uuid.UUID")
-		}
-		b.Append(x)
+	}
+
+	return nil
+}
+
+// appendNested is appendValue for variants and nested types.
+func appendNested(bld array.Builder, v any) error {
+	switch b := bld.(type) {
 	case *extensions.VariantBuilder:
 		if raw, ok := v.(RawVariant); ok {
 			sb := b.StorageBuilder().(*array.StructBuilder)
@@ -210,18 +232,20 @@ func appendValue(bld array.Builder, v any) error {
 				return err
 			}
 		}
-	default:
-		// Geometry and geography columns are geoarrow WKB extension
-		// arrays, whose builders take a value as hex text.
-		if x, ok := v.([]byte); ok {
-			if et, ok := bld.Type().(arrow.ExtensionType); ok && et.StorageType().ID() == arrow.BINARY {
-				return bld.AppendValueFromString(hex.EncodeToString(x))
-			}
-		}
-		return fmt.Errorf("arrow type %s not supported by scenario rows", bld.Type())
 	}
 
 	return nil
+}
+
+// appendGeo appends a geometry or geography value: these columns are
+// geoarrow WKB extension arrays, whose builders take a value as hex text.
+func appendGeo(bld array.Builder, v any) error {
+	if x, ok := v.([]byte); ok {
+		if et, ok := bld.Type().(arrow.ExtensionType); ok && et.StorageType().ID() == arrow.BINARY {
+			return bld.AppendValueFromString(hex.EncodeToString(x))
+		}
+	}
+	return fmt.Errorf("arrow type %s not supported by scenario rows", bld.Type())
 }
 
 func typeErr(v any, want string) error {

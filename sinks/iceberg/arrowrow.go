@@ -21,7 +21,7 @@ func appendArrow(b array.Builder, v any) error {
 		b.AppendNull()
 		return nil
 	}
-	bad := func() error { return fmt.Errorf("a %T value does not fit a %s column", v, b.Type()) }
+	bad := func() error { return mismatch(b, v) }
 	switch b := b.(type) {
 	case *array.BooleanBuilder:
 		x, ok := v.(bool)
@@ -102,100 +102,125 @@ func appendArrow(b array.Builder, v any) error {
 		default:
 			return bad()
 		}
+	default:
+		return appendArrowWide(b, v)
+	}
+	return nil
+}
+
+// mismatch reports a value that does not fit its column.
+func mismatch(b array.Builder, v any) error {
+	return fmt.Errorf("a %T value does not fit a %s column", v, b.Type())
+}
+
+// appendArrowWide is appendArrow for the types off the common path:
+// decimals, uuids, fixed, variants and nested types.
+func appendArrowWide(b array.Builder, v any) error {
+	switch bb := b.(type) {
 	case *array.Decimal128Builder:
 		x, ok := v.(cdc.Decimal)
 		if !ok {
-			return bad()
+			return mismatch(b, v)
 		}
 		n, ok := new(big.Int).SetString(x.Unscaled, 10)
 		if !ok {
 			return fmt.Errorf("decimal %q: not an integer", x.Unscaled)
 		}
-		if want := b.Type().(*arrow.Decimal128Type).Scale; int32(x.Scale) != want {
+		if want := bb.Type().(*arrow.Decimal128Type).Scale; int32(x.Scale) != want {
 			return fmt.Errorf("decimal of scale %d in a column of scale %d", x.Scale, want)
 		}
-		b.Append(decimal128.FromBigInt(n))
+		bb.Append(decimal128.FromBigInt(n))
 	case *extensions.UUIDBuilder:
 		x, ok := v.(cdc.UUID)
 		if !ok {
-			return bad()
+			return mismatch(b, v)
 		}
-		b.Append(uuid.UUID(x))
+		bb.Append(uuid.UUID(x))
 	case *array.FixedSizeBinaryBuilder:
 		switch x := v.(type) {
 		case []byte:
-			b.Append(x)
+			bb.Append(x)
 		case cdc.UUID:
-			b.Append(x[:])
+			bb.Append(x[:])
 		default:
-			return bad()
+			return mismatch(b, v)
 		}
 	case *extensions.VariantBuilder:
 		x, ok := v.(cdc.VariantJSON)
 		if !ok {
-			return bad()
+			return mismatch(b, v)
 		}
 		val, err := variant.ParseJSON(string(x), false)
 		if err != nil {
 			return fmt.Errorf("variant: %w", err)
 		}
-		b.Append(val)
+		bb.Append(val)
 	case *array.StructBuilder:
-		x, ok := v.(cdc.Row)
-		if !ok {
-			return bad()
-		}
-		if len(x) > b.NumField() {
-			return fmt.Errorf("a struct of %d fields in a column of %d", len(x), b.NumField())
-		}
-		b.Append(true)
-		for k := range b.NumField() {
-			var fv any
-			if k < len(x) {
-				fv = x[k]
-			}
-			if err := appendArrow(b.FieldBuilder(k), fv); err != nil {
-				return fmt.Errorf("field %s: %w", b.Type().(*arrow.StructType).Field(k).Name, err)
-			}
-		}
+		return appendArrowStruct(bb, v)
 	case *array.ListBuilder:
-		x, ok := v.([]any)
-		if !ok {
-			return bad()
-		}
-		b.Append(true)
-		for _, e := range x {
-			if err := appendArrow(b.ValueBuilder(), e); err != nil {
-				return fmt.Errorf("element: %w", err)
-			}
-		}
+		return appendArrowList(bb, v)
 	case *array.LargeListBuilder:
-		x, ok := v.([]any)
-		if !ok {
-			return bad()
-		}
-		b.Append(true)
-		for _, e := range x {
-			if err := appendArrow(b.ValueBuilder(), e); err != nil {
-				return fmt.Errorf("element: %w", err)
-			}
-		}
+		return appendArrowList(bb, v)
 	case *array.MapBuilder:
-		x, ok := v.([]cdc.MapEntry)
-		if !ok {
-			return bad()
-		}
-		b.Append(true)
-		for _, e := range x {
-			if err := appendArrow(b.KeyBuilder(), e.Key); err != nil {
-				return fmt.Errorf("key: %w", err)
-			}
-			if err := appendArrow(b.ItemBuilder(), e.Value); err != nil {
-				return fmt.Errorf("value: %w", err)
-			}
-		}
+		return appendArrowMap(bb, v)
 	default:
 		return fmt.Errorf("a %s column is not written by the iceberg sink", b.Type())
+	}
+	return nil
+}
+
+// appendArrowStruct appends a cdc.Row; fields past the row's end (a
+// column added since) are null.
+func appendArrowStruct(b *array.StructBuilder, v any) error {
+	x, ok := v.(cdc.Row)
+	if !ok {
+		return mismatch(b, v)
+	}
+	if len(x) > b.NumField() {
+		return fmt.Errorf("a struct of %d fields in a column of %d", len(x), b.NumField())
+	}
+	b.Append(true)
+	for k := range b.NumField() {
+		var fv any
+		if k < len(x) {
+			fv = x[k]
+		}
+		if err := appendArrow(b.FieldBuilder(k), fv); err != nil {
+			return fmt.Errorf("field %s: %w", b.Type().(*arrow.StructType).Field(k).Name, err)
+		}
+	}
+	return nil
+}
+
+// appendArrowList appends a list, to a list or large list column.
+func appendArrowList(b array.ListLikeBuilder, v any) error {
+	x, ok := v.([]any)
+	if !ok {
+		return mismatch(b, v)
+	}
+	b.Append(true)
+	for _, e := range x {
+		if err := appendArrow(b.ValueBuilder(), e); err != nil {
+			return fmt.Errorf("element: %w", err)
+		}
+	}
+	return nil
+}
+
+// appendArrowMap appends a map's entries in their order.
+func appendArrowMap(b *array.MapBuilder, v any) error {
+	x, ok := v.([]cdc.MapEntry)
+	if !ok {
+		return mismatch(b, v)
+	}
+	b.Append(true)
+	for _, e := range x {
+		if err := appendArrow(b.KeyBuilder(), e.Key); err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		if err := appendArrow(b.ItemBuilder(), e.Value); err != nil {
+			return fmt.Errorf("value: %w", err)
+		}
 	}
 	return nil
 }
