@@ -115,11 +115,18 @@ func untilKnown(ctx context.Context, describe func() error) error {
 // retryWhile runs describe until it fails with none of the errors
 // transient, or ctx is done.
 func retryWhile(ctx context.Context, describe func() error, transient ...error) error {
+	var last error
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		err := describe()
+		if err != nil && last != nil && ctx.Err() != nil {
+			// ctx ran out while a request was on its way: the last
+			// answer says why the wait failed, the deadline does not.
+			return last
+		}
 		if err == nil || !slices.ContainsFunc(transient, func(t error) bool { return errors.Is(err, t) }) {
 			return err
 		}
+		last = err
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -177,10 +177,15 @@ func TestChecksWaitForANewTopic(t *testing.T) {
 	t.Cleanup(cl.Close)
 	adm := kadm.NewClient(cl)
 	var unknown atomic.Int32 // answers still to fail
+	var stopAfter atomic.Int32  // answers after which stop is called (0: never)
+	var stop context.CancelFunc
 	unknownAnswers := func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		if unknown.Add(-1) < 0 {
 			return nil, nil, false
+		}
+		if stopAfter.Add(-1) == 0 {
+			stop() // the caller gives up while this answer is on its way
 		}
 		req := kreq.(*kmsg.DescribeConfigsRequest)
 		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -201,9 +206,13 @@ func TestChecksWaitForANewTopic(t *testing.T) {
 	if unknown.Load() >= 0 {
 		t.Fatalf("the check did not ask again after the unknown answers (%d left)", unknown.Load())
 	}
-	unknown.Store(1 << 30)
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// A topic that never becomes known: the caller gives up after the
+	// third answer, and the error is the answer, not the caller's.
+	short, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stop = cancel
+	stopAfter.Store(3)
+	unknown.Store(1 << 30)
 	wantErr(t, checkCheckpointTopic(short, adm, "cp.never", 1), "checkpoint topic cp.never", "UNKNOWN_TOPIC_OR_PARTITION")
 }
 
