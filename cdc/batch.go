@@ -5,8 +5,9 @@ import "strconv"
 // batchBuilder encodes a chunk of events into a few shared buffers: the
 // values one after another, the keys, and the event ids. A batch costs a handful of allocations, not several per
 // event. The buffers are kept from batch to batch when the sink keeps
-// nothing of a batch once written (NonRetainingSink: the file, stdout and
-// Kafka sinks); otherwise they are new for every batch.
+// nothing of a batch once written (NonRetainingSink: the file, stdout,
+// Kafka and webhook sinks among others); otherwise they are new for every
+// batch.
 type batchBuilder struct {
 	vals, keys, ids []byte
 	offs            []msgOffsets

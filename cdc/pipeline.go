@@ -173,6 +173,11 @@ const (
 	DefaultChunkBytes = 4 << 20
 )
 
+// unmeasuredEvent is the bytes an event is taken to encode to before a
+// table's first batch measured them (see chunkLimit): 1024 events a
+// first batch at the default ChunkBytes.
+const unmeasuredEvent = 4 << 10
+
 func (p *Pipeline) defaults() {
 	if p.Poll <= 0 {
 		p.Poll = time.Second
@@ -1182,9 +1187,12 @@ func (e *stateError) Unwrap() error { return e.err }
 func (f *follower) chunkLimit() int {
 	per := f.perEvent.Load()
 	if per <= 0 {
-		// No batch measured yet: at most the default count, so a large
-		// chunk setting cannot take the first batch past ChunkBytes.
-		return min(f.p.ChunkSize, DefaultChunkSize)
+		// No batch measured yet: events are taken to be unmeasuredEvent
+		// bytes, so that the first batch stays within ChunkBytes for
+		// events up to that size. At the default count of 8192 a
+		// debezium-connect-json first batch was 28 MiB, and its buffers
+		// grew to that by doubling for every new follower.
+		return max(1, min(f.p.ChunkSize, DefaultChunkSize, f.p.ChunkBytes/unmeasuredEvent))
 	}
 	return max(1, min(f.p.ChunkSize, f.p.ChunkBytes/int(per)))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,12 +18,15 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
@@ -212,7 +217,12 @@ func (nonRetaining) RetainsNoBatch() {}
 //   - kafka/<format>: the Kafka sink (at least once, acks=all) to the
 //     broker at ICECDC_BENCH_KAFKA (host:port; bench/kfake or a real
 //     one), else to an in-process kfake broker, whose CPU the process's
-//     then includes (the path is named kafka-inproc).
+//     then includes (the path is named kafka-inproc); debezium-avro
+//     registers its schemas in an in-process schema registry (srfake);
+//   - webhook/debezium-json: the webhook sink, batched (its default
+//     500 events or 1 MiB a request), to a receiver on loopback in the
+//     same process that reads each body and answers 204; the receiver's
+//     CPU counts too.
 //
 // Reported: cpu-ratio (the path's CPU over changes', user + system, of
 // the whole process), events/s and cpu-ns/event of the path,
@@ -226,69 +236,139 @@ func BenchmarkEngineToSink(b *testing.B) {
 	if broker == "" {
 		kafkaName = "kafka-inproc"
 	}
-	for _, path := range []string{"discard", "file", kafkaName} {
-		for _, format := range []string{"debezium-json", "debezium-connect-json"} {
-			b.Run(path+"/"+format, func(b *testing.B) {
-				var cpuChanges, cpuPath time.Duration
-				var events, batches int64
-				var wall time.Duration
+	jsons := []string{"debezium-json", "debezium-connect-json"}
+	paths := []struct {
+		name    string
+		formats []string
+	}{
+		{"discard", jsons}, {"file", jsons},
+		{kafkaName, append(jsons, "debezium-avro")},
+		{"webhook", []string{"debezium-json"}},
+	}
+	for _, path := range paths {
+		for _, format := range path.formats {
+			b.Run(path.name+"/"+format, func(b *testing.B) {
+				var r ratioTotals
 				for b.Loop() {
 					c0 := cpuTime(b)
 					ratioChanges(b, meta, n)
-					c1 := cpuTime(b)
-					cpuChanges += c1 - c0
+					r.changes += cpuTime(b) - c0
 
 					b.StopTimer()
-					var sink cdc.Sink
-					var closeSink func()
-					switch path {
-					case "discard":
-					case "file":
-						fs, err := file.Open(filepath.Join(b.TempDir(), "events.jsonl"))
-						if err != nil {
-							b.Fatal(err)
-						}
-						sink, closeSink = fs, func() { fs.Close(context.Background()) }
-					default:
-						addrs := []string{broker}
-						var cl *kfake.Cluster
-						if broker == "" {
-							var err error
-							if cl, err = kfake.NewCluster(kfake.NumBrokers(1)); err != nil {
-								b.Fatal(err)
-							}
-							addrs = cl.ListenAddrs()
-						}
-						ks, err := kafka.New(kafka.Config{Brokers: addrs, Pipeline: "bench", Topic: fmt.Sprintf("bench-%s-%d", format, time.Now().UnixNano()),
-							Compression: os.Getenv("ICECDC_BENCH_KAFKA_COMPRESSION"), Logger: slog.New(slog.DiscardHandler)})
-						if err != nil {
-							b.Fatal(err)
-						}
-						sink, closeSink = ks, func() {
-							ks.Close(context.Background())
-							if cl != nil {
-								cl.Close()
-							}
-						}
-					}
+					sink, enc, closeSink := ratioSink(b, path.name, format, broker)
 					b.StartTimer()
 					t0, c2 := time.Now(), cpuTime(b)
-					batches += ratioRun(b, meta, n, sink, ratioEncoder(b, format))
-					cpuPath += cpuTime(b) - c2
-					wall += time.Since(t0)
-					events += n
+					r.batches += ratioRun(b, meta, n, sink, enc)
+					r.path += cpuTime(b) - c2
+					r.wall += time.Since(t0)
+					r.events += n
 					b.StopTimer()
-					if closeSink != nil {
-						closeSink()
-					}
+					closeSink()
 					b.StartTimer()
 				}
-				b.ReportMetric(float64(cpuPath)/float64(cpuChanges), "cpu-ratio")
-				b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
-				b.ReportMetric(float64(cpuPath.Nanoseconds())/float64(events), "cpu-ns/event")
-				b.ReportMetric(float64(cpuChanges.Nanoseconds())/float64(events), "changes-cpu-ns/event")
-				b.ReportMetric(float64(events)/float64(batches), "events/batch")
+				r.report(b)
 			})
 		}
+	}
+}
+
+// ratioTotals adds up BenchmarkEngineToSink's iterations.
+type ratioTotals struct {
+	changes, path, wall time.Duration
+	events, batches     int64
+}
+
+func (r *ratioTotals) report(b *testing.B) {
+	b.ReportMetric(float64(r.path)/float64(r.changes), "cpu-ratio")
+	b.ReportMetric(float64(r.events)/r.wall.Seconds(), "events/s")
+	b.ReportMetric(float64(r.path.Nanoseconds())/float64(r.events), "cpu-ns/event")
+	b.ReportMetric(float64(r.changes.Nanoseconds())/float64(r.events), "changes-cpu-ns/event")
+	b.ReportMetric(float64(r.events)/float64(r.batches), "events/batch")
+}
+
+// ratioSink opens the sink of a BenchmarkEngineToSink path (nil for
+// discard) and the encoder of format for it, and returns what closes them.
+func ratioSink(b *testing.B, path, format, broker string) (cdc.Sink, cdc.Encoder, func()) {
+	switch path {
+	case "discard":
+		return nil, ratioEncoder(b, format), func() {}
+	case "file":
+		fs, err := file.Open(filepath.Join(b.TempDir(), "events.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return fs, ratioEncoder(b, format), func() { fs.Close(context.Background()) }
+	case "webhook":
+		return ratioWebhook(b, format)
+	}
+	return ratioKafka(b, format, broker)
+}
+
+// ratioKafka opens the Kafka sink to broker (an in-process kfake when
+// empty), on a topic of its own, and format's encoder for that topic.
+func ratioKafka(b *testing.B, format, broker string) (cdc.Sink, cdc.Encoder, func()) {
+	var closers []func()
+	addrs := []string{broker}
+	if broker == "" {
+		cl, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		closers = append(closers, cl.Close)
+		addrs = cl.ListenAddrs()
+	}
+	cfg := kafka.Config{Brokers: addrs, Pipeline: "bench", Topic: fmt.Sprintf("bench-%s-%d", format, time.Now().UnixNano()),
+		Compression: os.Getenv("ICECDC_BENCH_KAFKA_COMPRESSION"), Logger: slog.New(slog.DiscardHandler)}
+	var enc cdc.Encoder
+	if format == "debezium-avro" {
+		reg := srfake.New()
+		closers = append(closers, reg.Close)
+		rc, err := registry.New(registry.Config{URL: reg.URL()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		enc, err = debezium.NewAvro(debezium.Envelope{Pipeline: "bench", Version: "bench"}, debezium.ConnectOptions{}, debezium.AvroOptions{
+			Registry: rc,
+			Subject: func(topic, record string, isKey bool) string {
+				return registry.Subject(registry.StrategyTopic, topic, record, isKey)
+			},
+			Topic: func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(cfg, *t) },
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		enc = ratioEncoder(b, format)
+	}
+	ks, err := kafka.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ks, enc, func() {
+		ks.Close(context.Background())
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+}
+
+// ratioWebhook opens the webhook sink, with its default batching, to a
+// receiver on loopback that reads every body and answers 204.
+func ratioWebhook(b *testing.B, format string) (cdc.Sink, cdc.Encoder, func()) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	ws, err := webhook.New(webhook.Config{URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+	if err != nil {
+		srv.Close()
+		b.Fatal(err)
+	}
+	return ws, ratioEncoder(b, format), func() {
+		ws.Close(context.Background())
+		srv.Close()
 	}
 }

@@ -251,6 +251,16 @@ var (
 
 const ceTypePrefix = "io.icecdc.change."
 
+// opValues holds every byte at its own index: an op header's value is a
+// slice of it, where a one-byte array of its own cost an allocation per
+// event (franz-go only reads header values).
+var opValues = func() (a [256]byte) {
+	for i := range a {
+		a[i] = byte(i)
+	}
+	return a
+}()
+
 // records turns b's messages into records for topic, each delete followed
 // by its tombstone when configured, between the batch's transaction
 // markers when configured, and appends extra.
@@ -304,7 +314,7 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record, rb *re
 		ids = append(ids, m.ID...)
 		headers = append(headers,
 			kgo.RecordHeader{Key: headerID, Value: ids[id:len(ids):len(ids)]},
-			kgo.RecordHeader{Key: headerOp, Value: []byte{byte(m.Op)}},
+			kgo.RecordHeader{Key: headerOp, Value: opValues[m.Op : m.Op+1 : m.Op+1]},
 			kgo.RecordHeader{Key: headerSequence, Value: seq},
 			kgo.RecordHeader{Key: headerSnapshot, Value: snap},
 		)

@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/json"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -19,6 +20,9 @@ type request struct {
 	id   string // webhook-id
 	body []byte
 	n    int // events in body
+	// open counts the readers of body the HTTP transport has not closed
+	// yet (see post); nil for a body of its own (binary mode).
+	open *atomic.Int32
 	// ce holds the ce-* headers of a binary-mode CloudEvent (nil in
 	// every other form), values already percent-encoded.
 	ce [][2]string
@@ -36,10 +40,39 @@ type encoder struct {
 	binary             bool
 	rawSource, rawTime string
 	enc                cdc.Encoding
+	// largest is the sink's largest body so far, to size the next.
+	largest *int
+	spare   *spareBody
 }
 
-func newEncoder(cfg Config, b *cdc.Batch) *encoder {
-	e := &encoder{maxEvents: cfg.Batch.MaxEvents, maxBytes: cfg.Batch.MaxBytes, enc: cfg.Encoding}
+// spareBody is the body of the sink's previous request, for the next
+// once the HTTP transport closed every reader of it: the transport may
+// still be reading a body after the response came back (a receiver may
+// answer before it read all of it), and closes it when it is done.
+type spareBody struct {
+	buf  []byte
+	open *atomic.Int32
+}
+
+// take returns the spare buffer emptied when nothing reads it any more and
+// it holds n bytes, else a new one of n bytes.
+func (sp *spareBody) take(n int) []byte {
+	buf, open := sp.buf, sp.open
+	*sp = spareBody{}
+	if buf != nil && cap(buf) >= n && open != nil && open.Load() == 0 {
+		return buf[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// bodyCap is the capacity a request's body starts with: the largest
+// body so far and an eighth more, within maxBytes, 64 KiB at first.
+func (e *encoder) bodyCap() int {
+	return min(max(*e.largest+*e.largest/8, 64<<10), e.maxBytes)
+}
+
+func newEncoder(cfg Config, b *cdc.Batch, largest *int, spare *spareBody) *encoder {
+	e := &encoder{maxEvents: cfg.Batch.MaxEvents, maxBytes: cfg.Batch.MaxBytes, enc: cfg.Encoding, largest: largest, spare: spare}
 	if cfg.CloudEvents {
 		// Path-escaped so that the source stays a valid URI-reference
 		// whatever the names hold; ordinary names are unchanged.
@@ -106,30 +139,34 @@ func (e *encoder) next(msgs []cdc.Message) request {
 	if e.binary {
 		return e.nextBinary(&msgs[0])
 	}
-	// A fresh buffer per request: the HTTP transport may still be reading
-	// a previous body after the response came back.
-	body := make([]byte, 0, min(e.maxBytes, 64<<10))
+	// The previous request's buffer when the transport is done with it,
+	// else a new one, of the size of the sink's largest body so far: a
+	// body is then neither grown (copied) from 64 KiB to its size nor
+	// allocated (and zeroed) for every request.
+	body := e.spare.take(e.bodyCap())
 	body = append(body, '[')
-	var elem []byte
 	n := 0
 	for n < len(msgs) && n < e.maxEvents {
-		elem = e.appendElement(elem[:0], &msgs[n])
-		// +1 for the separator or the closing bracket.
-		if n > 0 && len(body)+1+len(elem)+1 > e.maxBytes {
-			break
-		}
+		// Encoded in place, taken back if over the limit.
+		mark := len(body)
 		if n > 0 {
 			body = append(body, ',')
 		}
-		body = append(body, elem...)
+		body = e.appendElement(body, &msgs[n])
+		// +1 for the closing bracket.
+		if n > 0 && len(body)+1 > e.maxBytes {
+			body = body[:mark]
+			break
+		}
 		n++
 	}
 	body = append(body, ']')
+	*e.largest = max(*e.largest, len(body))
 	id := msgs[0].ID
 	if n > 1 {
 		id += ".." + msgs[n-1].ID
 	}
-	return request{id: id, body: body, n: n}
+	return request{id: id, body: body, n: n, open: new(atomic.Int32)}
 }
 
 func (e *encoder) appendElement(dst []byte, m *cdc.Message) []byte {

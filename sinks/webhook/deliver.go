@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
@@ -52,6 +53,28 @@ func (s *Sink) deliver(ctx context.Context, r request) error {
 	}
 }
 
+// countedBody is a reader of a request's body that the HTTP transport
+// closes when it is done with it (it does, whatever happened, though
+// perhaps after the response came back).
+type countedBody struct {
+	*bytes.Reader
+	open   *atomic.Int32
+	closed atomic.Bool
+}
+
+// openBody returns a new reader of r's body, counted in r.open.
+func openBody(r request) *countedBody {
+	r.open.Add(1)
+	return &countedBody{Reader: bytes.NewReader(r.body), open: r.open}
+}
+
+func (b *countedBody) Close() error {
+	if b.closed.CompareAndSwap(false, true) {
+		b.open.Add(-1)
+	}
+	return nil
+}
+
 // backoff is the wait before attempt+1: full jitter under an exponentially
 // growing ceiling.
 func (s *Sink) backoff(attempt int) time.Duration {
@@ -70,6 +93,13 @@ func (s *Sink) post(ctx context.Context, r request) error {
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, s.url, bytes.NewReader(r.body))
 	if err != nil {
 		return fmt.Errorf("webhook post %s: %w", s.endpoint, err)
+	}
+	if r.open != nil && len(r.body) > 0 {
+		// Counted readers, so that the sink reuses the buffer only once
+		// the transport closed every one (an empty body is NoBody, and
+		// stays so: the request is then sent without a body).
+		req.Body = openBody(r)
+		req.GetBody = func() (io.ReadCloser, error) { return openBody(r), nil }
 	}
 	ct := contentTypeJSON // a JSON array of the events
 	switch {

@@ -11,7 +11,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 )
 
-var _ cdc.Sink = (*Sink)(nil)
+var _ cdc.NonRetainingSink = (*Sink)(nil)
 
 var errClosed = errors.New("webhook sink is closed")
 
@@ -30,8 +30,10 @@ type Sink struct {
 	// turn is held by the Write in progress and by Close: a one-slot
 	// channel rather than a mutex so that waiting for it honours the
 	// context.
-	turn   chan struct{}
-	closed bool // guarded by turn
+	turn    chan struct{}
+	closed  bool      // guarded by turn
+	largest int       // the largest request body so far; guarded by turn
+	spare   spareBody // the previous request's body; guarded by turn
 
 	// Seams for tests, so that backoff is checked without real waiting.
 	now    func() time.Time
@@ -93,10 +95,14 @@ func (s *Sink) Write(ctx context.Context, b *cdc.Batch) error {
 	if b == nil || len(b.Messages) == 0 {
 		return nil
 	}
-	enc := newEncoder(s.cfg, b)
+	enc := newEncoder(s.cfg, b, &s.largest, &s.spare)
 	for msgs := b.Messages; len(msgs) > 0; {
 		r := enc.next(msgs)
-		if err := s.deliver(ctx, r); err != nil {
+		err := s.deliver(ctx, r)
+		if r.open != nil {
+			s.spare = spareBody{buf: r.body, open: r.open}
+		}
+		if err != nil {
 			return err
 		}
 		msgs = msgs[r.n:]
@@ -145,3 +151,9 @@ func fullJitter(ceiling time.Duration) time.Duration {
 	}
 	return rand.N(ceiling + 1)
 }
+
+// RetainsNoBatch says that Write keeps nothing of a batch once it
+// returned: a request's body is a copy of its events, and its id a
+// string, so the pipeline may encode its next batch into the same
+// buffers.
+func (*Sink) RetainsNoBatch() {}
