@@ -135,9 +135,12 @@ type Pipeline struct {
 	// have a kind (see SnapshotNotice), on the table's goroutines; it must
 	// not block.
 	Notify func(SnapshotNotice)
+	// RowFilters is the language of the row filters of on-demand
+	// snapshots (package rowfilter's); nil refuses a request with one.
+	RowFilters RowFilters
 	// Shaping, when set, shapes every table's columns and drops skipped
 	// operations (see Shaping) before the encoder sees an event.
-	Shaping *Shaping
+	Shaping Shaping
 	// Tracer, when set, traces every commit of every table (trace.go):
 	// OpenTelemetry's tracer provider. Nil: no spans, at no cost.
 	Tracer trace.TracerProvider
@@ -308,7 +311,7 @@ type follower struct {
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
 	sub    *Subscription // nil: every column
-	shaper *Shaper       // nil: as the table has them
+	shaper Shaper        // nil: as the table has them
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
@@ -338,7 +341,7 @@ type follower struct {
 	filter     struct {
 		schema *iceberg.Schema
 		text   string
-		bound  *BoundFilter
+		keep   func(Row) bool
 	}
 }
 
@@ -590,13 +593,16 @@ func (f *follower) load(ctx context.Context) error {
 		f.sub = sub
 	}
 	info := src.Info()
-	shaper, err := f.p.Shaping.ForTable(f.spec.Name, info.Schema, info.KeyFields)
-	if err != nil {
-		return Permanent(err)
+	var shaper Shaper
+	if f.p.Shaping != nil {
+		var err error
+		if shaper, err = f.p.Shaping.ForTable(f.spec.Name, info.Schema, info.KeyFields); err != nil {
+			return Permanent(err)
+		}
 	}
 	f.shaper = shaper
 	for _, col := range f.spec.Columns {
-		if shaper.Excludes(col) {
+		if shaper != nil && shaper.Excludes(col) {
 			return Permanent(fmt.Errorf("tables[].columns: %q is a column debezium.column.include.list or column.exclude.list leaves out", col))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/rowfilter"
 )
 
 // The signal types icecdc acts on, as Debezium names them.
@@ -126,8 +127,8 @@ func Parse(value []byte, tables []string) (Action, error) {
 			if strings.TrimSpace(c.Filter) == "" {
 				return fail("data.additional-conditions[%d].filter: empty", i)
 			}
-			if _, err := cdc.ParseRowFilter(c.Filter); err != nil {
-				return fail("data.additional-conditions[%d].filter %q: %v", i, cdc.RedactFilter(c.Filter), err)
+			if _, err := rowfilter.Parse(c.Filter); err != nil {
+				return fail("data.additional-conditions[%d].filter %q: %v", i, rowfilter.Redact(c.Filter), err)
 			}
 			hit := false
 			for _, t := range a.Tables {
@@ -143,8 +144,8 @@ func Parse(value []byte, tables []string) (Action, error) {
 			}
 		}
 		if data.AdditionalCondition != "" {
-			if _, err := cdc.ParseRowFilter(data.AdditionalCondition); err != nil {
-				return fail("data.additional-condition %q: %v", cdc.RedactFilter(data.AdditionalCondition), err)
+			if _, err := rowfilter.Parse(data.AdditionalCondition); err != nil {
+				return fail("data.additional-condition %q: %v", rowfilter.Redact(data.AdditionalCondition), err)
 			}
 		}
 	case TypeStopSnapshot, TypePauseSnapshot, TypeResumeSnapshot:
