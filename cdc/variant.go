@@ -175,8 +175,8 @@ func appendPlainDecimal(dst []byte, unscaled string, scale int) []byte {
 // the infinities are JSON strings, as Jackson writes them by default
 // (jsonfloat's rule, with -0.0).
 func appendJavaFloat(dst []byte, f float64, bits int) []byte {
-	if d, ok := jsonfloat.AppendSpecial(dst, f); ok {
-		return d
+	if jsonfloat.Special(f) {
+		return jsonfloat.AppendSpecial(dst, f)
 	}
 	if f == 0 {
 		return append(dst, "0.0"...)

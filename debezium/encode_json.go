@@ -128,8 +128,8 @@ func plainPrefix(s string) int {
 // negative zero follow jsonfloat's rule, instead of failing the event or
 // turning them into null, which would lose the value.
 func appendJSONFloat(dst []byte, f float64, bits int) []byte {
-	if d, ok := jsonfloat.AppendSpecial(dst, f); ok {
-		return d
+	if jsonfloat.Special(f) {
+		return jsonfloat.AppendSpecial(dst, f)
 	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 {

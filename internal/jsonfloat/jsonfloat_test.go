@@ -5,23 +5,28 @@ import (
 	"testing"
 )
 
-func TestAppendSpecial(t *testing.T) {
+func TestSpecial(t *testing.T) {
 	for _, tc := range []struct {
 		f    float64
-		want string
-		ok   bool
+		want string // "": not special
 	}{
-		{math.NaN(), `"NaN"`, true},
-		{math.Inf(1), `"Infinity"`, true},
-		{math.Inf(-1), `"-Infinity"`, true},
-		{math.Copysign(0, -1), "-0.0", true},
-		{0, "", false},
-		{-1.5, "", false},
-		{math.MaxFloat64, "", false},
+		{math.NaN(), `"NaN"`},
+		{math.Inf(1), `"Infinity"`},
+		{math.Inf(-1), `"-Infinity"`},
+		{math.Copysign(0, -1), "-0.0"},
+		{0, ""},
+		{-1.5, ""},
+		{math.MaxFloat64, ""},
+		{-math.SmallestNonzeroFloat64, ""},
 	} {
-		got, ok := AppendSpecial(nil, tc.f)
-		if string(got) != tc.want || ok != tc.ok {
-			t.Errorf("AppendSpecial(%v) = %q, %v; want %q, %v", tc.f, got, ok, tc.want, tc.ok)
+		if got := Special(tc.f); got != (tc.want != "") {
+			t.Errorf("Special(%v) = %v", tc.f, got)
+			continue
+		}
+		if tc.want != "" {
+			if got := string(AppendSpecial(nil, tc.f)); got != tc.want {
+				t.Errorf("AppendSpecial(%v) = %q, want %q", tc.f, got, tc.want)
+			}
 		}
 	}
 }
