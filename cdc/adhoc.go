@@ -53,8 +53,9 @@ type SnapshotRequest struct {
 	// Kind is the snapshot's type as a signal gave it (incremental or
 	// blocking); a request with a kind gets notices (Pipeline.Notify).
 	Kind string
-	// Filter, when set, keeps the rows it holds for (see RowFilter),
-	// checked against the table's schema when the read starts.
+	// Filter, when set, keeps the rows it holds for (in the language of
+	// Pipeline.RowFilters), checked against the table's schema when the
+	// read starts.
 	Filter string
 	// Mark, when set, is where the request was read (a signal record). A
 	// table's requests with marks must come in their topic's order: the
@@ -442,7 +443,7 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 	f.cp = cp
 	f.p.Metrics.Snapshots.WithLabelValues(f.spec.Name).Inc()
 	f.logger().Info("on-demand snapshot: emitting the table's rows", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "requests", len(reqs),
-		"signal", req.ID, "filter", RedactFilter(req.Filter))
+		"signal", req.ID, "filter", f.p.redactFilter(req.Filter))
 	f.notice(NoticeStarted, 0, 0)
 	answer(snapshotReply{snap: si})
 	return f.initialRead(ctx)
@@ -531,26 +532,33 @@ func (f *follower) showPaused(on bool) {
 	f.p.Health.Paused(f.spec.Name, id)
 }
 
+// redactFilter is text as logs show it.
+func (p *Pipeline) redactFilter(text string) string {
+	if text == "" || p.RowFilters == nil {
+		return text
+	}
+	return p.RowFilters.Redact(text)
+}
+
 // bindFilter binds the read's filter to sc, keeping the last binding.
-func (f *follower) bindFilter(sc *iceberg.Schema, text string) (*BoundFilter, error) {
-	if f.filter.bound != nil && f.filter.schema == sc && f.filter.text == text {
-		return f.filter.bound, nil
+func (f *follower) bindFilter(sc *iceberg.Schema, text string) (func(Row) bool, error) {
+	if f.filter.keep != nil && f.filter.schema == sc && f.filter.text == text {
+		return f.filter.keep, nil
 	}
-	rf, err := ParseRowFilter(text)
+	if f.p.RowFilters == nil {
+		return nil, errors.New("a row filter, but the pipeline has no filter language (Pipeline.RowFilters)")
+	}
+	keep, err := f.p.RowFilters.Bind(text, sc)
 	if err != nil {
-		return nil, fmt.Errorf("filter %q: %w", RedactFilter(text), err)
+		return nil, fmt.Errorf("filter %q: %w", f.p.RowFilters.Redact(text), err)
 	}
-	b, err := rf.Bind(sc)
-	if err != nil {
-		return nil, fmt.Errorf("filter %q: %w", RedactFilter(text), err)
-	}
-	f.filter.schema, f.filter.text, f.filter.bound = sc, text, b
-	return b, nil
+	f.filter.schema, f.filter.text, f.filter.keep = sc, text, keep
+	return keep, nil
 }
 
 // filterRows keeps the events whose row the read's filter holds for.
 func (f *follower) filterRows(c *Commit, evs []Event, text string) ([]Event, error) {
-	b, err := f.bindFilter(c.Table.Schema, text)
+	keep, err := f.bindFilter(c.Table.Schema, text)
 	if err != nil {
 		return nil, err
 	}
@@ -560,7 +568,7 @@ func (f *follower) filterRows(c *Commit, evs []Event, text string) ([]Event, err
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", evs[i].Index, err)
 		}
-		if b.Keep(r) {
+		if keep(r) {
 			kept = append(kept, evs[i])
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -85,7 +86,7 @@ func TestSignalSnapshot(t *testing.T) {
 	start := func() (stop func()) {
 		p = &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 			Encoder: newEncoder("p"), Sink: sink, Store: store, Poll: time.Millisecond, ChunkSize: 10,
-			RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Notify: ns.add, Ready: make(chan struct{})}
+			RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Notify: ns.add, Ready: make(chan struct{}), RowFilters: rowfilter.Language{}}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
@@ -218,92 +219,6 @@ func TestSignalSnapshot(t *testing.T) {
 		t.Fatalf("s3 read again moved the checkpoint to %s", cp)
 	}
 	stop()
-}
-
-// TestRowFilter checks the filter language on values of every type it
-// compares, and that what it does not take is refused with one line.
-func TestRowFilter(t *testing.T) {
-	sc := cdctest.Info("s", "t").Schema
-	for _, tc := range []struct {
-		filter string
-		keep   []int64
-	}{
-		{"id = 3", []int64{3}},
-		{"ID <> 3 AND id < 5", []int64{1, 2, 4}},
-		{"id != 3 and id <= 2", []int64{1, 2}},
-		{"id BETWEEN 2 AND 4", []int64{2, 3, 4}},
-		{"id NOT BETWEEN 2 AND 4", []int64{1, 5}},
-		{"id NOT IN (1,2,3)", []int64{4, 5}},
-		{"NOT id >= 4 AND (id > 1 OR id = 1)", []int64{1, 2, 3}},
-		{"id IS NULL", nil},
-		{"id IS NOT NULL AND `id` > 4", []int64{5}},
-	} {
-		rf, err := cdc.ParseRowFilter(tc.filter)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.filter, err)
-		}
-		b, err := rf.Bind(sc)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.filter, err)
-		}
-		var kept []int64
-		for v := int64(1); v <= 5; v++ {
-			if b.Keep(cdc.Row{v}) {
-				kept = append(kept, v)
-			}
-		}
-		if fmt.Sprint(kept) != fmt.Sprint(tc.keep) {
-			t.Errorf("%s kept %v, want %v", tc.filter, kept, tc.keep)
-		}
-		if b.Keep(cdc.Row{nil}) != strings.Contains(tc.filter, "IS NULL") {
-			t.Errorf("%s on a null: SQL keeps a null only for IS NULL", tc.filter)
-		}
-	}
-	for _, tc := range []struct{ filter, want string }{
-		{"id LIKE 'a%'", "LIKE"},
-		{"upper(id) = 'A'", "functions are not accepted"},
-		{"id = other", "only literals"},
-		{"id = NULL", "IS NULL"},
-		{"id + 1 = 2", `"+"`},
-		{"id = 'three'", "want an integer"},
-		{"nope = 1", `unknown column "nope"`},
-		{`"ID" = 1`, `unknown column "ID"`},
-		{"id = 1 ; DROP TABLE x", `";"`},
-		{"(id = 1", "missing ')'"},
-	} {
-		rf, err := cdc.ParseRowFilter(tc.filter)
-		if err == nil {
-			_, err = rf.Bind(sc)
-		}
-		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: %v; want one line saying %s", tc.filter, err, tc.want)
-		}
-	}
-}
-
-// TestRedactFilter: logs and errors show a filter's shape without its
-// literals, which may be values of masked columns; an error binding a
-// literal names its kind, not its text.
-func TestRedactFilter(t *testing.T) {
-	for in, want := range map[string]string{
-		"customer = 'jane@example.com' OR id <= 1":                          "customer = ? OR id <= ?",
-		"`Name` IN ('a', 'it''s') AND id NOT BETWEEN -1 AND 2.5e3":          `"Name" IN (?, ?) AND id NOT BETWEEN ? AND ?`,
-		"id IS NOT NULL AND flag = TRUE":                                    "id IS NOT NULL AND flag = ?",
-		`name = "jane" OR name = jane OR (id BETWEEN 1 AND 2 AND x IN (y))`: `name = ? OR name = ? OR (id BETWEEN ? AND ? AND x IN (?))`,
-		"id = 'unterminated secret":                                         "(a condition that does not parse)",
-	} {
-		if got := cdc.RedactFilter(in); got != want {
-			t.Errorf("RedactFilter(%q) = %q, want %q", in, got, want)
-		}
-	}
-	sc := cdctest.Info("s", "t").Schema
-	rf, err := cdc.ParseRowFilter("id = 'jane@example.com'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rf.Bind(sc); err == nil || strings.Contains(err.Error(), "jane") || !strings.Contains(err.Error(), "want an integer, got a string") {
-		t.Errorf("bind: %v; want the literal's kind without its text", err)
-	}
 }
 
 // TestSignalStopSparesInitialRead: a stop or pause signal acts only on

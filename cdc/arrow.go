@@ -202,19 +202,7 @@ func ArrowValue(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
 	case *array.Time64:
 		return Time(TimeMicros(a, i)), nil
 	case *array.Timestamp:
-		unit := a.DataType().(*arrow.TimestampType).Unit
-		v := int64(a.Value(i))
-		switch typ.(type) {
-		case iceberg.TimestampType:
-			return Timestamp(ToMicros(v, unit)), nil
-		case iceberg.TimestampTzType:
-			return TimestampTZ(ToMicros(v, unit)), nil
-		case iceberg.TimestampNsType:
-			return TimestampNano(ToNanos(v, unit)), nil
-		case iceberg.TimestampTzNsType:
-			return TimestampTZNano(ToNanos(v, unit)), nil
-		}
-		return nil, fmt.Errorf("timestamp value for %s", typ)
+		return timestampValue(a, i, typ)
 	case *array.Struct:
 		st, ok := typ.(*iceberg.StructType)
 		if !ok {
@@ -222,42 +210,67 @@ func ArrowValue(arr arrow.Array, i int, typ iceberg.Type) (any, error) {
 		}
 		return structValue(a, i, st)
 	case array.ListLike:
-		lt, ok := typ.(*iceberg.ListType)
-		if ok {
-			start, end := a.ValueOffsets(i)
-			vals := a.ListValues()
-			out := make([]any, 0, end-start)
-			for j := start; j < end; j++ {
-				v, err := ArrowValue(vals, int(j), lt.Element)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, v)
-			}
-			return out, nil
-		}
-		if mt, ok := typ.(*iceberg.MapType); ok {
+		switch t := typ.(type) {
+		case *iceberg.ListType:
+			return listValue(a, i, t)
+		case *iceberg.MapType:
 			m, ok := arr.(*array.Map)
 			if !ok {
 				return nil, fmt.Errorf("arrow %s for %s", arr.DataType(), typ)
 			}
-			start, end := m.ValueOffsets(i)
-			out := make([]MapEntry, 0, end-start)
-			for j := start; j < end; j++ {
-				k, err := ArrowValue(m.Keys(), int(j), mt.KeyType)
-				if err != nil {
-					return nil, err
-				}
-				v, err := ArrowValue(m.Items(), int(j), mt.ValueType)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, MapEntry{Key: k, Value: v})
-			}
-			return out, nil
+			return mapValue(m, i, t)
 		}
 	}
 	return nil, fmt.Errorf("arrow %s for iceberg %s not supported", arr.DataType(), typ)
+}
+
+// timestampValue converts a timestamp of any unit to the microseconds or
+// nanoseconds of typ.
+func timestampValue(a *array.Timestamp, i int, typ iceberg.Type) (any, error) {
+	unit := a.DataType().(*arrow.TimestampType).Unit
+	v := int64(a.Value(i))
+	switch typ.(type) {
+	case iceberg.TimestampType:
+		return Timestamp(ToMicros(v, unit)), nil
+	case iceberg.TimestampTzType:
+		return TimestampTZ(ToMicros(v, unit)), nil
+	case iceberg.TimestampNsType:
+		return TimestampNano(ToNanos(v, unit)), nil
+	case iceberg.TimestampTzNsType:
+		return TimestampTZNano(ToNanos(v, unit)), nil
+	}
+	return nil, fmt.Errorf("timestamp value for %s", typ)
+}
+
+func listValue(a array.ListLike, i int, lt *iceberg.ListType) (any, error) {
+	start, end := a.ValueOffsets(i)
+	vals := a.ListValues()
+	out := make([]any, 0, end-start)
+	for j := start; j < end; j++ {
+		v, err := ArrowValue(vals, int(j), lt.Element)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func mapValue(m *array.Map, i int, mt *iceberg.MapType) (any, error) {
+	start, end := m.ValueOffsets(i)
+	out := make([]MapEntry, 0, end-start)
+	for j := start; j < end; j++ {
+		k, err := ArrowValue(m.Keys(), int(j), mt.KeyType)
+		if err != nil {
+			return nil, err
+		}
+		v, err := ArrowValue(m.Items(), int(j), mt.ValueType)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, MapEntry{Key: k, Value: v})
+	}
+	return out, nil
 }
 
 // ArrowFits reports whether ArrowValue succeeds for every value of arr

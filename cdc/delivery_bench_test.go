@@ -17,6 +17,8 @@ import (
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/registry"
+	"github.com/icecdc/icecdc/rowfilter"
+	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -141,7 +143,7 @@ func BenchmarkDelivery(b *testing.B) {
 	json := func(testing.TB) cdc.Encoder {
 		return &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "bench", Version: "bench"}}
 	}
-	shaping, err := cdc.ParseShaping(map[string]string{
+	shaping, err := shape.Parse(map[string]string{
 		"column.mask.with.4.chars": `shop\.orders\.customer`,
 		"column.exclude.list":      `shop\.orders\.amount`,
 	})
@@ -159,7 +161,7 @@ func BenchmarkDelivery(b *testing.B) {
 		name    string
 		enc     func(testing.TB) cdc.Encoder
 		durable bool
-		shaping *cdc.Shaping
+		shaping cdc.Shaping
 		columns []string
 		chunk   int // ChunkBytes; 0: the default
 	}
@@ -268,7 +270,7 @@ func BenchmarkDelivery(b *testing.B) {
 // BenchmarkRowFilter measures a signal's additional-conditions filter
 // per row: the work the pipeline adds per event of a filtered read.
 func BenchmarkRowFilter(b *testing.B) {
-	f, err := cdc.ParseRowFilter(`status = 'paid' OR (amount > 5000 AND customer <> 'customer-7')`)
+	f, err := rowfilter.Parse(`status = 'paid' OR (amount > 5000 AND customer <> 'customer-7')`)
 	if err != nil {
 		b.Fatal(err)
 	}

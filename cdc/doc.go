@@ -10,6 +10,11 @@
 // order of their data file, then the row position. A position in that stream
 // is a Checkpoint; it only moves forward after a sink confirmed delivery.
 //
+// The per-event policies that are not the model's own live in packages
+// of their own, which cmd/icecdc builds and hands to the Pipeline as the
+// interfaces of policy.go: a read's row filter (RowFilters, package
+// rowfilter) and the column and row shaping (Shaping, package shape).
+//
 // Faults that are retried (a sink answering 5xx, a broker down, a catalog
 // or a table that cannot be loaded) are followed per table by Health: logged
 // when they begin, summed up at most once per interval, logged when they

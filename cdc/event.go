@@ -43,17 +43,17 @@ func (o Op) phase() int {
 // and Row for structs; nil is null.
 type Row []any
 
-// rowSlab hands out the new Rows of a chunk's shaped or projected images
+// RowSlab hands out the new Rows of a chunk's shaped or projected images
 // from shared arrays, a few allocations per chunk instead of one per
 // image. Each Row is capped at its length, so an append to one never
 // writes into the next.
-type rowSlab struct{ free []any }
+type RowSlab struct{ free []any }
 
-// slabValues is how many values one array of a rowSlab holds.
+// slabValues is how many values one array of a RowSlab holds.
 const slabValues = 4096
 
-// row returns a new Row of n nil values.
-func (s *rowSlab) row(n int) Row {
+// Row returns a new Row of n nil values.
+func (s *RowSlab) Row(n int) Row {
 	if n > len(s.free) {
 		if n > slabValues/4 {
 			return make(Row, n)

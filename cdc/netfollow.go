@@ -29,25 +29,7 @@ const defaultNetMaxRows = 100_000
 func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 	src := f.spec.Source
 	if f.cp.Net && !f.cp.Done {
-		snaps, err := src.Snapshots(ctx, f.cp.NetFrom, f.cp.Seq)
-		if err != nil {
-			return false, f.historyHint(err)
-		}
-		if len(snaps) == 0 || snaps[len(snaps)-1].ID != f.cp.SnapshotID {
-			return false, fmt.Errorf("%w: the net range of checkpoint %s no longer ends with snapshot %d: the table was rolled back; to follow the new head, run 'icecdc reset --table %s' and restart",
-				ErrHistory, f.cp, f.cp.SnapshotID, f.spec.Name)
-		}
-		n := NewNet()
-		for _, si := range snaps {
-			c, err := f.commit(ctx, si)
-			if err != nil {
-				return false, err
-			}
-			if err := n.Add(ctx, c); err != nil {
-				return false, Permanent(err)
-			}
-		}
-		if err := f.deliverNet(ctx, n, f.cp.NetFrom, snaps[len(snaps)-1], f.cp.Next); err != nil {
+		if err := f.finishNetRange(ctx); err != nil {
 			return false, err
 		}
 	}
@@ -99,36 +81,9 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 			}
 		}
 		t0 := time.Now()
-		n, used := NewNet(), 0
-		for used < len(snaps) {
-			si := snaps[used]
-			if used > 0 && si.SchemaID != snaps[0].SchemaID {
-				break
-			}
-			c, err := f.commit(ctx, si)
-			if err != nil {
-				return false, err
-			}
-			if used == 0 && c.Len() > limit {
-				// Too large to reduce, and one event per row already.
-				if err := f.deliver(ctx, c, 0, SnapshotNone); err != nil {
-					return false, err
-				}
-				n, used = nil, 1
-				break
-			}
-			if used > 0 && n.Len()+c.Len() > limit {
-				break // the next range begins with it
-			}
-			if err := n.Add(ctx, c); err != nil {
-				return false, Permanent(err)
-			}
-			used++
-		}
-		if n != nil {
-			if err := f.deliverNet(ctx, n, f.cp.Seq, snaps[used-1], 0); err != nil {
-				return false, err
-			}
+		used, err := f.netRange(ctx, snaps, limit)
+		if err != nil {
+			return false, err
 		}
 		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		snaps = snaps[used:]
@@ -139,6 +94,59 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 	}
 	f.synced = true
 	return true, nil
+}
+
+// finishNetRange delivers the rest of the net range the checkpoint is
+// inside of: the range is computed again from its first snapshot.
+func (f *follower) finishNetRange(ctx context.Context) error {
+	snaps, err := f.spec.Source.Snapshots(ctx, f.cp.NetFrom, f.cp.Seq)
+	if err != nil {
+		return f.historyHint(err)
+	}
+	if len(snaps) == 0 || snaps[len(snaps)-1].ID != f.cp.SnapshotID {
+		return fmt.Errorf("%w: the net range of checkpoint %s no longer ends with snapshot %d: the table was rolled back; to follow the new head, run 'icecdc reset --table %s' and restart",
+			ErrHistory, f.cp, f.cp.SnapshotID, f.spec.Name)
+	}
+	n := NewNet()
+	for _, si := range snaps {
+		c, err := f.commit(ctx, si)
+		if err != nil {
+			return err
+		}
+		if err := n.Add(ctx, c); err != nil {
+			return Permanent(err)
+		}
+	}
+	return f.deliverNet(ctx, n, f.cp.NetFrom, snaps[len(snaps)-1], f.cp.Next)
+}
+
+// netRange delivers the net changes of the first snapshots of snaps that
+// share a schema and hold at most limit events, and returns how many it
+// took. A first snapshot larger than limit is delivered alone, as it is.
+func (f *follower) netRange(ctx context.Context, snaps []SnapshotInfo, limit int) (used int, err error) {
+	n := NewNet()
+	for used < len(snaps) {
+		si := snaps[used]
+		if used > 0 && si.SchemaID != snaps[0].SchemaID {
+			break
+		}
+		c, err := f.commit(ctx, si)
+		if err != nil {
+			return 0, err
+		}
+		if used == 0 && c.Len() > limit {
+			// Too large to reduce, and one event per row already.
+			return 1, f.deliver(ctx, c, 0, SnapshotNone)
+		}
+		if used > 0 && n.Len()+c.Len() > limit {
+			break // the next range begins with it
+		}
+		if err := n.Add(ctx, c); err != nil {
+			return 0, Permanent(err)
+		}
+		used++
+	}
+	return used, f.deliverNet(ctx, n, f.cp.Seq, snaps[used-1], 0)
 }
 
 // commit computes one snapshot's commit and reports its anomalies.
@@ -202,7 +210,7 @@ func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end Snaps
 		for lo := max(skip-g, 0); lo < m; {
 			hi := min(lo+f.chunkLimit(), m)
 			cp := pos(g + hi)
-			if err := f.write(ctx, c, c.Events[lo:hi], lo, m, cp, SnapshotNone, nil); err != nil {
+			if err := f.write(ctx, chunk{c: c, evs: c.Events[lo:hi], lo: lo, total: m, cp: cp, marker: SnapshotNone}); err != nil {
 				return err
 			}
 			if err := save(cp); err != nil {

@@ -135,9 +135,12 @@ type Pipeline struct {
 	// have a kind (see SnapshotNotice), on the table's goroutines; it must
 	// not block.
 	Notify func(SnapshotNotice)
+	// RowFilters is the language of the row filters of on-demand
+	// snapshots (package rowfilter's); nil refuses a request with one.
+	RowFilters RowFilters
 	// Shaping, when set, shapes every table's columns and drops skipped
 	// operations (see Shaping) before the encoder sees an event.
-	Shaping *Shaping
+	Shaping Shaping
 	// Tracer, when set, traces every commit of every table (trace.go):
 	// OpenTelemetry's tracer provider. Nil: no spans, at no cost.
 	Tracer trace.TracerProvider
@@ -313,7 +316,7 @@ type follower struct {
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
 	sub    *Subscription // nil: every column
-	shaper *Shaper       // nil: as the table has them
+	shaper Shaper        // nil: as the table has them
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
@@ -343,7 +346,7 @@ type follower struct {
 	filter     struct {
 		schema *iceberg.Schema
 		text   string
-		bound  *BoundFilter
+		keep   func(Row) bool
 	}
 }
 
@@ -595,13 +598,16 @@ func (f *follower) load(ctx context.Context) error {
 		f.sub = sub
 	}
 	info := src.Info()
-	shaper, err := f.p.Shaping.ForTable(f.spec.Name, info.Schema, info.KeyFields)
-	if err != nil {
-		return Permanent(err)
+	var shaper Shaper
+	if f.p.Shaping != nil {
+		var err error
+		if shaper, err = f.p.Shaping.ForTable(f.spec.Name, info.Schema, info.KeyFields); err != nil {
+			return Permanent(err)
+		}
 	}
 	f.shaper = shaper
 	for _, col := range f.spec.Columns {
-		if shaper.Excludes(col) {
+		if shaper != nil && shaper.Excludes(col) {
 			return Permanent(fmt.Errorf("tables[].columns: %q is a column debezium.column.include.list or column.exclude.list leaves out", col))
 		}
 	}
@@ -731,20 +737,9 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 			return err
 		}
 	}
-	after := f.cp.Seq
-	if !f.cp.Done {
-		after = f.cp.Seq - 1
-	}
-	snaps, err := src.Snapshots(ctx, after, 0)
-	if errors.Is(err, ErrHistory) {
-		return fmt.Errorf("%w; the checkpoint is snapshot %d (sequence number %d, in %s): to resync, run 'icecdc reset --table %s' and restart with start: latest or initial",
-			err, f.cp.SnapshotID, f.cp.Seq, f.cpFrom, f.spec.Name)
-	}
+	snaps, err := f.pending(ctx)
 	if err != nil {
 		return err
-	}
-	if err := f.checkContinuity(snaps); err != nil {
-		return fmt.Errorf("%w (the checkpoint was read from %s)", err, f.cpFrom)
 	}
 	f.p.Metrics.PollDuration.WithLabelValues(f.spec.Name).Observe(time.Since(start).Seconds())
 	f.lag(snaps)
@@ -762,30 +757,9 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 				return err
 			}
 		}
-		t0 := time.Now()
-		cctx, span := f.span(ctx, SpanCommit, &si, attribute.String(AttrOperation, si.Operation))
-		c, err := f.readCommit(cctx, si)
-		if err != nil {
-			endSpan(span, err)
+		if err := f.deliverCommit(ctx, si); err != nil {
 			return err
 		}
-		for _, a := range c.Anomalies {
-			f.p.Metrics.Anomalies.WithLabelValues(f.spec.Name, a.Kind).Inc()
-		}
-		LogAnomalies(f.logger(), c)
-		from := 0
-		if !f.cp.Done && si.ID == f.cp.SnapshotID {
-			from = f.cp.Next
-		}
-		span.SetAttributes(attribute.Int(AttrEvents, c.Len()-from))
-		err = f.deliver(cctx, c, from, SnapshotNone)
-		endSpan(span, err)
-		if err != nil {
-			return err
-		}
-		f.logger().Info("commit delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "operation", si.Operation,
-			"events", c.Len()-from)
-		f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 		f.lag(snaps[i+1:])
 	}
 	if err := f.hold(ctx); err != nil {
@@ -798,6 +772,57 @@ func (f *follower) catchUp(ctx context.Context, fresh bool) error {
 		f.synced = false
 		return err
 	}
+	return nil
+}
+
+// pending lists the snapshots after the checkpoint (its own too, when it
+// is not done), checked to continue from it.
+func (f *follower) pending(ctx context.Context) ([]SnapshotInfo, error) {
+	after := f.cp.Seq
+	if !f.cp.Done {
+		after = f.cp.Seq - 1
+	}
+	snaps, err := f.spec.Source.Snapshots(ctx, after, 0)
+	if errors.Is(err, ErrHistory) {
+		return nil, fmt.Errorf("%w; the checkpoint is snapshot %d (sequence number %d, in %s): to resync, run 'icecdc reset --table %s' and restart with start: latest or initial",
+			err, f.cp.SnapshotID, f.cp.Seq, f.cpFrom, f.spec.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := f.checkContinuity(snaps); err != nil {
+		return nil, fmt.Errorf("%w (the checkpoint was read from %s)", err, f.cpFrom)
+	}
+	return snaps, nil
+}
+
+// deliverCommit reads the commit of si and delivers its events from the
+// checkpoint's position on, in a span of its own under ctx's.
+func (f *follower) deliverCommit(ctx context.Context, si SnapshotInfo) error {
+	t0 := time.Now()
+	cctx, span := f.span(ctx, SpanCommit, &si, attribute.String(AttrOperation, si.Operation))
+	c, err := f.readCommit(cctx, si)
+	if err != nil {
+		endSpan(span, err)
+		return err
+	}
+	for _, a := range c.Anomalies {
+		f.p.Metrics.Anomalies.WithLabelValues(f.spec.Name, a.Kind).Inc()
+	}
+	LogAnomalies(f.logger(), c)
+	from := 0
+	if !f.cp.Done && si.ID == f.cp.SnapshotID {
+		from = f.cp.Next
+	}
+	span.SetAttributes(attribute.Int(AttrEvents, c.Len()-from))
+	err = f.deliver(cctx, c, from, SnapshotNone)
+	endSpan(span, err)
+	if err != nil {
+		return err
+	}
+	f.logger().Info("commit delivered", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "operation", si.Operation,
+		"events", c.Len()-from)
+	f.p.Metrics.CommitDuration.WithLabelValues(f.spec.Name).Observe(time.Since(t0).Seconds())
 	return nil
 }
 
@@ -1021,7 +1046,7 @@ func (d *delivery) flush() error {
 		d.turn ^= 1
 		_, span := d.f.span(d.ctx, SpanEncode, &c.Snapshot, attribute.Int(AttrEvents, len(d.chunk)))
 		var err error
-		o.b, err = d.f.encode(bb, c, d.chunk, lo, d.n, cp, d.marker, d.change)
+		o.b, err = d.f.encode(bb, chunk{c: c, evs: d.chunk, lo: lo, total: d.n, cp: cp, marker: d.marker, change: d.change})
 		endSpan(span, err)
 		if err != nil {
 			return err
@@ -1197,82 +1222,104 @@ func (f *follower) chunkLimit() int {
 	return max(1, min(f.p.ChunkSize, f.p.ChunkBytes/int(per)))
 }
 
+// chunk is a run of a commit's events that becomes one batch.
+type chunk struct {
+	c      *Commit
+	evs    []Event
+	lo     int // the commit's index of evs[0]
+	total  int // the commit's events
+	cp     Checkpoint
+	marker SnapshotMarker
+	change *SchemaChange // the schema change the batch carries; nil: none
+}
+
 // write encodes and sends one chunk (the net ranges' path).
-func (f *follower) write(ctx context.Context, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) error {
+func (f *follower) write(ctx context.Context, ch chunk) error {
 	bb := &f.builders().batch
-	b, err := f.encode(bb, c, evs, lo, total, cp, marker, change)
+	b, err := f.encode(bb, ch)
 	if err != nil || b == nil {
 		return err
 	}
-	return f.sendBatch(ctx, c, b, &bb.ops)
+	return f.sendBatch(ctx, ch.c, b, &bb.ops)
 }
 
-// encode encodes a chunk into bb; nil when the subscription left nothing
-// to write.
-func (f *follower) encode(bb *batchBuilder, c *Commit, evs []Event, lo, total int, cp Checkpoint, marker SnapshotMarker, change *SchemaChange) (*Batch, error) {
-	resync := marker != SnapshotNone && cp.Resync
+// encode encodes a chunk into bb; nil when the policies left nothing to
+// write.
+func (f *follower) encode(bb *batchBuilder, ch chunk) (*Batch, error) {
+	marker := ch.marker
+	resync := marker != SnapshotNone && ch.cp.Resync
 	filtered := marker != SnapshotNone && f.readFilter != ""
-	if filtered {
-		var err error
-		if evs, err = f.filterRows(c, evs, f.readFilter); err != nil {
-			return nil, Permanent(err)
-		}
-		if len(evs) == 0 && change == nil {
-			return nil, nil // no row of this chunk passed: only its checkpoint moves
-		}
+	left, err := f.applyPolicies(&ch, filtered)
+	if err != nil || !left {
+		return nil, err // nothing left: only the chunk's checkpoint moves
 	}
-	// The row filter (a signal's additional-conditions) reads the table's
-	// own values, as Debezium's runs on the source table; then shaping.
-	// Shaped first: a subscription projects the shaped images, and a
-	// column it leaves out is not mistaken for one a schema dropped.
-	if f.shaper != nil {
-		var err error
-		if c, evs, err = f.shaper.Apply(c, evs); err != nil {
-			return nil, err
-		}
-		if change, err = f.shaper.SchemaChange(change); err != nil {
-			return nil, err
-		}
-		if len(evs) == 0 && change == nil {
-			return nil, nil // every event skipped: only the checkpoint moves
-		}
-	}
-	if f.sub != nil {
-		var err error
-		if c, evs, err = f.sub.Apply(c, evs); err != nil {
-			return nil, err
-		}
-		if len(evs) == 0 && change == nil {
-			return nil, nil // nothing subscribed in this chunk: only its checkpoint moves
-		}
-	}
+	c, evs := ch.c, ch.evs
 	now := time.Now().UnixMilli()
 	bb.start(c, len(evs))
 	for k := range evs {
-		e, i := &evs[k], lo+k
+		e, i := &evs[k], ch.lo+k
 		if f.sub != nil || filtered || f.shaper != nil {
 			i = e.Index // the subscription, the filter or skipped operations left events out; indexes stay those of the commit
 		}
 		e.Snapshot, e.Resync = marker, resync
-		if marker != SnapshotNone && i == total-1 {
+		if marker != SnapshotNone && i == ch.total-1 {
 			e.Snapshot = SnapshotLast // the last row of an initial read says so
 		}
 		if err := bb.add(f.p.Encoder, c, e, now); err != nil {
 			return nil, encodeError(err) // the encoder names the event
 		}
 	}
-	b := bb.batch(c, cp)
+	b := bb.batch(c, ch.cp)
 	if len(evs) > 0 {
 		f.perEvent.Store(int64(max(1, bb.size()/len(evs))))
 	}
-	if change != nil {
-		m, err := encodeSchemaChange(f.p.Encoder, c, change, now)
+	if ch.change != nil {
+		m, err := encodeSchemaChange(f.p.Encoder, c, ch.change, now)
 		if err != nil {
 			return nil, encodeError(fmt.Errorf("encode the schema change of snapshot %d: %w", c.Snapshot.ID, err))
 		}
 		b.SchemaChange = m
 	}
 	return b, nil
+}
+
+// applyPolicies applies the table's policies to ch in place: the read's
+// row filter (filtered), the shaper, the subscription. It reports whether
+// anything is left to write. The row filter (a signal's
+// additional-conditions) reads the table's own values, as Debezium's runs
+// on the source table; then shaping. Shaped first: a subscription
+// projects the shaped images, and a column it leaves out is not mistaken
+// for one a schema dropped.
+func (f *follower) applyPolicies(ch *chunk, filtered bool) (bool, error) {
+	var err error
+	if filtered {
+		if ch.evs, err = f.filterRows(ch.c, ch.evs, f.readFilter); err != nil {
+			return false, Permanent(err)
+		}
+		if len(ch.evs) == 0 && ch.change == nil {
+			return false, nil // no row of this chunk passed
+		}
+	}
+	if f.shaper != nil {
+		if ch.c, ch.evs, err = f.shaper.Apply(ch.c, ch.evs); err != nil {
+			return false, err
+		}
+		if ch.change, err = f.shaper.SchemaChange(ch.change); err != nil {
+			return false, err
+		}
+		if len(ch.evs) == 0 && ch.change == nil {
+			return false, nil // every event skipped
+		}
+	}
+	if f.sub != nil {
+		if ch.c, ch.evs, err = f.sub.Apply(ch.c, ch.evs); err != nil {
+			return false, err
+		}
+		if len(ch.evs) == 0 && ch.change == nil {
+			return false, nil // nothing subscribed in this chunk
+		}
+	}
+	return true, nil
 }
 
 // encodeError classes an encoder's error: permanent (the event cannot be

@@ -11,6 +11,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -36,7 +37,7 @@ func TestPipelineShapesBeforeTheSubscription(t *testing.T) {
 		cdc.Event{Op: cdc.OpUpdate, Before: cdc.Row{int64(1), "ann@example.com", "123-45-6789", "free"}, After: cdc.Row{int64(1), "ann@example.org", "123-45-6789", "pro"}},
 		cdc.Event{Op: cdc.OpDelete, Before: cdc.Row{int64(2), "bob@example.com", "987-65-4321", "free"}},
 	)
-	sh, err := cdc.ParseShaping(map[string]string{
+	sh, err := shape.Parse(map[string]string{
 		"column.mask.with.4.chars": `shop\.users\.email`,
 		"column.exclude.list":      `shop\.users\.ssn`,
 		"skipped.operations":       "d",

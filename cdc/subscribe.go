@@ -73,7 +73,7 @@ func (s *Subscription) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 	}
 	sc := c.Table.Schema
 	kept := make([]Event, 0, len(evs))
-	var slab rowSlab
+	var slab RowSlab
 	for _, e := range evs {
 		// The projection makes new Rows: the images are taken as Rows.
 		if err := e.MaterializeRows(); err != nil {
@@ -150,11 +150,11 @@ func (p *subProjection) touches(changed []string) bool {
 	return false
 }
 
-func (p *subProjection) project(slab *rowSlab, r Row) Row {
+func (p *subProjection) project(slab *RowSlab, r Row) Row {
 	if r == nil {
 		return nil
 	}
-	out := slab.row(len(p.keep))
+	out := slab.Row(len(p.keep))
 	for i, k := range p.keep {
 		out[i] = rowValue(r, k)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/parquet/variant"
 	"github.com/google/uuid"
+
+	"github.com/icecdc/icecdc/internal/jsonfloat"
 )
 
 // VariantJSON is a variant value as JSON text, the text Spark's to_json
@@ -170,19 +172,13 @@ func appendPlainDecimal(dst []byte, unscaled string, scale int) []byte {
 // Float.toString (bits 32) writes it, the digits of Spark's to_json:
 // the shortest digits that read back as f, plain for magnitudes in
 // [1e-3, 1e7) with at least one fraction digit, else d.dddE±n. NaN and
-// the infinities are JSON strings, as Jackson writes them by default.
+// the infinities are JSON strings, as Jackson writes them by default
+// (jsonfloat's rule, with -0.0).
 func appendJavaFloat(dst []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
-	case f == 0:
-		if math.Signbit(f) {
-			return append(dst, "-0.0"...)
-		}
+	if jsonfloat.Special(f) {
+		return jsonfloat.AppendSpecial(dst, f)
+	}
+	if f == 0 {
 		return append(dst, "0.0"...)
 	}
 	if abs := math.Abs(f); abs >= 1e-3 && abs < 1e7 {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/internal/jsonfloat"
 )
 
 // This file holds the scalar JSON appenders shared by the JSON encodings.
@@ -123,22 +124,12 @@ func plainPrefix(s string) int {
 
 // appendJSONFloat appends f the way encoding/json does (the shortest
 // representation that round-trips, ES6-style exponent switch). JSON has no
-// NaN or infinities, and Iceberg float columns can hold them: they become
-// the strings "NaN", "Infinity" and "-Infinity" — Java's spelling, which
-// Debezium consumers (Jackson) accept — instead of failing the event or
-// turning them into null, which would lose the value. Negative zero is
-// written -0.0, not encoding/json's -0: many parsers read -0 as the
-// integer 0 and lose the sign.
+// NaN or infinities, and Iceberg float columns can hold them: they and
+// negative zero follow jsonfloat's rule, instead of failing the event or
+// turning them into null, which would lose the value.
 func appendJSONFloat(dst []byte, f float64, bits int) []byte {
-	switch {
-	case f == 0 && math.Signbit(f):
-		return append(dst, "-0.0"...)
-	case math.IsNaN(f):
-		return append(dst, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(dst, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(dst, `"-Infinity"`...)
+	if jsonfloat.Special(f) {
+		return jsonfloat.AppendSpecial(dst, f)
 	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/state"
 )
@@ -84,7 +85,7 @@ func attackRun(t *testing.T, brokers []string, path string, srcs map[string]*cdc
 	n := &signals.Notifier{Connector: "icecdc", Client: cl, Topic: "notes"}
 	p := &cdc.Pipeline{Name: "p", Tables: specs, Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: sink, Store: store,
 		Poll: time.Millisecond, ChunkSize: 100, RetryInitial: time.Millisecond, RetryMax: 10 * time.Millisecond,
-		Notify: n.Notice, Ready: make(chan struct{}), Log: log}
+		Notify: n.Notice, Ready: make(chan struct{}), Log: log, RowFilters: rowfilter.Language{}}
 	ch := &signals.Channel{Opts: []kgo.Opt{kgo.SeedBrokers(brokers...)}, Topic: "icecdc-signal", Group: "kafka-signal", Key: "icecdc",
 		Tables: names, Target: p, Notify: n, Log: log}
 	ctx, cancel := context.WithCancel(context.Background())

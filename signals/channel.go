@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/rowfilter"
 )
 
 // Target is what signals act on: a pipeline's on-demand snapshots
@@ -492,7 +493,7 @@ func (rt *router) logExecute(a Action, tables []string) {
 	filters := make(map[string]string, min(len(tables), maxListed))
 	for _, t := range tables[:min(len(tables), maxListed)] {
 		if f, ok := a.Filters[t]; ok {
-			filters[t] = cdc.RedactFilter(f)
+			filters[t] = rowfilter.Redact(f)
 		}
 	}
 	rt.log.Info("signal", "id", a.Signal.ID, "type", a.Signal.Type, "snapshot", a.Kind, "tables", shortTables(tables), "table_count", len(tables), "filters", filters)

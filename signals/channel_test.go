@@ -23,6 +23,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/state"
 )
@@ -122,7 +123,7 @@ func startMemberWith(t *testing.T, brokers []string, group string, names []strin
 	n := &signals.Notifier{Connector: "icecdc", Log: log, Client: cl, Topic: "notes"}
 	m.p = &cdc.Pipeline{Name: "p", Tables: specs, Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: sink, Store: store,
 		Poll: time.Millisecond, ChunkSize: 10, RetryInitial: time.Millisecond, RetryMax: time.Millisecond,
-		Notify: n.Notice, Ready: make(chan struct{}), Log: log}
+		Notify: n.Notice, Ready: make(chan struct{}), Log: log, RowFilters: rowfilter.Language{}}
 	ch := &signals.Channel{Opts: []kgo.Opt{kgo.SeedBrokers(brokers...)}, Topic: "icecdc-signal", Group: group, Key: "icecdc",
 		Tables: names, Target: owned{m.p}, Notify: n, Log: log}
 	ctx, cancel := context.WithCancel(context.Background())

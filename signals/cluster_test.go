@@ -21,6 +21,7 @@ import (
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/sinks/kafka"
 )
@@ -139,7 +140,7 @@ func TestClusterSignalsSurviveMoves(t *testing.T) {
 			NewPipeline: func(spec cdc.TableSpec, s cdc.Sink, store cdc.Store) *cdc.Pipeline {
 				p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{spec}, Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}},
 					Sink: s, Store: store, Poll: 5 * time.Millisecond, ChunkSize: 10, RetryInitial: time.Millisecond, RetryMax: 10 * time.Millisecond,
-					Notify: n.Notice, Log: mlog}
+					Notify: n.Notice, Log: mlog, RowFilters: rowfilter.Language{}}
 				targets.mu.Lock()
 				targets.by[spec.Name] = p
 				targets.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/state"
 )
@@ -82,7 +83,7 @@ func (r *rig) run(window int) (stop func()) {
 	n := &signals.Notifier{Connector: "icecdc", Log: log, Client: cl, Topic: "notes"}
 	p := &cdc.Pipeline{Name: "p", Tables: specs, Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: r.sink, Store: store,
 		Poll: time.Millisecond, ChunkSize: 10, RetryInitial: time.Millisecond, RetryMax: time.Millisecond,
-		Notify: n.Notice, Log: log}
+		Notify: n.Notice, Log: log, RowFilters: rowfilter.Language{}}
 	ch := &signals.Channel{Opts: []kgo.Opt{kgo.SeedBrokers(r.brokers...)}, Topic: "icecdc-signal", Group: "kafka-signal", Key: "icecdc",
 		Tables: r.specs, Target: p, Notify: n, Log: log, Window: window}
 	ctx, cancel := context.WithCancel(context.Background())

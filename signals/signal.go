@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/rowfilter"
 )
 
 // The signal types icecdc acts on, as Debezium names them.
@@ -150,8 +151,8 @@ func (a *Action) executeSnapshot(data *snapshotData, tables []string) error {
 		}
 	}
 	if data.AdditionalCondition != "" {
-		if _, err := cdc.ParseRowFilter(data.AdditionalCondition); err != nil {
-			return fmt.Errorf("data.additional-condition %q: %v", cdc.RedactFilter(data.AdditionalCondition), err)
+		if _, err := rowfilter.Parse(data.AdditionalCondition); err != nil {
+			return fmt.Errorf("data.additional-condition %q: %v", rowfilter.Redact(data.AdditionalCondition), err)
 		}
 	}
 	return nil
@@ -168,8 +169,8 @@ func (a *Action) addCondition(i int, collection, filter string) error {
 	if strings.TrimSpace(filter) == "" {
 		return fmt.Errorf("data.additional-conditions[%d].filter: empty", i)
 	}
-	if _, err := cdc.ParseRowFilter(filter); err != nil {
-		return fmt.Errorf("data.additional-conditions[%d].filter %q: %v", i, cdc.RedactFilter(filter), err)
+	if _, err := rowfilter.Parse(filter); err != nil {
+		return fmt.Errorf("data.additional-conditions[%d].filter %q: %v", i, rowfilter.Redact(filter), err)
 	}
 	hit := false
 	for _, t := range a.Tables {

@@ -243,7 +243,7 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 		return err
 	}
 	for _, col := range cols {
-		if shaping.Excludes(col) {
+		if shaping != nil && shaping.Excludes(col) {
 			return fmt.Errorf("changes: --columns %q: a column debezium.column.include.list or column.exclude.list of --config leaves out", col)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/shape"
 )
 
 // changesConfig is what `changes --config FILE` takes from a daemon's
@@ -19,7 +20,7 @@ import (
 type changesConfig struct {
 	path    string
 	cfg     *Config
-	shaping *cdc.Shaping
+	shaping *shape.Shaping
 }
 
 // applyConfig loads f.config, when set, into f; changed reports whether
@@ -155,7 +156,7 @@ func (cc *changesConfig) route() func(string) string {
 }
 
 // shaper resolves the shaping for the table of info; nil without any.
-func (cc *changesConfig) shaper(info cdc.TableInfo) (*cdc.Shaper, error) {
+func (cc *changesConfig) shaper(info cdc.TableInfo) (cdc.Shaper, error) {
 	if cc == nil || cc.shaping == nil {
 		return nil, nil
 	}

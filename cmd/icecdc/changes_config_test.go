@@ -15,7 +15,7 @@ import (
 // TestChangesConfig: `icecdc changes --config FILE` prints what the
 // daemon of that file delivers: its catalog and table, its format, the
 // customer column hashed as Debezium hashes it (the vectors of
-// cdc/testdata/debezium-masks.jsonl), the status masked, the amount left
+// shape/testdata/debezium-masks.jsonl), the status masked, the amount left
 // out, the key chosen by message.key.columns, deletes skipped, and its
 // transforms (router and unwrap, in the block's order). No line holds a
 // masked or excluded value, in any format; options that cannot apply to

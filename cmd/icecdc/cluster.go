@@ -17,6 +17,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/internal/redact"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/source"
 )
@@ -113,13 +114,16 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 				HoldInterval:  cfg.HoldInterval,
 				SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 				Tracer:        tracer,
+				RowFilters:    rowfilter.Language{},
 			}
 			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
 			if notifier != nil {
 				p.Notify = notifier.Notice
 			}
 			targets.set(spec.Name, p)
-			p.Shaping, _ = cfg.Debezium.shaping()
+			if sh, _ := cfg.Debezium.shaping(); sh != nil {
+				p.Shaping = sh
+			}
 			return p
 		},
 		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,

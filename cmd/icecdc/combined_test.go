@@ -23,7 +23,7 @@ import (
 // with a row filter, notifications on a topic and in the log, heartbeats,
 // /status)
 // and holds every record to two things: each delivered value of the
-// hashed column is Debezium's hash (cdc/testdata/debezium-masks.jsonl),
+// hashed column is Debezium's hash (shape/testdata/debezium-masks.jsonl),
 // and no original value of a masked or excluded column is in any byte of
 // any record (key, value, header) on any topic, the log, /status, or a
 // notification.

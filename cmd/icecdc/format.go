@@ -11,6 +11,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/registry"
+	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/sinks/kafka"
 )
@@ -103,7 +104,7 @@ func (ColumnMasks) DocumentedKeys() []string {
 
 // shaping returns the column and row shaping d asks for; nil for none.
 // Its errors name the option under debezium.
-func (d DebeziumConfig) shaping() (*cdc.Shaping, error) {
+func (d DebeziumConfig) shaping() (*shape.Shaping, error) {
 	opts := map[string]string{}
 	for k, v := range d.Masks {
 		opts[k] = v
@@ -117,7 +118,7 @@ func (d DebeziumConfig) shaping() (*cdc.Shaping, error) {
 	if len(opts) == 0 {
 		return nil, nil
 	}
-	s, err := cdc.ParseShaping(opts)
+	s, err := shape.Parse(opts)
 	if err != nil {
 		return nil, fmt.Errorf("config: debezium.%w", err)
 	}

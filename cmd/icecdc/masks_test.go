@@ -21,11 +21,11 @@ import (
 )
 
 // debeziumHashes returns Debezium's own hashes of values under option,
-// from cdc/testdata/debezium-masks.jsonl (MaskStrings' output, see
+// from shape/testdata/debezium-masks.jsonl (MaskStrings' output, see
 // interop/maven/masks).
 func debeziumHashes(t *testing.T, option string) map[string]string {
 	t.Helper()
-	f, err := os.Open("../../cdc/testdata/debezium-masks.jsonl")
+	f, err := os.Open("../../shape/testdata/debezium-masks.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

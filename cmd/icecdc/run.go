@@ -26,6 +26,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/source"
@@ -140,12 +141,16 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		Progress: cdc.NewProgress(terminal(logOut)),
 		Ready:    make(chan struct{}),
 		Tracer:   tel.Tracer,
+		// The language of the signals' additional-conditions.
+		RowFilters: rowfilter.Language{},
 		// Checked by validate.
 		HoldInterval:  cfg.HoldInterval,
 		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 	}
 	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
-	p.Shaping, _ = cfg.Debezium.shaping()
+	if sh, _ := cfg.Debezium.shaping(); sh != nil { // checked by validate
+		p.Shaping = sh
+	}
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {

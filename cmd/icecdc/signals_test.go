@@ -19,6 +19,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/state"
 )
@@ -75,7 +76,7 @@ func TestMemberTargets(t *testing.T) {
 	first := src.Append(cdctest.Inserts(1, 10)...)
 	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: &cdctest.Sink{}, Store: store, Poll: time.Millisecond,
-		Ready: make(chan struct{})}
+		Ready: make(chan struct{}), RowFilters: rowfilter.Language{}}
 	m.set("shop.orders", p)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -112,7 +113,7 @@ func TestMemberTargets(t *testing.T) {
 	empty := cdctest.New(cdctest.Info("shop", "empty"))
 	pe := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.empty", Source: empty, Start: cdc.Start{Kind: cdc.StartEarliest}}},
 		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}}, Sink: &cdctest.Sink{}, Store: store, Poll: time.Millisecond,
-		Ready: make(chan struct{})}
+		Ready: make(chan struct{}), RowFilters: rowfilter.Language{}}
 	m.set("shop.empty", pe)
 	ectx, ecancel := context.WithCancel(t.Context())
 	defer ecancel()

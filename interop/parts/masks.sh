@@ -2,7 +2,7 @@
 # and v2, mask with N chars) and TruncateColumn of debezium-connector-common,
 # from the connect part's jars — compute the masking vectors again
 # (interop/maven/masks/MaskVectors.java); they must equal
-# cdc/testdata/debezium-masks.jsonl, which cdc's tests hold icecdc's masks
+# shape/testdata/debezium-masks.jsonl, which shape's tests hold icecdc's masks
 # to. Then Debezium's ByLogicalTableRouter routes the records of
 # debezium/testdata/routed.jsonl as icecdc wrote them unrouted, and must
 # give the records icecdc routes itself, and the router chained with
@@ -39,12 +39,12 @@ masks_vectors() {
   fi
   local version
   version=$(ls "$dir" | sed -n 's/^debezium-connector-common-\(.*\)\.jar$/\1/p')
-  if ! diff -u "$ROOT/cdc/testdata/debezium-masks.jsonl" "$out/vectors.jsonl" >"$out/diff"; then
-    echo "masks: FAILED: Debezium $version's masks differ from cdc/testdata/debezium-masks.jsonl:"
+  if ! diff -u "$ROOT/shape/testdata/debezium-masks.jsonl" "$out/vectors.jsonl" >"$out/diff"; then
+    echo "masks: FAILED: Debezium $version's masks differ from shape/testdata/debezium-masks.jsonl:"
     head -n 30 "$out/diff" | sed 's/^/    /'
     return 1
   fi
-  echo "masks: $(wc -l <"$out/vectors.jsonl") values masked, hashed and truncated by Debezium $version equal cdc/testdata/debezium-masks.jsonl (icecdc's TestMasksEqualDebeziums holds its output to them)"
+  echo "masks: $(wc -l <"$out/vectors.jsonl") values masked, hashed and truncated by Debezium $version equal shape/testdata/debezium-masks.jsonl (icecdc's TestMasksEqualDebeziums holds its output to them)"
   local all
   all=$(ls "$dir"/*.jar | tr '\n' ':')
   must masks javac -d "$out/classes" -cp "$all" "$HERE/maven/masks/RouteCheck.java" || return 1

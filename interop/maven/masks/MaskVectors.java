@@ -1,7 +1,7 @@
 // Prints what Debezium's own column mappers (debezium-connector-common's
 // MaskStrings and TruncateColumn) make of a fixed set of values, one JSON
 // object per line: the option, the input (repeated "repeat" times) and the
-// output. cdc/testdata/debezium-masks.jsonl holds this output; the
+// output. shape/testdata/debezium-masks.jsonl holds this output; the
 // interop part masks (interop/parts/masks.sh) runs it again and compares,
 // and cdc's tests check icecdc's masks against the file.
 import io.debezium.relational.Column;

@@ -1,10 +1,12 @@
-package cdc
+package shape
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 func shapeSchema(id int, fields ...iceberg.NestedField) *iceberg.Schema {
@@ -34,7 +36,7 @@ func TestShaperRefusesWithOneLine(t *testing.T) {
 		{map[string]string{"column.exclude.list": `shop.users.id`}, []string{"id"}, `column.exclude.list: "id" is the table's key and cannot be left out`},
 		{map[string]string{"column.include.list": `shop.users.email`}, []string{"id"}, `column.include.list: "id" is the table's key and cannot be left out`},
 	} {
-		sh, err := ParseShaping(tc.opts)
+		sh, err := Parse(tc.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func TestShaperRefusesWithOneLine(t *testing.T) {
 	}
 	// A pattern of another table, or a regular expression, names no
 	// column in particular.
-	sh, _ := ParseShaping(map[string]string{"column.mask.with.4.chars": `shop\.other\.x,shop\.users\.e.*`})
+	sh, _ := Parse(map[string]string{"column.mask.with.4.chars": `shop\.other\.x,shop\.users\.e.*`})
 	if _, err := sh.ForTable("shop.users", sc, nil); err != nil {
 		t.Errorf("a pattern of another table: %v", err)
 	}
@@ -56,7 +58,7 @@ func TestShaperRefusesWithOneLine(t *testing.T) {
 // the table naming the option, and the shaped schema and schema change
 // leave the excluded column out.
 func TestShaperFollowsTheSchema(t *testing.T) {
-	sh, err := ParseShaping(map[string]string{
+	sh, err := Parse(map[string]string{
 		"column.mask.with.3.chars":   `shop\.users\.email`,
 		"column.exclude.list":        `shop\.users\.ssn`,
 		"column.truncate.to.2.chars": `shop\.users\.no.*`,
@@ -73,11 +75,11 @@ func TestShaperFollowsTheSchema(t *testing.T) {
 	renamed := fEmail
 	renamed.Name = "mail"
 	s1 := shapeSchema(1, fID, renamed, fSSN, fNote)
-	c := &Commit{Table: TableInfo{Schema: s1}}
-	evs := []Event{
-		{Op: OpCreate, Index: 0, After: Row{int64(1), "a@b.c", int64(123456789), "hello"}},
-		{Op: OpDelete, Index: 1, Before: Row{int64(2), "x@y.z", int64(987654321), nil}},
-		{Op: OpUpdate, Index: 2, Before: Row{int64(3), "p@q.r", int64(5), "ab"}, After: Row{int64(3), "s@t.u", int64(6), "ab"}},
+	c := &cdc.Commit{Table: cdc.TableInfo{Schema: s1}}
+	evs := []cdc.Event{
+		{Op: cdc.OpCreate, Index: 0, After: cdc.Row{int64(1), "a@b.c", int64(123456789), "hello"}},
+		{Op: cdc.OpDelete, Index: 1, Before: cdc.Row{int64(2), "x@y.z", int64(987654321), nil}},
+		{Op: cdc.OpUpdate, Index: 2, Before: cdc.Row{int64(3), "p@q.r", int64(5), "ab"}, After: cdc.Row{int64(3), "s@t.u", int64(6), "ab"}},
 	}
 	sc, kept, err := s.Apply(c, evs)
 	if err != nil {
@@ -95,7 +97,7 @@ func TestShaperFollowsTheSchema(t *testing.T) {
 	if ch := sc.Table.ChangedFields(kept[1].Before, kept[1].After); len(ch) != 0 {
 		t.Errorf("changed_fields of an update of a masked and an excluded column: %v", ch)
 	}
-	change := NewSchemaChange(s0, true, s1)
+	change := cdc.NewSchemaChange(s0, true, s1)
 	shaped, err := s.SchemaChange(change)
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +111,17 @@ func TestShaperFollowsTheSchema(t *testing.T) {
 		}
 	}
 	s2 := shapeSchema(2, fID, fSSN)
-	_, _, err = s.Apply(&Commit{Table: TableInfo{Schema: s2}, Snapshot: SnapshotInfo{ID: 9}}, evs[:1])
-	if err == nil || !IsPermanent(err) || !strings.HasPrefix(err.Error(), "column.mask.with.3.chars: the masked column (field id 2) is not in schema 2: it was dropped") {
+	_, _, err = s.Apply(&cdc.Commit{Table: cdc.TableInfo{Schema: s2}, Snapshot: cdc.SnapshotInfo{ID: 9}}, evs[:1])
+	if err == nil || !cdc.IsPermanent(err) || !strings.HasPrefix(err.Error(), "column.mask.with.3.chars: the masked column (field id 2) is not in schema 2: it was dropped") {
 		t.Errorf("a masked column dropped: %v", err)
 	}
+}
+
+// topLevelNames lists the top-level columns of sc.
+func topLevelNames(sc *iceberg.Schema) string {
+	var names []string
+	for _, f := range sc.Fields() {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, ", ")
 }

@@ -1,4 +1,4 @@
-package cdc
+package rowfilter
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"unicode"
 )
 
-// RowFilter keeps the rows of an on-demand snapshot that a condition
+// Filter keeps the rows of an on-demand snapshot that a condition
 // holds for (Debezium's additional-conditions). The condition is a small
 // part of SQL's WHERE clause, written by hand because no library here
 // parses one: comparisons of a top-level column with a literal (=, <>,
@@ -20,12 +20,12 @@ import (
 // three-valued logic: a null column satisfies only IS NULL.
 //
 // A condition comes from whoever can write to the signal topic, so its
-// cost is bounded: at most MaxFilterBytes long and MaxFilterDepth deep
+// cost is bounded: at most MaxBytes long and MaxDepth deep
 // (parentheses and NOTs), parsed with that much recursion at most, and a
 // chain of ANDs or ORs is one node, not a chain of nested ones. No error
 // quotes a literal or a token where a literal may stand: a literal may be
 // a value of a masked column.
-type RowFilter struct {
+type Filter struct {
 	text string
 	root filterNode
 }
@@ -33,8 +33,8 @@ type RowFilter struct {
 // The bounds of a condition. A filter is a few comparisons in practice;
 // 64 KiB holds an IN list of thousands of ids.
 const (
-	MaxFilterBytes = 64 << 10
-	MaxFilterDepth = 64
+	MaxBytes = 64 << 10
+	MaxDepth = 64
 )
 
 // filterNode is a parsed condition, not yet bound to a schema.
@@ -62,11 +62,11 @@ type filterLit struct {
 	text string
 }
 
-// ParseRowFilter parses a condition; its error says what is not accepted
+// Parse parses a condition; its error says what is not accepted
 // and where (a byte offset), never with a literal's text.
-func ParseRowFilter(text string) (*RowFilter, error) {
-	if len(text) > MaxFilterBytes {
-		return nil, fmt.Errorf("%d bytes long, more than the %d a filter may have", len(text), MaxFilterBytes)
+func Parse(text string) (*Filter, error) {
+	if len(text) > MaxBytes {
+		return nil, fmt.Errorf("%d bytes long, more than the %d a filter may have", len(text), MaxBytes)
 	}
 	toks, err := filterTokens(text)
 	if err != nil {
@@ -80,13 +80,13 @@ func ParseRowFilter(text string) (*RowFilter, error) {
 	if p.i < len(p.toks) {
 		return nil, fmt.Errorf("unexpected %s after the condition", p.describe(p.i))
 	}
-	return &RowFilter{text: text, root: root}, nil
+	return &Filter{text: text, root: root}, nil
 }
 
 // String returns the condition as written.
-func (f *RowFilter) String() string { return f.text }
+func (f *Filter) String() string { return f.text }
 
-// RedactFilter returns a condition with every literal replaced by ?, as
+// Redact returns a condition with every literal replaced by ?, as
 // logs and errors show it: a literal may be a value of a masked or
 // excluded column (customer = 'jane@example.com'), which must not reach
 // them. Column names (a name where a condition starts) and the shape of
@@ -94,8 +94,8 @@ func (f *RowFilter) String() string { return f.text }
 // literal does (name = "jane", name = jane) and is a ? too, and so are
 // TRUE and FALSE. A text that does not tokenize is shown as (a condition
 // that does not parse).
-func RedactFilter(text string) string {
-	if len(text) > MaxFilterBytes {
+func Redact(text string) string {
+	if len(text) > MaxBytes {
 		return "(a condition too long to show)"
 	}
 	toks, err := filterTokens(text)
@@ -225,7 +225,7 @@ const filterAccepted = "icecdc takes comparisons of a column with a literal (=, 
 
 // filterParser is a recursive-descent parser whose recursion is bounded:
 // each level of parentheses or NOT is one level of depth, and a
-// condition deeper than MaxFilterDepth is refused before the stack grows
+// condition deeper than MaxDepth is refused before the stack grows
 // with it.
 type filterParser struct {
 	toks  []filterToken
@@ -269,8 +269,8 @@ func (p *filterParser) describe(i int) string {
 
 // deeper enters one level of nesting, or refuses the condition.
 func (p *filterParser) deeper() error {
-	if p.depth++; p.depth > MaxFilterDepth {
-		return fmt.Errorf("nested deeper than %d levels of parentheses and NOT at byte %d", MaxFilterDepth, p.toks[p.i].at)
+	if p.depth++; p.depth > MaxDepth {
+		return fmt.Errorf("nested deeper than %d levels of parentheses and NOT at byte %d", MaxDepth, p.toks[p.i].at)
 	}
 	return nil
 }

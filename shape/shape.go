@@ -1,4 +1,4 @@
-package cdc
+package shape
 
 import (
 	"errors"
@@ -11,6 +11,17 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
+)
+
+// errNoSchema is a commit without a schema: nothing to resolve columns
+// against.
+var errNoSchema = errors.New("no schema")
+
+var (
+	_ cdc.Shaping = (*Shaping)(nil)
+	_ cdc.Shaper  = (*Shaper)(nil)
 )
 
 // Shaping is a pipeline's column and row shaping, with Debezium's options:
@@ -31,7 +42,7 @@ type Shaping struct {
 	Rules []ColumnRule
 	// Skipped is skipped.operations: the events of these ops are not
 	// delivered (their positions are checkpointed).
-	Skipped map[Op]bool
+	Skipped map[cdc.Op]bool
 }
 
 // Empty reports whether s shapes nothing.
@@ -40,7 +51,7 @@ func (s *Shaping) Empty() bool {
 }
 
 // SkippedOps returns the skipped operations (nil-safe).
-func (s *Shaping) SkippedOps() map[Op]bool {
+func (s *Shaping) SkippedOps() map[cdc.Op]bool {
 	if s == nil {
 		return nil
 	}
@@ -164,9 +175,9 @@ var (
 	hashKey     = regexp.MustCompile(`^column\.mask\.hash\.(v2\.)?([^.]+)\.with\.salt\.(.*)$`)
 )
 
-// ParseShaping builds the shaping of a pipeline from Debezium's options
+// Parse builds the shaping of a pipeline from Debezium's options
 // (key: value). Its errors name the option.
-func ParseShaping(opts map[string]string) (*Shaping, error) {
+func Parse(opts map[string]string) (*Shaping, error) {
 	s := &Shaping{}
 	keys := make([]string, 0, len(opts))
 	for k := range opts {
@@ -267,8 +278,8 @@ func ruleName(key string, r ColumnRule) string {
 // ParseSkippedOperations parses skipped.operations: a comma-separated list
 // of c, u, d, r and t (Debezium's truncate, which icecdc never emits), or
 // none.
-func ParseSkippedOperations(v string) (map[Op]bool, error) {
-	out := map[Op]bool{}
+func ParseSkippedOperations(v string) (map[cdc.Op]bool, error) {
+	out := map[cdc.Op]bool{}
 	parts := strings.Split(v, ",")
 	for _, p := range parts {
 		switch p = strings.TrimSpace(p); p {
@@ -277,7 +288,7 @@ func ParseSkippedOperations(v string) (map[Op]bool, error) {
 				return nil, errors.New("'none' cannot be listed with other operations")
 			}
 		case "c", "u", "d", "r":
-			out[Op(p[0])] = true
+			out[cdc.Op(p[0])] = true
 		case "t":
 		default:
 			return nil, fmt.Errorf("%q: want a comma-separated list of c, u, d, r, t, or none", p)
@@ -311,12 +322,21 @@ type shapeView struct {
 }
 
 // ForTable resolves s for table (namespace.table) against its current
-// schema sc and key columns keys (empty: the row id). Its errors name the
-// option; the pipeline names the table.
-func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string) (*Shaper, error) {
+// schema sc and key columns keys (empty: the row id): a *Shaper, or nil
+// when s shapes nothing. Its errors name the option; the pipeline names
+// the table.
+func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string) (cdc.Shaper, error) {
 	if s.Empty() {
 		return nil, nil
 	}
+	sh, err := s.forTable(table, sc, keys)
+	if err != nil {
+		return nil, err
+	}
+	return sh, nil
+}
+
+func (s *Shaping) forTable(table string, sc *iceberg.Schema, keys []string) (*Shaper, error) {
 	if sc == nil {
 		return nil, errNoSchema
 	}
@@ -419,7 +439,7 @@ func (sh *Shaper) view(sc *iceberg.Schema) (*shapeView, error) {
 	}
 	for id, opt := range sh.held {
 		if !present[id] {
-			return nil, Permanent(fmt.Errorf("%s: the masked column (field id %d) is not in schema %d: it was dropped; change the option and restart", opt, id, sc.ID))
+			return nil, cdc.Permanent(fmt.Errorf("%s: the masked column (field id %d) is not in schema %d: it was dropped; change the option and restart", opt, id, sc.ID))
 		}
 	}
 	var ids []int
@@ -529,13 +549,13 @@ func (sh *Shaper) viewFor(sc *iceberg.Schema) (*shapeView, error) {
 // Apply shapes events of c: it drops the skipped operations' events and
 // shapes every image. It returns the commit to encode them with (c with
 // the shaped schema) and the kept events, which keep their indexes.
-func (sh *Shaper) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
+func (sh *Shaper) Apply(c *cdc.Commit, evs []cdc.Event) (*cdc.Commit, []cdc.Event, error) {
 	v, err := sh.viewFor(c.Table.Schema)
 	if err != nil {
 		return nil, nil, err
 	}
-	kept := make([]Event, 0, len(evs))
-	var slab rowSlab
+	kept := make([]cdc.Event, 0, len(evs))
+	var slab cdc.RowSlab
 	for _, e := range evs {
 		if sh.sh.Skipped[e.Op] {
 			continue
@@ -553,13 +573,16 @@ func (sh *Shaper) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 	return &sc, kept, nil
 }
 
-func (v *shapeView) shape(slab *rowSlab, r Row) Row {
+func (v *shapeView) shape(slab *cdc.RowSlab, r cdc.Row) cdc.Row {
 	if r == nil {
 		return nil
 	}
-	out := slab.row(len(v.keep))
+	out := slab.Row(len(v.keep))
 	for i, k := range v.keep {
-		x := rowValue(r, k)
+		var x any
+		if k < len(r) {
+			x = r[k]
+		}
 		if fn := v.apply[i]; fn != nil {
 			x = fn(x)
 		}
@@ -570,7 +593,7 @@ func (v *shapeView) shape(slab *rowSlab, r Row) Row {
 
 // SchemaChange returns ch as the shaped columns see it: the previous
 // schema without the columns left out, and no change of theirs.
-func (sh *Shaper) SchemaChange(ch *SchemaChange) (*SchemaChange, error) {
+func (sh *Shaper) SchemaChange(ch *cdc.SchemaChange) (*cdc.SchemaChange, error) {
 	if ch == nil {
 		return nil, nil
 	}

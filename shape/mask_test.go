@@ -1,4 +1,4 @@
-package cdc
+package shape
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // maskVector is a line of testdata/debezium-masks.jsonl: what Debezium's
@@ -37,7 +39,7 @@ func TestMasksEqualDebeziums(t *testing.T) {
 		if err := json.Unmarshal(sc1.Bytes(), &v); err != nil {
 			t.Fatal(err)
 		}
-		sh, err := ParseShaping(map[string]string{v.Option: `ns\.t\.c`})
+		sh, err := Parse(map[string]string{v.Option: `ns\.t\.c`})
 		if err != nil {
 			t.Fatalf("%s: %v", v.Option, err)
 		}
@@ -49,8 +51,8 @@ func TestMasksEqualDebeziums(t *testing.T) {
 		if v.Input != nil {
 			in = strings.Repeat(*v.Input, max(v.Repeat, 1))
 		}
-		c := &Commit{Table: TableInfo{Schema: sc}}
-		_, evs, err := s.Apply(c, []Event{{Op: OpCreate, After: Row{in}}})
+		c := &cdc.Commit{Table: cdc.TableInfo{Schema: sc}}
+		_, evs, err := s.Apply(c, []cdc.Event{{Op: cdc.OpCreate, After: cdc.Row{in}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +80,7 @@ func short(s *string) string {
 	return *s
 }
 
-func TestParseShapingRefuses(t *testing.T) {
+func TestParseRefuses(t *testing.T) {
 	for opts, want := range map[[2]string]string{
 		{"column.mask.hash.SHA-256.with.salt.", "ns.t.c"}:       "column.mask.hash.SHA-256.with.salt.…: empty salt",
 		{"column.mask.hash.SHA-999.with.salt.pepper", "ns.t.c"}: `column.mask.hash.SHA-999.with.salt.…: unknown hash algorithm "SHA-999"`,
@@ -89,7 +91,7 @@ func TestParseShapingRefuses(t *testing.T) {
 		{"skipped.operations", "d,x"}:                           `skipped.operations: "x": want`,
 		{"skipped.operations", "none,d"}:                        "skipped.operations: 'none' cannot be listed with other operations",
 	} {
-		_, err := ParseShaping(map[string]string{opts[0]: opts[1]})
+		_, err := Parse(map[string]string{opts[0]: opts[1]})
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %s: got %v, want one line starting %q", opts[0], opts[1], err, want)
 		}
@@ -97,7 +99,7 @@ func TestParseShapingRefuses(t *testing.T) {
 			t.Errorf("the error repeats the salt: %v", err)
 		}
 	}
-	if _, err := ParseShaping(map[string]string{"column.include.list": "a.b.c", "column.exclude.list": "a.b.d"}); err == nil {
+	if _, err := Parse(map[string]string{"column.include.list": "a.b.c", "column.exclude.list": "a.b.d"}); err == nil {
 		t.Error("include and exclude lists together: no error")
 	}
 }

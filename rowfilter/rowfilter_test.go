@@ -1,6 +1,7 @@
-package cdc_test
+package rowfilter_test
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/rowfilter"
 )
 
 // filterSchema has a column of each kind a filter compares.
@@ -29,7 +32,7 @@ func filterSchema() *iceberg.Schema {
 // TestRowFilterErrorsHideLiterals takes every error path of the filter's
 // tokenizer, parser and binding with a literal that must not show (a
 // masked column's value, say): the error is one line without it, and so
-// is the filter as logs show it (RedactFilter). On main, 8 of the
+// is the filter as logs show it (Redact). On main, 8 of the
 // attacker's 18 malformed filters leaked theirs.
 func TestRowFilterErrorsHideLiterals(t *testing.T) {
 	const secret, number = "SECRETVAL2@example.com", "913572468"
@@ -65,9 +68,9 @@ func TestRowFilterErrorsHideLiterals(t *testing.T) {
 		{"(customer = '" + secret + "' '" + secret + "')", "missing ')' for the '(' at byte 0: found a string"},
 		{"upper(customer) = '" + secret + "'", "functions are not accepted"},
 		{"customer LIKE '" + secret + "'", "customer followed by LIKE"},
-		{strings.Repeat("(", cdc.MaxFilterDepth+1) + "id = " + number + strings.Repeat(")", cdc.MaxFilterDepth+1), "nested deeper than 64 levels"},
-		{strings.Repeat("NOT ", cdc.MaxFilterDepth+1) + "customer = '" + secret + "'", "nested deeper than 64 levels"},
-		{"customer = '" + secret + "' OR " + strings.Repeat("x", cdc.MaxFilterBytes), "more than the 65536 a filter may have"},
+		{strings.Repeat("(", rowfilter.MaxDepth+1) + "id = " + number + strings.Repeat(")", rowfilter.MaxDepth+1), "nested deeper than 64 levels"},
+		{strings.Repeat("NOT ", rowfilter.MaxDepth+1) + "customer = '" + secret + "'", "nested deeper than 64 levels"},
+		{"customer = '" + secret + "' OR " + strings.Repeat("x", rowfilter.MaxBytes), "more than the 65536 a filter may have"},
 		// The binding to the schema.
 		{"id = '" + secret + "'", "want an integer, got a string"},
 		{"id = " + number + "0000000000000000000", "want an integer, got a number"},
@@ -82,7 +85,7 @@ func TestRowFilterErrorsHideLiterals(t *testing.T) {
 		{"customer = " + number, "want a 'string', got a number"},
 		{"customer = TRUE", "want a 'string', got TRUE"},
 	} {
-		rf, err := cdc.ParseRowFilter(tc.filter)
+		rf, err := rowfilter.Parse(tc.filter)
 		if err == nil {
 			_, err = rf.Bind(sc)
 		}
@@ -98,8 +101,8 @@ func TestRowFilterErrorsHideLiterals(t *testing.T) {
 		if strings.Contains(msg, "SECRETVAL2") || strings.Contains(msg, number) || strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
 			t.Errorf("%s: %q; want one line saying %q, without the literal", short, msg, tc.want)
 		}
-		if red := cdc.RedactFilter(tc.filter); strings.Contains(red, "SECRETVAL2") || strings.Contains(red, number) {
-			t.Errorf("RedactFilter(%s) = %q: shows a literal", short, red)
+		if red := rowfilter.Redact(tc.filter); strings.Contains(red, "SECRETVAL2") || strings.Contains(red, number) {
+			t.Errorf("Redact(%s) = %q: shows a literal", short, red)
 		}
 	}
 }
@@ -116,7 +119,7 @@ func TestRowFilterBounded(t *testing.T) {
 	for _, n := range []int{3_000_000, 1_200_000} {
 		text := strings.Repeat("(", n)
 		before := allocated()
-		_, err := cdc.ParseRowFilter(text)
+		_, err := rowfilter.Parse(text)
 		if err == nil || !strings.Contains(err.Error(), "a filter may have") {
 			t.Errorf("%d '(': %v; want a refusal by length", n, err)
 		}
@@ -124,15 +127,15 @@ func TestRowFilterBounded(t *testing.T) {
 			t.Errorf("%d '(': refusing it allocated %d bytes", n, got)
 		}
 	}
-	deep := strings.Repeat("(", cdc.MaxFilterDepth-1) + "NOT id = 1" + strings.Repeat(")", cdc.MaxFilterDepth-1)
-	chain := "id = 0" + strings.Repeat(" AND id <> 1", (cdc.MaxFilterBytes-10)/12)
-	wide := "id IN (0" + strings.Repeat(",1", (cdc.MaxFilterBytes-20)/2) + ")"
+	deep := strings.Repeat("(", rowfilter.MaxDepth-1) + "NOT id = 1" + strings.Repeat(")", rowfilter.MaxDepth-1)
+	chain := "id = 0" + strings.Repeat(" AND id <> 1", (rowfilter.MaxBytes-10)/12)
+	wide := "id IN (0" + strings.Repeat(",1", (rowfilter.MaxBytes-20)/2) + ")"
 	for name, text := range map[string]string{"deep": deep, "chain": chain, "wide": wide} {
-		if len(text) > cdc.MaxFilterBytes {
+		if len(text) > rowfilter.MaxBytes {
 			t.Fatalf("%s: %d bytes", name, len(text))
 		}
 		before := allocated()
-		rf, err := cdc.ParseRowFilter(text)
+		rf, err := rowfilter.Parse(text)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -148,7 +151,7 @@ func TestRowFilterBounded(t *testing.T) {
 		// In proportion to the condition's length: about 250 bytes per
 		// byte of a list of one-digit literals (tokens, literals, their
 		// bound values), 16 MiB at most, and garbage once bound.
-		if got := allocated() - before; got > 512*cdc.MaxFilterBytes {
+		if got := allocated() - before; got > 512*rowfilter.MaxBytes {
 			t.Errorf("%s: %d bytes allocated for a %d-byte condition", name, got, len(text))
 		}
 	}
@@ -158,4 +161,90 @@ func allocated() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.TotalAlloc
+}
+
+// TestRowFilter checks the filter language on values of every type it
+// compares, and that what it does not take is refused with one line.
+func TestRowFilter(t *testing.T) {
+	sc := cdctest.Info("s", "t").Schema
+	for _, tc := range []struct {
+		filter string
+		keep   []int64
+	}{
+		{"id = 3", []int64{3}},
+		{"ID <> 3 AND id < 5", []int64{1, 2, 4}},
+		{"id != 3 and id <= 2", []int64{1, 2}},
+		{"id BETWEEN 2 AND 4", []int64{2, 3, 4}},
+		{"id NOT BETWEEN 2 AND 4", []int64{1, 5}},
+		{"id NOT IN (1,2,3)", []int64{4, 5}},
+		{"NOT id >= 4 AND (id > 1 OR id = 1)", []int64{1, 2, 3}},
+		{"id IS NULL", nil},
+		{"id IS NOT NULL AND `id` > 4", []int64{5}},
+	} {
+		rf, err := rowfilter.Parse(tc.filter)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		b, err := rf.Bind(sc)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		var kept []int64
+		for v := int64(1); v <= 5; v++ {
+			if b.Keep(cdc.Row{v}) {
+				kept = append(kept, v)
+			}
+		}
+		if fmt.Sprint(kept) != fmt.Sprint(tc.keep) {
+			t.Errorf("%s kept %v, want %v", tc.filter, kept, tc.keep)
+		}
+		if b.Keep(cdc.Row{nil}) != strings.Contains(tc.filter, "IS NULL") {
+			t.Errorf("%s on a null: SQL keeps a null only for IS NULL", tc.filter)
+		}
+	}
+	for _, tc := range []struct{ filter, want string }{
+		{"id LIKE 'a%'", "LIKE"},
+		{"upper(id) = 'A'", "functions are not accepted"},
+		{"id = other", "only literals"},
+		{"id = NULL", "IS NULL"},
+		{"id + 1 = 2", `"+"`},
+		{"id = 'three'", "want an integer"},
+		{"nope = 1", `unknown column "nope"`},
+		{`"ID" = 1`, `unknown column "ID"`},
+		{"id = 1 ; DROP TABLE x", `";"`},
+		{"(id = 1", "missing ')'"},
+	} {
+		rf, err := rowfilter.Parse(tc.filter)
+		if err == nil {
+			_, err = rf.Bind(sc)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line saying %s", tc.filter, err, tc.want)
+		}
+	}
+}
+
+// TestRedact: logs and errors show a filter's shape without its
+// literals, which may be values of masked columns; an error binding a
+// literal names its kind, not its text.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"customer = 'jane@example.com' OR id <= 1":                          "customer = ? OR id <= ?",
+		"`Name` IN ('a', 'it''s') AND id NOT BETWEEN -1 AND 2.5e3":          `"Name" IN (?, ?) AND id NOT BETWEEN ? AND ?`,
+		"id IS NOT NULL AND flag = TRUE":                                    "id IS NOT NULL AND flag = ?",
+		`name = "jane" OR name = jane OR (id BETWEEN 1 AND 2 AND x IN (y))`: `name = ? OR name = ? OR (id BETWEEN ? AND ? AND x IN (?))`,
+		"id = 'unterminated secret":                                         "(a condition that does not parse)",
+	} {
+		if got := rowfilter.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	sc := cdctest.Info("s", "t").Schema
+	rf, err := rowfilter.Parse("id = 'jane@example.com'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rf.Bind(sc); err == nil || strings.Contains(err.Error(), "jane") || !strings.Contains(err.Error(), "want an integer, got a string") {
+		t.Errorf("bind: %v; want the literal's kind without its text", err)
+	}
 }

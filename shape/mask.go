@@ -1,4 +1,4 @@
-package cdc
+package shape
 
 import (
 	"crypto/md5"

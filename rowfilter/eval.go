@@ -1,4 +1,4 @@
-package cdc
+package rowfilter
 
 import (
 	"bytes"
@@ -10,15 +10,17 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
-// BoundFilter is a RowFilter resolved against one schema.
-type BoundFilter struct {
+// Bound is a Filter resolved against one schema.
+type Bound struct {
 	root boundNode
 }
 
 type boundNode interface {
-	eval(r Row) tri
+	eval(r cdc.Row) tri
 }
 
 // tri is SQL's three-valued truth.
@@ -43,7 +45,7 @@ type (
 	}
 )
 
-func (n boundAnd) eval(r Row) tri {
+func (n boundAnd) eval(r cdc.Row) tri {
 	v := triTrue
 	for _, x := range n {
 		switch x.eval(r) {
@@ -56,7 +58,7 @@ func (n boundAnd) eval(r Row) tri {
 	return v
 }
 
-func (n boundOr) eval(r Row) tri {
+func (n boundOr) eval(r cdc.Row) tri {
 	v := triFalse
 	for _, x := range n {
 		switch x.eval(r) {
@@ -69,7 +71,7 @@ func (n boundOr) eval(r Row) tri {
 	return v
 }
 
-func (n boundNot) eval(r Row) tri {
+func (n boundNot) eval(r cdc.Row) tri {
 	switch v := n.x.eval(r); v {
 	case triTrue:
 		return triFalse
@@ -87,7 +89,7 @@ func truth(b bool) tri {
 	return triFalse
 }
 
-func (n boundCmp) eval(r Row) tri {
+func (n boundCmp) eval(r cdc.Row) tri {
 	var v any
 	if n.pos < len(r) {
 		v = r[n.pos]
@@ -128,19 +130,19 @@ func (n boundCmp) eval(r Row) tri {
 // Bind resolves the filter's columns and literals against sc: an unknown
 // column, a column of a type the filter cannot compare, or a literal
 // that is not a value of its column's type is an error naming them.
-func (f *RowFilter) Bind(sc *iceberg.Schema) (*BoundFilter, error) {
+func (f *Filter) Bind(sc *iceberg.Schema) (*Bound, error) {
 	root, err := bindFilter(f.root, sc)
 	if err != nil {
 		return nil, err
 	}
-	return &BoundFilter{root: root}, nil
+	return &Bound{root: root}, nil
 }
 
 // Keep reports whether the row satisfies the filter (true, not unknown).
-func (b *BoundFilter) Keep(r Row) bool { return b.root.eval(r) == triTrue }
+func (b *Bound) Keep(r cdc.Row) bool { return b.root.eval(r) == triTrue }
 
 // bindFilter recurses once per level of the parsed condition, which
-// ParseRowFilter bounds (MaxFilterDepth).
+// Parse bounds (MaxDepth).
 func bindFilter(n filterNode, sc *iceberg.Schema) (boundNode, error) {
 	switch n := n.(type) {
 	case filterAnd:
@@ -180,7 +182,7 @@ func bindCmp(c filterCmp, sc *iceberg.Schema) (boundNode, error) {
 		}
 	}
 	if pos < 0 {
-		return nil, fmt.Errorf("unknown column %q (the table's columns: %s)", c.col.name, BoundedList(fieldNames(sc), 20))
+		return nil, fmt.Errorf("unknown column %q (the table's columns: %s)", c.col.name, cdc.BoundedList(fieldNames(sc), 20))
 	}
 	field := sc.Fields()[pos]
 	b := boundCmp{pos: pos, op: c.op, negate: c.negate}
@@ -202,7 +204,7 @@ func bindCmp(c filterCmp, sc *iceberg.Schema) (boundNode, error) {
 	return b, nil
 }
 
-func compareOrdered[T int32 | int64 | float32 | float64 | string | Date | Timestamp | TimestampTZ | TimestampNano | TimestampTZNano](a, b any) int {
+func compareOrdered[T int32 | int64 | float32 | float64 | string | cdc.Date | cdc.Timestamp | cdc.TimestampTZ | cdc.TimestampNano | cdc.TimestampTZNano](a, b any) int {
 	x, y := a.(T), b.(T)
 	switch {
 	case x < y:
@@ -216,132 +218,145 @@ func compareOrdered[T int32 | int64 | float32 | float64 | string | Date | Timest
 // filterType returns how to compare values of t and how to turn a literal
 // into one.
 func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error), error) {
-	wantKind := func(l filterLit, kind byte, what string) error {
-		if l.kind != kind {
-			return fmt.Errorf("want %s, got %s", what, l.describe())
-		}
-		return nil
-	}
 	switch t.(type) {
 	case iceberg.BooleanType:
-		return func(a, b any) int {
-				x, y := a.(bool), b.(bool)
-				switch {
-				case x == y:
-					return 0
-				case !x:
-					return -1
-				}
-				return 1
-			}, func(l filterLit) (any, error) {
-				if err := wantKind(l, 'b', "TRUE or FALSE"); err != nil {
-					return nil, err
-				}
-				return l.text == "true", nil
-			}, nil
+		return compareBool, boolLit, nil
 	case iceberg.Int32Type:
-		return compareOrdered[int32], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "an integer"); err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseInt(l.text, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("want an integer, got %s", l.describe())
-			}
-			return int32(n), nil
-		}, nil
+		return compareOrdered[int32], intLit(32, func(n int64) any { return int32(n) }), nil
 	case iceberg.Int64Type:
-		return compareOrdered[int64], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "an integer"); err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseInt(l.text, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("want an integer, got %s", l.describe())
-			}
-			return n, nil
-		}, nil
+		return compareOrdered[int64], intLit(64, func(n int64) any { return n }), nil
 	case iceberg.Float32Type:
-		return compareOrdered[float32], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "a number"); err != nil {
-				return nil, err
-			}
-			f, err := strconv.ParseFloat(l.text, 32)
-			if err != nil { // strconv's error quotes the literal
-				return nil, fmt.Errorf("want a number, got %s that does not parse as one", l.describe())
-			}
-			return float32(f), nil
-		}, nil
+		return compareOrdered[float32], floatLit(32, func(f float64) any { return float32(f) }), nil
 	case iceberg.Float64Type:
-		return compareOrdered[float64], func(l filterLit) (any, error) {
-			if err := wantKind(l, 'n', "a number"); err != nil {
-				return nil, err
-			}
-			f, err := strconv.ParseFloat(l.text, 64)
-			if err != nil { // strconv's error quotes the literal
-				return nil, fmt.Errorf("want a number, got %s that does not parse as one", l.describe())
-			}
-			return f, nil
-		}, nil
+		return compareOrdered[float64], floatLit(64, func(f float64) any { return f }), nil
 	case iceberg.DecimalType:
-		return func(a, b any) int {
-				return decimalRat(a.(Decimal)).Cmp(b.(*big.Rat))
-			}, func(l filterLit) (any, error) {
-				if err := wantKind(l, 'n', "a number"); err != nil {
-					return nil, err
-				}
-				r, ok := new(big.Rat).SetString(l.text)
-				if !ok {
-					return nil, fmt.Errorf("want a number, got %s", l.describe())
-				}
-				return r, nil
-			}, nil
+		return compareDecimal, decimalLit, nil
 	case iceberg.StringType:
-		return compareOrdered[string], func(l filterLit) (any, error) {
-			if err := wantKind(l, 's', "a 'string'"); err != nil {
-				return nil, err
-			}
-			return l.text, nil
-		}, nil
+		return compareOrdered[string], stringLit, nil
 	case iceberg.UUIDType:
-		return func(a, b any) int {
-				x, y := a.(UUID), b.(UUID)
-				return bytes.Compare(x[:], y[:])
-			}, func(l filterLit) (any, error) {
-				if err := wantKind(l, 's', "a 'uuid'"); err != nil {
-					return nil, err
-				}
-				u, err := uuid.Parse(l.text)
-				if err != nil {
-					return nil, fmt.Errorf("want a 'uuid', got %s", l.describe())
-				}
-				return UUID(u), nil
-			}, nil
+		return compareUUID, uuidLit, nil
 	case iceberg.DateType:
-		return compareOrdered[Date], func(l filterLit) (any, error) {
-			if err := wantKind(l, 's', "a 'YYYY-MM-DD' date"); err != nil {
-				return nil, err
-			}
-			d, err := time.Parse(time.DateOnly, l.text)
-			if err != nil {
-				return nil, fmt.Errorf("want a 'YYYY-MM-DD' date, got %s", l.describe())
-			}
-			return Date(d.Unix() / 86400), nil
-		}, nil
+		return compareOrdered[cdc.Date], dateLit, nil
 	case iceberg.TimestampType:
-		return compareOrdered[Timestamp], timeLit(func(t time.Time) any { return Timestamp(t.UnixMicro()) }), nil
+		return compareOrdered[cdc.Timestamp], timeLit(func(t time.Time) any { return cdc.Timestamp(t.UnixMicro()) }), nil
 	case iceberg.TimestampTzType:
-		return compareOrdered[TimestampTZ], timeLit(func(t time.Time) any { return TimestampTZ(t.UnixMicro()) }), nil
+		return compareOrdered[cdc.TimestampTZ], timeLit(func(t time.Time) any { return cdc.TimestampTZ(t.UnixMicro()) }), nil
 	case iceberg.TimestampNsType:
-		return compareOrdered[TimestampNano], timeLit(func(t time.Time) any { return TimestampNano(t.UnixNano()) }), nil
+		return compareOrdered[cdc.TimestampNano], timeLit(func(t time.Time) any { return cdc.TimestampNano(t.UnixNano()) }), nil
 	case iceberg.TimestampTzNsType:
-		return compareOrdered[TimestampTZNano], timeLit(func(t time.Time) any { return TimestampTZNano(t.UnixNano()) }), nil
+		return compareOrdered[cdc.TimestampTZNano], timeLit(func(t time.Time) any { return cdc.TimestampTZNano(t.UnixNano()) }), nil
 	}
 	return nil, nil, fmt.Errorf("a %s column cannot be compared in a filter (only IS [NOT] NULL); compare booleans, numbers, decimals, strings, uuids, dates and timestamps", t)
 }
 
+// wantKind refuses a literal of another kind than a column's, naming
+// what the column takes.
+func wantKind(l filterLit, kind byte, what string) error {
+	if l.kind != kind {
+		return fmt.Errorf("want %s, got %s", what, l.describe())
+	}
+	return nil
+}
+
+func compareBool(a, b any) int {
+	x, y := a.(bool), b.(bool)
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	}
+	return 1
+}
+
+func boolLit(l filterLit) (any, error) {
+	if err := wantKind(l, 'b', "TRUE or FALSE"); err != nil {
+		return nil, err
+	}
+	return l.text == "true", nil
+}
+
+// intLit parses an integer literal of bits bits; to gives it the
+// column's Go type.
+func intLit(bits int, to func(int64) any) func(filterLit) (any, error) {
+	return func(l filterLit) (any, error) {
+		if err := wantKind(l, 'n', "an integer"); err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(l.text, 10, bits)
+		if err != nil {
+			return nil, fmt.Errorf("want an integer, got %s", l.describe())
+		}
+		return to(n), nil
+	}
+}
+
+// floatLit parses a number literal of bits bits; to gives it the
+// column's Go type.
+func floatLit(bits int, to func(float64) any) func(filterLit) (any, error) {
+	return func(l filterLit) (any, error) {
+		if err := wantKind(l, 'n', "a number"); err != nil {
+			return nil, err
+		}
+		f, err := strconv.ParseFloat(l.text, bits)
+		if err != nil { // strconv's error quotes the literal
+			return nil, fmt.Errorf("want a number, got %s that does not parse as one", l.describe())
+		}
+		return to(f), nil
+	}
+}
+
+func compareDecimal(a, b any) int {
+	return decimalRat(a.(cdc.Decimal)).Cmp(b.(*big.Rat))
+}
+
+func decimalLit(l filterLit) (any, error) {
+	if err := wantKind(l, 'n', "a number"); err != nil {
+		return nil, err
+	}
+	r, ok := new(big.Rat).SetString(l.text)
+	if !ok {
+		return nil, fmt.Errorf("want a number, got %s", l.describe())
+	}
+	return r, nil
+}
+
+func stringLit(l filterLit) (any, error) {
+	if err := wantKind(l, 's', "a 'string'"); err != nil {
+		return nil, err
+	}
+	return l.text, nil
+}
+
+func compareUUID(a, b any) int {
+	x, y := a.(cdc.UUID), b.(cdc.UUID)
+	return bytes.Compare(x[:], y[:])
+}
+
+func uuidLit(l filterLit) (any, error) {
+	if err := wantKind(l, 's', "a 'uuid'"); err != nil {
+		return nil, err
+	}
+	u, err := uuid.Parse(l.text)
+	if err != nil {
+		return nil, fmt.Errorf("want a 'uuid', got %s", l.describe())
+	}
+	return cdc.UUID(u), nil
+}
+
+func dateLit(l filterLit) (any, error) {
+	if err := wantKind(l, 's', "a 'YYYY-MM-DD' date"); err != nil {
+		return nil, err
+	}
+	d, err := time.Parse(time.DateOnly, l.text)
+	if err != nil {
+		return nil, fmt.Errorf("want a 'YYYY-MM-DD' date, got %s", l.describe())
+	}
+	return cdc.Date(d.Unix() / 86400), nil
+}
+
 // describe names the literal's kind, never its text: a literal may be a
-// value of a masked column (see RedactFilter).
+// value of a masked column (see Redact).
 func (l filterLit) describe() string {
 	switch l.kind {
 	case 'n':
@@ -370,7 +385,7 @@ func timeLit(to func(time.Time) any) func(filterLit) (any, error) {
 	}
 }
 
-func decimalRat(d Decimal) *big.Rat {
+func decimalRat(d cdc.Decimal) *big.Rat {
 	r, ok := new(big.Rat).SetString(d.Unscaled)
 	if !ok {
 		return new(big.Rat)
