@@ -141,6 +141,23 @@ func (t *eqIndex) loadEqs(ctx context.Context, at eqRead, es []iceberg.ManifestE
 	})
 }
 
+// loadEqSet loads the equality-delete files of es in order, read
+// concurrently first (loadEqs).
+func (t *eqIndex) loadEqSet(ctx context.Context, at eqRead, es []iceberg.ManifestEntry) ([]*eqDeletes, error) {
+	if err := t.loadEqs(ctx, at, es); err != nil {
+		return nil, err
+	}
+	var sets []*eqDeletes
+	for _, e := range es {
+		ed, err := t.loadEq(ctx, at, e)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, ed)
+	}
+	return sets, nil
+}
+
 // eqRead is where equality-delete files are read: through a reader, at a
 // snapshot, with its schema; specs tells the unpartitioned specs.
 type eqRead struct {
