@@ -141,6 +141,23 @@ func (t *eqIndex) loadEqs(ctx context.Context, at eqRead, es []iceberg.ManifestE
 	})
 }
 
+// loadEqSet loads the equality-delete files of es in order, read
+// concurrently first (loadEqs).
+func (t *eqIndex) loadEqSet(ctx context.Context, at eqRead, es []iceberg.ManifestEntry) ([]*eqDeletes, error) {
+	if err := t.loadEqs(ctx, at, es); err != nil {
+		return nil, err
+	}
+	var sets []*eqDeletes
+	for _, e := range es {
+		ed, err := t.loadEq(ctx, at, e)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, ed)
+	}
+	return sets, nil
+}
+
 // eqRead is where equality-delete files are read: through a reader, at a
 // snapshot, with its schema; specs tells the unpartitioned specs.
 type eqRead struct {
@@ -295,17 +312,35 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	if len(r.d.addedEq) == 0 {
 		return nil
 	}
-	if err := r.t.loadEqs(ctx, r.t.eqAt(r.snap, r.sc), r.d.addedEq); err != nil {
+	sets, err := r.t.loadEqSet(ctx, r.t.eqAt(r.snap, r.sc), r.d.addedEq)
+	if err != nil {
 		return err
 	}
-	var sets []*eqDeletes
-	for _, e := range r.d.addedEq {
-		ed, err := r.t.loadEq(ctx, r.t.eqAt(r.snap, r.sc), e)
-		if err != nil {
-			return err
-		}
-		sets = append(sets, ed)
+	er, err := r.eqCandidates(ctx, sets)
+	if err != nil {
+		return err
 	}
+	if len(er.order) == 0 {
+		return nil
+	}
+	if err := r.candidateDeletes(ctx, er); err != nil {
+		return err
+	}
+	return r.appendEqRemovals(er)
+}
+
+// eqRemovals is what collectEqualityRemovals gathers, a step at a time.
+type eqRemovals struct {
+	order   []dataFileMeta          // the files S's equality deletes may match, in manifest order
+	applies map[string][]*eqDeletes // the deletes that can match each of them, in S's order
+	olds    map[string]oldDeletes   // the parent's deletes of each of them
+}
+
+// eqCandidates finds the live files, neither added nor removed by S,
+// that S's equality deletes sets may match: by their partition and
+// manifest bounds, then, for those the bounds rule out, by their own
+// statistics (confirmPrunes).
+func (r *commitRun) eqCandidates(ctx context.Context, sets []*eqDeletes) (*eqRemovals, error) {
 	skip := map[string]bool{}
 	for _, e := range r.d.addedData {
 		skip[e.DataFile().FilePath()] = true
@@ -315,9 +350,8 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	}
 	live, err := r.t.liveDataFiles(ctx, r.fs, r.d.list, r.t.nextRowID())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cands := map[string]dataFileMeta{}
 	applies := map[string][]*eqDeletes{}  // the deletes that can match each candidate
 	ruledOut := map[string][]*eqDeletes{} // the deletes only the manifest bounds rule out
 	var check []dataFileMeta
@@ -339,7 +373,7 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 		}
 	}
 	if err := r.confirmPrunes(ctx, check, ruledOut, applies); err != nil {
-		return err
+		return nil, err
 	}
 	rank := map[*eqDeletes]int{}
 	for i, s := range sets {
@@ -348,61 +382,69 @@ func (r *commitRun) collectEqualityRemovals(ctx context.Context) error {
 	for _, m := range check {
 		slices.SortFunc(applies[m.path()], func(a, b *eqDeletes) int { return rank[a] - rank[b] })
 	}
-	var order []dataFileMeta
+	er := &eqRemovals{applies: applies}
 	for _, m := range live {
 		if !skip[m.path()] && len(applies[m.path()]) > 0 {
-			cands[m.path()] = m
-			order = append(order, m)
+			er.order = append(er.order, m)
 		}
 	}
-	if len(order) == 0 {
-		return nil
-	}
-	var olds map[string]oldDeletes
+	return er, nil
+}
+
+// candidateDeletes finds the parent's deletes of the candidates and
+// reads ahead, concurrently, their footers and vectors.
+func (r *commitRun) candidateDeletes(ctx context.Context, er *eqRemovals) error {
 	if r.parentHasDeletes() {
+		cands := map[string]dataFileMeta{}
+		for _, m := range er.order {
+			cands[m.path()] = m
+		}
 		live, err := r.parentLiveDeletes(ctx)
 		if err != nil {
 			return err
 		}
-		if olds, err = r.t.lookupDeletes(ctx, r.fs, live, cands, true, r.t.mayHaveV2Deletes()); err != nil {
+		if er.olds, err = r.t.lookupDeletes(ctx, r.fs, live, cands, true, r.t.mayHaveV2Deletes()); err != nil {
 			return err
 		}
 	}
 	var dvs []dvRead
-	for _, m := range order {
-		if e := olds[m.path()].dv; e != nil {
+	for _, m := range er.order {
+		if e := er.olds[m.path()].dv; e != nil {
 			dvs = append(dvs, dvRead{e, m.file.Count()})
 		}
 	}
-	if err := r.t.prefetch(ctx, r.pf, r.fs, order, dvs); err != nil {
-		return err
-	}
-	// Rows that S's own new vectors removed are already accounted for.
+	return r.t.prefetch(ctx, r.pf, r.fs, er.order, dvs)
+}
+
+// appendEqRemovals adds a removal for each candidate's live rows, those
+// the equality deletes that apply to it keep; rows that S's own new
+// vectors removed are already accounted for.
+func (r *commitRun) appendEqRemovals(er *eqRemovals) error {
 	byDV := map[string]*roaring64.Bitmap{}
 	for _, g := range r.groups {
 		byDV[g.m.path()] = g.pos
 	}
-	for _, m := range order {
+	for _, m := range er.order {
 		if _, err := r.layout(m); err != nil {
 			return err
 		}
 		pos := roaring64.New()
 		pos.AddRange(0, uint64(m.file.Count()))
-		if e := olds[m.path()].dv; e != nil {
+		if e := er.olds[m.path()].dv; e != nil {
 			bm, err := r.vector(e, m.file.Count())
 			if err != nil {
 				return err
 			}
 			pos.AndNot(bm)
 		}
-		if p := olds[m.path()].pos; p != nil {
+		if p := er.olds[m.path()].pos; p != nil {
 			pos.AndNot(p)
 		}
 		if p := byDV[m.path()]; p != nil {
 			pos.AndNot(p)
 		}
 		if !pos.IsEmpty() {
-			r.groups = append(r.groups, removal{m: m, pos: pos, eq: applies[m.path()]})
+			r.groups = append(r.groups, removal{m: m, pos: pos, eq: er.applies[m.path()]})
 		}
 	}
 	return nil

@@ -209,32 +209,7 @@ func New(o Options) (*Table, error) {
 		o.Branch = table.MainBranch
 	}
 	if o.MetadataPath != "" {
-		loc := o.MetadataPath
-		if !strings.Contains(loc, "://") {
-			abs, err := filepath.Abs(loc)
-			if err != nil {
-				return nil, fmt.Errorf("metadata %s: %w", loc, err)
-			}
-			loc = abs
-		}
-		st := newStore(o)
-		t := newTable(o, nil)
-		t.load = func(ctx context.Context) (*table.Table, error) {
-			o := &t.opts
-			fsF := st.fs(loc, iceio.LoadFSFunc(st.props, loc))
-			opened, err := openMetadata(ctx, fsF, loc)
-			if err != nil {
-				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
-			}
-			tbl, err := table.NewFromLocation(ctx, nil, loc, opened, nil)
-			if err != nil {
-				return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
-			}
-			st.loaded(tbl)
-			ident := metadataIdent(o.Table, tbl.Metadata().Location())
-			return confine(*o, st, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
-		}
-		return t, nil
+		return newFromMetadata(o)
 	}
 	if o.Table == "" {
 		return nil, errors.New("no table: give --metadata PATH or --table NAMESPACE.NAME")
@@ -249,95 +224,154 @@ func New(o Options) (*Table, error) {
 		h = newCatalogHandle(o)
 		closeCatalog = h.close
 	}
-	st := newStore(o)
-	var last restAnswer // see etagProbe
-	// The closures read the options from t: o stays on the stack, not a
-	// second copy on the heap for each of 10,000 tables.
+	// The table's loads and commits read the options from t: o stays on
+	// the stack, not a second copy on the heap for each of 10,000 tables.
+	ct := &catalogTable{h: h, st: newStore(o), ident: ident}
 	t := newTable(o, closeCatalog)
-	t.load = func(ctx context.Context) (*table.Table, error) {
-		o := &t.opts
-		// The catalog reads the metadata file itself: with the store's S3
-		// configuration when the warehouse says the tables are on S3.
-		lctx, err := st.context(ctx, o.Warehouse)
-		if err != nil {
-			return nil, err
-		}
-		// The catalog reads the metadata file with a client of its own,
-		// out of reach of the store's retry bounds: GCS's retries a
-		// refused connection until its context ends.
-		lctx, cancel := context.WithTimeout(lctx, loadTableTimeout)
-		defer cancel()
-		lctx, answered := watchAnswers(lctx)
-		probe := last.probe(o.CatalogType)
-		if probe != nil {
-			lctx = context.WithValue(lctx, etagKey{}, probe)
-		}
-		var tbl *table.Table
-		cat, err := h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
-			tbl, err = c.LoadTable(ctx, ident)
-			if h.hive && errors.Is(err, catalog.ErrNoSuchTable) {
-				// The metastore's answer is the same for a missing database.
-				if ok, nerr := c.CheckNamespaceExists(ctx, catalog.NamespaceFromIdent(ident)); nerr == nil && !ok {
-					err = fmt.Errorf("%w: %w", catalog.ErrNoSuchNamespace, err)
-				}
-			}
-			return answered(err)
-		})
-		if probe != nil && probe.notModified && last.tbl != nil {
-			return last.tbl, nil
-		}
-		switch {
-		case err != nil && cat == nil && h.hive:
-			// A hive catalog connects as it opens: that is the load failing.
-			return nil, cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, err))
-		case err != nil && cat == nil:
-			return nil, err
-		case err != nil && isMissing(err) && t.tbl == nil && t.dropped == nil:
-			// Never loaded: a name to correct, not a wait (missing.go).
-			return nil, missingTable(lctx, h, *o, ident, err)
-		case err != nil && isThrottle(err):
-			// Not the table's fault: see cdc.ErrThrottled.
-			return nil, cdc.Throttled(cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err))))
-		case err != nil:
-			return nil, cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err)))
-		}
-		st.loaded(tbl)
-		tbl = confine(*o, st, tbl, cat)
-		last.keep(probe, tbl)
-		return tbl, nil
-	}
+	ct.t = t
+	t.load = ct.load
 	if o.Catalog != nil {
 		t.watchSet = &h.watch
 		t.watch = h.watch.add(ident)
 	}
-	t.commit = func(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
-		o := &t.opts
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// A commit that began runs to its end, within commitTimeout, even
-		// when its caller stops (the daemon is shutting down): a hive
-		// commit cut off after it locked the table leaves the lock in the
-		// metastore until the metastore times it out (minutes), and every
-		// writer of the table, `icecdc reset` included, fails to lock it
-		// until then.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-		defer cancel()
-		lctx, err := st.context(ctx, o.Warehouse)
+	t.commit = ct.commit
+	return t, nil
+}
+
+// newFromMetadata is the table of the metadata file o names, loaded
+// from that file each time.
+func newFromMetadata(o Options) (*Table, error) {
+	loc := o.MetadataPath
+	if !strings.Contains(loc, "://") {
+		abs, err := filepath.Abs(loc)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("metadata %s: %w", loc, err)
 		}
-		lctx, answered := watchAnswers(lctx)
-		_, err = h.use(lctx, func(ctx context.Context, c catalog.Catalog) error {
-			_, _, err := c.CommitTable(ctx, ident, reqs, updates)
-			return answered(err)
-		})
-		if err != nil && h.hive {
-			err = st.explainCatalog(*o, err) // names the metastore
+		loc = abs
+	}
+	st := newStore(o)
+	t := newTable(o, nil)
+	t.load = func(ctx context.Context) (*table.Table, error) {
+		o := &t.opts
+		fsF := st.fs(loc, iceio.LoadFSFunc(st.props, loc))
+		opened, err := openMetadata(ctx, fsF, loc)
+		if err != nil {
+			return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, err)
 		}
-		return err
+		tbl, err := table.NewFromLocation(ctx, nil, loc, opened, nil)
+		if err != nil {
+			return nil, fmt.Errorf("load metadata %s: %w", o.MetadataPath, metadataError(ctx, fsF, loc, err))
+		}
+		st.loaded(tbl)
+		ident := metadataIdent(o.Table, tbl.Metadata().Location())
+		return confine(*o, st, table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), fsF, nil), nil), nil
 	}
 	return t, nil
+}
+
+// catalogTable is how a table named in a catalog is loaded and
+// committed to: through the catalog handle h, reading its files through
+// the store st.
+type catalogTable struct {
+	t     *Table
+	h     *catalogHandle
+	st    *store
+	ident table.Identifier
+	last  restAnswer // see etagProbe
+}
+
+// load loads the table through the catalog.
+func (ct *catalogTable) load(ctx context.Context) (*table.Table, error) {
+	t, h, st := ct.t, ct.h, ct.st
+	o := &t.opts
+	// The catalog reads the metadata file itself: with the store's S3
+	// configuration when the warehouse says the tables are on S3.
+	lctx, err := st.context(ctx, o.Warehouse)
+	if err != nil {
+		return nil, err
+	}
+	// The catalog reads the metadata file with a client of its own,
+	// out of reach of the store's retry bounds: GCS's retries a
+	// refused connection until its context ends.
+	lctx, cancel := context.WithTimeout(lctx, loadTableTimeout)
+	defer cancel()
+	lctx, answered := watchAnswers(lctx)
+	probe := ct.last.probe(o.CatalogType)
+	if probe != nil {
+		lctx = context.WithValue(lctx, etagKey{}, probe)
+	}
+	var tbl *table.Table
+	cat, err := h.use(lctx, func(ctx context.Context, c catalog.Catalog) (err error) {
+		tbl, err = c.LoadTable(ctx, ct.ident)
+		if h.hive && errors.Is(err, catalog.ErrNoSuchTable) {
+			// The metastore's answer is the same for a missing database.
+			if ok, nerr := c.CheckNamespaceExists(ctx, catalog.NamespaceFromIdent(ct.ident)); nerr == nil && !ok {
+				err = fmt.Errorf("%w: %w", catalog.ErrNoSuchNamespace, err)
+			}
+		}
+		return answered(err)
+	})
+	if probe != nil && probe.notModified && ct.last.tbl != nil {
+		return ct.last.tbl, nil
+	}
+	if err != nil {
+		return nil, ct.loadError(ctx, lctx, err, cat != nil)
+	}
+	st.loaded(tbl)
+	tbl = confine(*o, st, tbl, cat)
+	ct.last.keep(probe, tbl)
+	return tbl, nil
+}
+
+// loadError is the error of a load that failed with err, before the
+// catalog opened or after; lctx is the load's context.
+func (ct *catalogTable) loadError(ctx, lctx context.Context, err error, opened bool) error {
+	t, h, st := ct.t, ct.h, ct.st
+	o := &t.opts
+	switch {
+	case !opened && h.hive:
+		// A hive catalog connects as it opens: that is the load failing.
+		return cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, err))
+	case !opened:
+		return err
+	case isMissing(err) && t.tbl == nil && t.dropped == nil:
+		// Never loaded: a name to correct, not a wait (missing.go).
+		return missingTable(lctx, h, *o, ct.ident, err)
+	case isThrottle(err):
+		// Not the table's fault: see cdc.ErrThrottled.
+		return cdc.Throttled(cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err))))
+	}
+	return cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err)))
+}
+
+// commit commits a retention hold's requirements and updates through the
+// catalog.
+func (ct *catalogTable) commit(ctx context.Context, reqs []table.Requirement, updates []table.Update) error {
+	o := &ct.t.opts
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// A commit that began runs to its end, within commitTimeout, even
+	// when its caller stops (the daemon is shutting down): a hive
+	// commit cut off after it locked the table leaves the lock in the
+	// metastore until the metastore times it out (minutes), and every
+	// writer of the table, `icecdc reset` included, fails to lock it
+	// until then.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	lctx, err := ct.st.context(ctx, o.Warehouse)
+	if err != nil {
+		return err
+	}
+	lctx, answered := watchAnswers(lctx)
+	_, err = ct.h.use(lctx, func(ctx context.Context, c catalog.Catalog) error {
+		_, _, err := c.CommitTable(ctx, ct.ident, reqs, updates)
+		return answered(err)
+	})
+	if err != nil && ct.h.hive {
+		err = ct.st.explainCatalog(*o, err) // names the metastore
+	}
+	return err
 }
 
 // commitTimeout bounds a commit of a retention hold through the catalog,

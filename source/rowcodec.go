@@ -168,6 +168,8 @@ func (d *rowDecoder) take(n uint64) ([]byte, error) {
 	return out, nil
 }
 
+// value decodes one value: the fixed-size ones here, the length-prefixed
+// and nested ones by a reader each.
 func (d *rowDecoder) value() (any, error) {
 	if len(d.b) == 0 {
 		return nil, errShortImage
@@ -215,36 +217,6 @@ func (d *rowDecoder) value() (any, error) {
 			return nil, err
 		}
 		return math.Float64frombits(binary.LittleEndian.Uint64(b)), nil
-	case tagString, tagBytes, tagVariant:
-		n, err := d.uvarint()
-		if err != nil {
-			return nil, err
-		}
-		b, err := d.take(n)
-		if err != nil {
-			return nil, err
-		}
-		switch tag {
-		case tagString:
-			return string(b), nil
-		case tagVariant:
-			return cdc.VariantJSON(b), nil
-		}
-		return append([]byte(nil), b...), nil
-	case tagDecimal:
-		scale, err := d.varint()
-		if err != nil {
-			return nil, err
-		}
-		n, err := d.uvarint()
-		if err != nil {
-			return nil, err
-		}
-		b, err := d.take(n)
-		if err != nil {
-			return nil, err
-		}
-		return cdc.Decimal{Unscaled: string(b), Scale: int(scale)}, nil
 	case tagUUID:
 		b, err := d.take(16)
 		if err != nil {
@@ -253,37 +225,88 @@ func (d *rowDecoder) value() (any, error) {
 		var u cdc.UUID
 		copy(u[:], b)
 		return u, nil
+	case tagString, tagBytes, tagVariant:
+		return d.bytes(tag)
+	case tagDecimal:
+		return d.decimal()
 	case tagList:
-		n, err := d.uvarint()
-		if err != nil || n > uint64(len(d.b)) {
-			return nil, errShortImage
-		}
-		out := make([]any, n)
-		for i := range out {
-			if out[i], err = d.value(); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return d.list()
 	case tagMap:
-		n, err := d.uvarint()
-		if err != nil || n > uint64(len(d.b)) {
-			return nil, errShortImage
-		}
-		out := make([]cdc.MapEntry, n)
-		for i := range out {
-			if out[i].Key, err = d.value(); err != nil {
-				return nil, err
-			}
-			if out[i].Value, err = d.value(); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return d.mapEntries()
 	case tagStruct:
 		return d.row()
 	}
 	return nil, fmt.Errorf("spilled row image: unknown value tag %d", tag)
+}
+
+// bytes decodes a string, bytes or variant value: its length, then its
+// bytes, copied out of the image.
+func (d *rowDecoder) bytes(tag byte) (any, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.take(n)
+	if err != nil {
+		return nil, err
+	}
+	switch tag {
+	case tagString:
+		return string(b), nil
+	case tagVariant:
+		return cdc.VariantJSON(b), nil
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// decimal decodes a decimal: its scale, then its unscaled digits.
+func (d *rowDecoder) decimal() (any, error) {
+	scale, err := d.varint()
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.take(n)
+	if err != nil {
+		return nil, err
+	}
+	return cdc.Decimal{Unscaled: string(b), Scale: int(scale)}, nil
+}
+
+// list decodes a list: its length, then its elements.
+func (d *rowDecoder) list() (any, error) {
+	n, err := d.uvarint()
+	if err != nil || n > uint64(len(d.b)) {
+		return nil, errShortImage
+	}
+	out := make([]any, n)
+	for i := range out {
+		if out[i], err = d.value(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// mapEntries decodes a map: its length, then each key and value.
+func (d *rowDecoder) mapEntries() (any, error) {
+	n, err := d.uvarint()
+	if err != nil || n > uint64(len(d.b)) {
+		return nil, errShortImage
+	}
+	out := make([]cdc.MapEntry, n)
+	for i := range out {
+		if out[i].Key, err = d.value(); err != nil {
+			return nil, err
+		}
+		if out[i].Value, err = d.value(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // fields decodes the values at the given (ascending) field positions of a

@@ -107,50 +107,71 @@ func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRea
 	p.keySorted = slices.Compact(slices.Sorted(slices.Values(p.keyIdx)))
 	p.width, p.name = len(r.sc.Fields()), r.t.name(r.t.tbl)
 	sets := lineage.NewSets(r.snap.SequenceNumber)
-	var anoms []lineage.Anomaly
+	anoms, err := p.readRemoved(ctx, sets, groups)
+	if err != nil {
+		return err
+	}
+	added, err := p.readAdded(ctx, sets, files)
+	if err != nil {
+		return err
+	}
+	for _, a := range append(anoms, added...) {
+		r.anoms = append(r.anoms, cdc.Anomaly{Kind: a.Kind, File: r.files[a.Loc.File], Position: a.Loc.Pos, RowID: a.RowID})
+	}
+	return p.phases(ctx, c, sets)
+}
 
-	// Removed row ids, each file read concurrently, recorded in order.
+// readRemoved reads the row ids of the removed rows, each file
+// concurrently, and records them in order in sets and p.removed; a row id
+// removed twice is read again to find its rows.
+func (p *streamPlan) readRemoved(ctx context.Context, sets *lineage.Sets, groups []groupRead) ([]lineage.Anomaly, error) {
 	type removedIDs struct {
 		ids  *roaring64.Bitmap
 		dups []lineage.Anomaly
 	}
 	rem := make([]removedIDs, len(groups))
-	err := r.t.pool.each(ctx, len(groups), func(i int) error {
+	err := p.r.t.pool.each(ctx, len(groups), func(i int) error {
 		var err error
-		rem[i].ids, rem[i].dups, err = r.removedIDs(ctx, groups[i])
+		rem[i].ids, rem[i].dups, err = p.r.removedIDs(ctx, groups[i])
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var anoms []lineage.Anomaly
 	for i, g := range groups {
 		anoms = append(anoms, p.skipAll(rem[i].dups)...)
 		if cross := sets.RemoveAll(rem[i].ids); !cross.IsEmpty() {
 			dups, err := p.findRows(ctx, fileRows{g.m, g.lay, g.pos, g.fi}, cross, lineage.DuplicateRemoved)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			anoms = append(anoms, p.skipAll(dups)...)
 			rem[i].ids.AndNot(cross)
 		}
 		p.removed = append(p.removed, removedPart{g: g, ids: rem[i].ids})
 	}
+	return anoms, nil
+}
 
-	// Added rows, each file read concurrently once every removed row is
-	// known, recorded in order.
+// readAdded reads the row ids of the added rows, each file concurrently
+// once every removed row is known, and records them in order in sets and
+// p.added; a row id added twice is read again to find its rows.
+func (p *streamPlan) readAdded(ctx context.Context, sets *lineage.Sets, files []*addedFile) ([]lineage.Anomaly, error) {
 	type addedIDs struct {
 		part  addedPart
 		anoms []lineage.Anomaly
 	}
 	add := make([]addedIDs, len(files))
-	err = r.t.pool.each(ctx, len(files), func(i int) error {
+	err := p.r.t.pool.each(ctx, len(files), func(i int) error {
 		var err error
-		add[i].part, add[i].anoms, err = r.addedIDs(ctx, files[i], sets)
+		add[i].part, add[i].anoms, err = p.r.addedIDs(ctx, files[i], sets)
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var anoms []lineage.Anomaly
 	for i, f := range files {
 		part := add[i].part
 		cross := sets.AddedBefore(part.ids)
@@ -167,7 +188,7 @@ func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRea
 			}
 			dups, err := p.findRows(ctx, fileRows{f.m, f.lay, live, f.fi}, cross, lineage.DuplicateAdded)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for _, a := range p.skipAll(dups) {
 				anoms = append(anoms, a)
@@ -179,17 +200,20 @@ func (r *commitRun) stream(ctx context.Context, c *cdc.Commit, groups []groupRea
 		sets.AddFile(part.ids, part.changed)
 		p.added = append(p.added, part)
 	}
-	for _, a := range anoms {
-		r.anoms = append(r.anoms, cdc.Anomaly{Kind: a.Kind, File: r.files[a.Loc.File], Position: a.Loc.Pos, RowID: a.RowID})
-	}
+	return anoms, nil
+}
 
+// phases splits the classified rows into the deletes, updates and
+// inserts each part emits, and makes them c's stream.
+func (p *streamPlan) phases(ctx context.Context, c *cdc.Commit, sets *lineage.Sets) error {
 	deletes, inserts := sets.Deletes(), sets.Inserts()
-	r.notPaired(deletes.GetCardinality(), inserts.GetCardinality())
+	p.r.notPaired(deletes.GetCardinality(), inserts.GetCardinality())
 	p.updates = sets.Updates()
 	// An update that changes the key is a delete and an insert (as
 	// Debezium emits it): that needs both images before the first event.
 	keyed := roaring64.New()
 	if len(p.keyIdx) > 0 && !p.updates.IsEmpty() {
+		var err error
 		if keyed, err = p.keyChanges(ctx); err != nil {
 			return err
 		}

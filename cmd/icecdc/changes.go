@@ -120,66 +120,120 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
-	o, props := f.o, f.props
-	var enc cdc.Encoder
-	var avroOut *avroPrinter
-	switch {
-	case f.format == formatDebeziumAvro:
-		u, err := expandFlag("schema-registry-url", f.registryURL, os.Getenv)
-		if err != nil {
-			return fmt.Errorf("changes: %w", err)
-		}
-		rc := registry.Config{URL: u}
-		if u == "" && cc != nil {
-			rc = cc.cfg.SchemaRegistry
-		}
-		if rc.URL == "" {
-			return fmt.Errorf("changes: --format %s needs --schema-registry-url: the records carry the ids the registry gives their schemas", formatDebeziumAvro)
-		}
-		kc := kafka.Config{Topic: f.topic, Pipeline: f.pipeline, Route: cc.route()}
-		a, reg, err := newAvroEncoder(rc, f.dbz, f.pipeline, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
-		if err != nil {
-			return fmt.Errorf("changes: %w", err)
-		}
-		enc, avroOut = a, &avroPrinter{reg: reg, schemas: map[int]*avro.Schema{}}
-	case f.format != "table":
-		var err error
-		if enc, err = newEncoder(f.format, f.dbz, f.pipeline); err != nil {
-			return fmt.Errorf("changes: %w; or table", err)
-		}
-	}
-	if len(f.unwrapOpts) > 0 && !f.unwrap {
-		return fmt.Errorf("changes: --unwrap-option: only with --unwrap")
-	}
-	if f.unwrap {
-		if enc == nil {
-			return fmt.Errorf("changes: --unwrap: format table has no flattened form (%s have)", strings.Join(unwrapFormats, ", "))
-		}
-		o, err := debezium.ParseUnwrapOptions(f.unwrapOpts)
-		if err != nil {
-			return fmt.Errorf("changes: --unwrap-option %w", err)
-		}
-		if len(o.AddHeaders) > 0 {
-			return fmt.Errorf("changes: --unwrap-option add.headers: changes prints values, which have no headers")
-		}
-		if enc, err = debezium.NewUnwrap(enc, o); err != nil {
-			return fmt.Errorf("changes: --unwrap-option %w", err)
-		}
-	}
-	if enc, err = cc.encoder(enc); err != nil {
+	enc, avroOut, err := f.encoder(cc)
+	if err != nil {
 		return err
 	}
-	shaper, _ := enc.(cdc.RecordShaper)
-	tombstones := cc.tombstones(enc)
 	// A debezium-json value with its event id, as the stdout sink writes
 	// it; debezium-connect-json and debezium-avro print the Kafka record
 	// value, whose id is the record's header.
-	withID := !cdc.EncodingOf(enc).ValuePayload && avroOut == nil
+	pr := &changesPrinter{enc: enc, avroOut: avroOut, tombstones: cc.tombstones(enc), withKey: f.withKey,
+		withID: !cdc.EncodingOf(enc).ValuePayload && avroOut == nil}
+	pr.shaper, _ = enc.(cdc.RecordShaper)
+	cols, err := f.checkRange()
+	if err != nil {
+		return err
+	}
+	o := f.o
+	o.Props = f.props
+	o.MaxMemory = int64(f.maxMemory)
+	defer f.limitMemory()()
+	src, err := openChanged(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := f.checkHead(src); err != nil {
+		return err
+	}
+	if pr.shaping, pr.sub, err = subscribe(cc, src, cols); err != nil {
+		return err
+	}
+	pr.w = bufio.NewWriterSize(stdout, 1<<16)
+	if f.format == "table" {
+		pr.tf = debezium.NewTableFormat(pr.w)
+	}
+	var prog *cdc.Progress
+	if f.progress == "auto" {
+		prog = cdc.NewProgress(terminal(stderr))
+	}
+	opts := cdc.ChangesOptions{FromSeq: f.from, ToSeq: f.to, Net: f.net, NetMaxRows: f.netMax, Log: log, Progress: prog, What: "changes"}
+	err = cdc.ChangesOf(ctx, src, opts, func(c *cdc.Commit) error { return pr.commit(ctx, c) })
+	if ferr := pr.w.Flush(); err == nil {
+		err = ferr
+	}
+	return f.explain(ctx, src, err)
+}
+
+// encoder is the encoder of --format (nil for table), unwrapped with
+// --unwrap, and as --config makes it; with debezium-avro, the printer
+// that reads its records back.
+func (f *changesFlags) encoder(cc *changesConfig) (enc cdc.Encoder, avroOut *avroPrinter, err error) {
+	switch {
+	case f.format == formatDebeziumAvro:
+		if enc, avroOut, err = f.avroEncoder(cc); err != nil {
+			return nil, nil, err
+		}
+	case f.format != "table":
+		if enc, err = newEncoder(f.format, f.dbz, f.pipeline); err != nil {
+			return nil, nil, fmt.Errorf("changes: %w; or table", err)
+		}
+	}
+	if len(f.unwrapOpts) > 0 && !f.unwrap {
+		return nil, nil, fmt.Errorf("changes: --unwrap-option: only with --unwrap")
+	}
+	if f.unwrap {
+		if enc == nil {
+			return nil, nil, fmt.Errorf("changes: --unwrap: format table has no flattened form (%s have)", strings.Join(unwrapFormats, ", "))
+		}
+		o, err := debezium.ParseUnwrapOptions(f.unwrapOpts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("changes: --unwrap-option %w", err)
+		}
+		if len(o.AddHeaders) > 0 {
+			return nil, nil, fmt.Errorf("changes: --unwrap-option add.headers: changes prints values, which have no headers")
+		}
+		if enc, err = debezium.NewUnwrap(enc, o); err != nil {
+			return nil, nil, fmt.Errorf("changes: --unwrap-option %w", err)
+		}
+	}
+	if enc, err = cc.encoder(enc); err != nil {
+		return nil, nil, err
+	}
+	return enc, avroOut, nil
+}
+
+// avroEncoder is debezium-avro's encoder, registering its schemas in
+// the registry of --schema-registry-url (or of --config), and the printer
+// that reads its records back from there.
+func (f *changesFlags) avroEncoder(cc *changesConfig) (cdc.Encoder, *avroPrinter, error) {
+	u, err := expandFlag("schema-registry-url", f.registryURL, os.Getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("changes: %w", err)
+	}
+	rc := registry.Config{URL: u}
+	if u == "" && cc != nil {
+		rc = cc.cfg.SchemaRegistry
+	}
+	if rc.URL == "" {
+		return nil, nil, fmt.Errorf("changes: --format %s needs --schema-registry-url: the records carry the ids the registry gives their schemas", formatDebeziumAvro)
+	}
+	kc := kafka.Config{Topic: f.topic, Pipeline: f.pipeline, Route: cc.route()}
+	a, reg, err := newAvroEncoder(rc, f.dbz, f.pipeline, func(t *cdc.TableInfo) (string, error) { return kafka.TopicName(kc, *t) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("changes: %w", err)
+	}
+	return a, &avroPrinter{reg: reg, schemas: map[int]*avro.Schema{}}, nil
+}
+
+// checkRange checks --net-max-rows, --progress and the range, and
+// returns the columns of --columns.
+func (f *changesFlags) checkRange() ([]string, error) {
 	if f.netMax < 1 {
-		return fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
+		return nil, fmt.Errorf("changes: --net-max-rows %d: must be at least 1", f.netMax)
 	}
 	if f.progress != "auto" && f.progress != "never" {
-		return fmt.Errorf("changes: --progress %q: want auto or never", f.progress)
+		return nil, fmt.Errorf("changes: --progress %q: want auto or never", f.progress)
 	}
 	var cols []string
 	for _, c := range f.columns {
@@ -190,39 +244,47 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 		}
 	}
 	if f.from < 0 || f.to < 0 || (f.to > 0 && f.to <= f.from) {
-		return fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", f.from, f.to)
+		return nil, fmt.Errorf("changes: bad range --from-seq %d --to-seq %d", f.from, f.to)
 	}
-	o.Props = props
-	o.MaxMemory = int64(f.maxMemory)
-	// One table, one commit at a time: the budget is the process's too,
-	// so that the garbage collector works to stay within it rather than
-	// let the heap double (GOMEMLIMIT, when set, wins).
-	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := int64(f.maxMemory)
-		if limit == 0 {
-			limit = source.DefaultMaxMemory
-		}
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(max(limit, 64<<20)))
+	return cols, nil
+}
+
+// limitMemory makes the --max-memory budget the process's too, until the
+// function it returns is called: one table, one commit at a time, so that
+// the garbage collector works to stay within it rather than let the heap
+// double (GOMEMLIMIT, when set, wins).
+func (f *changesFlags) limitMemory() (restore func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
 	}
+	limit := int64(f.maxMemory)
+	if limit == 0 {
+		limit = source.DefaultMaxMemory
+	}
+	old := debug.SetMemoryLimit(max(limit, 64<<20))
+	return func() { debug.SetMemoryLimit(old) }
+}
+
+// openChanged checks the catalog the options name, then opens the table.
+func openChanged(ctx context.Context, o source.Options) (*source.Table, error) {
 	if o.MetadataPath == "" {
 		if err := source.CheckCatalogType(o.CatalogType); err != nil {
-			return fmt.Errorf("changes: --catalog-type %w", err)
+			return nil, fmt.Errorf("changes: --catalog-type %w", err)
 		}
-		if err := source.CheckCatalogURI(o.CatalogType, cmp.Or(o.CatalogURI, props["uri"])); err != nil {
-			return fmt.Errorf("changes: --catalog-uri %w", err)
+		if err := source.CheckCatalogURI(o.CatalogType, cmp.Or(o.CatalogURI, o.Props["uri"])); err != nil {
+			return nil, fmt.Errorf("changes: --catalog-uri %w", err)
 		}
 	}
-	if err := source.CheckProps(props); err != nil {
-		return fmt.Errorf("changes: --catalog-prop %w", err)
+	if err := source.CheckProps(o.Props); err != nil {
+		return nil, fmt.Errorf("changes: --catalog-prop %w", err)
 	}
-	src, err := source.Open(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	// A range past the head prints nothing and would look like "no
-	// changes": refuse it, as Snapshots refuses a range whose history
-	// was expired.
+	return source.Open(ctx, o)
+}
+
+// checkHead refuses a range past the head: it prints nothing and would
+// look like "no changes", as Snapshots refuses a range whose history was
+// expired.
+func (f *changesFlags) checkHead(src *source.Table) error {
 	head, ok := src.Head()
 	for _, b := range []struct {
 		flag string
@@ -236,104 +298,35 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 			return fmt.Errorf("changes: %s %d is past the branch head (snapshot %d, sequence number %d)", b.flag, b.seq, head.ID, head.SequenceNumber)
 		}
 	}
-	// Shaped first, as the daemon shapes: a subscription projects the
-	// shaped images.
+	return nil
+}
+
+// subscribe is the shaping of --config and the subscription of --columns
+// (nil without them). Shaped first, as the daemon shapes: a subscription
+// projects the shaped images.
+func subscribe(cc *changesConfig, src *source.Table, cols []string) (cdc.Shaper, *cdc.Subscription, error) {
 	shaping, err := cc.shaper(src.Info())
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	for _, col := range cols {
 		if shaping != nil && shaping.Excludes(col) {
-			return fmt.Errorf("changes: --columns %q: a column debezium.column.include.list or column.exclude.list of --config leaves out", col)
+			return nil, nil, fmt.Errorf("changes: --columns %q: a column debezium.column.include.list or column.exclude.list of --config leaves out", col)
 		}
 	}
 	var sub *cdc.Subscription
 	if len(cols) > 0 {
 		info := src.Info()
 		if sub, err = cdc.NewSubscription(info.Namespace+"."+info.Name, info.Schema, cols); err != nil {
-			return fmt.Errorf("changes: --%w", err)
+			return nil, nil, fmt.Errorf("changes: --%w", err)
 		}
 	}
-	w := bufio.NewWriterSize(stdout, 1<<16)
-	var tf *debezium.TableFormat
-	if f.format == "table" {
-		tf = debezium.NewTableFormat(w)
-	}
-	var prog *cdc.Progress
-	if f.progress == "auto" {
-		prog = cdc.NewProgress(terminal(stderr))
-	}
-	var buf []byte
-	opts := cdc.ChangesOptions{FromSeq: f.from, ToSeq: f.to, Net: f.net, NetMaxRows: f.netMax, Log: log, Progress: prog, What: "changes"}
-	err = cdc.ChangesOf(ctx, src, opts, func(c *cdc.Commit) error {
-		now := time.Now().UnixMilli()
-		return c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
-			c := c
-			if shaping != nil {
-				sc, sevs, err := shaping.Apply(c, evs)
-				if err != nil {
-					return fmt.Errorf("table %s.%s: debezium.%w", c.Table.Namespace, c.Table.Name, err)
-				}
-				c, evs = sc, sevs
-			}
-			if sub != nil {
-				var err error
-				if c, evs, err = sub.Apply(c, evs); err != nil {
-					return err
-				}
-			}
-			if tf != nil {
-				if err := tf.Write(c, evs); err != nil {
-					return err
-				}
-				return w.Flush() // a person is reading: show each commit as it comes
-			}
-			for i := range evs {
-				if shaper != nil && !shaper.Keep(c, &evs[i]) {
-					continue
-				}
-				buf = buf[:0]
-				if f.withKey {
-					// Both formats write JSON on one line, so a tab
-					// can only be the separator.
-					if buf, err = enc.AppendKey(buf, c, &evs[i]); err != nil {
-						return err
-					}
-					if buf, err = avroOut.render(ctx, buf, 0); err != nil {
-						return err
-					}
-					buf = append(buf, '\t')
-				}
-				n := len(buf)
-				keyEnd := n // the key and its tab, or nothing
-				buf, err = enc.AppendValue(buf, c, &evs[i], now)
-				if err != nil {
-					return err
-				}
-				if len(buf) == n {
-					buf = append(buf, "null"...) // a tombstone
-				} else if buf, err = avroOut.render(ctx, buf, n); err != nil {
-					return err
-				} else if withID {
-					e := &evs[i]
-					buf = cdc.Encoding{}.AddEventID(buf, n, cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op))
-				}
-				buf = append(buf, '\n')
-				if tombstones && evs[i].Op == cdc.OpDelete {
-					// The Kafka tombstone after the delete: its key, no value.
-					buf = append(buf, buf[:keyEnd]...)
-					buf = append(buf, "null\n"...)
-				}
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
+	return shaping, sub, nil
+}
+
+// explain adds to err what to do about it: a shorter range, or where the
+// retained history starts.
+func (f *changesFlags) explain(ctx context.Context, src *source.Table, err error) error {
 	if errors.Is(err, cdc.ErrNetTooLarge) {
 		err = fmt.Errorf("changes --net: %w; raise --net-max-rows (memory grows with it) or print a shorter range", err)
 	}
@@ -342,6 +335,101 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 			err = fmt.Errorf("%w; --from-seq %d prints the retained history", err, snaps[0].SequenceNumber-1)
 		}
 	}
+	return err
+}
+
+// changesPrinter writes the events of changes to stdout.
+type changesPrinter struct {
+	w       *bufio.Writer
+	tf      *debezium.TableFormat // --format table: the events as a table, no encoder
+	enc     cdc.Encoder
+	avroOut *avroPrinter      // debezium-avro: the records as JSON
+	shaper  cdc.RecordShaper  // the encoder's, when it drops some records
+	shaping cdc.Shaper        // of --config
+	sub     *cdc.Subscription // of --columns
+	// withKey prints each event's key and a tab first; withID adds the
+	// event id to a debezium-json value; tombstones prints a Kafka
+	// tombstone after a delete.
+	withKey, withID, tombstones bool
+	buf                         []byte
+}
+
+// commit prints c's events, a batch at a time.
+func (p *changesPrinter) commit(ctx context.Context, c *cdc.Commit) error {
+	now := time.Now().UnixMilli()
+	return c.EachBatch(ctx, 0, func(evs []cdc.Event) error { return p.batch(ctx, c, evs, now) })
+}
+
+// batch prints a batch of c's events, shaped and projected as the daemon
+// delivers them.
+func (p *changesPrinter) batch(ctx context.Context, c *cdc.Commit, evs []cdc.Event, now int64) error {
+	if p.shaping != nil {
+		sc, sevs, err := p.shaping.Apply(c, evs)
+		if err != nil {
+			return fmt.Errorf("table %s.%s: debezium.%w", c.Table.Namespace, c.Table.Name, err)
+		}
+		c, evs = sc, sevs
+	}
+	if p.sub != nil {
+		var err error
+		if c, evs, err = p.sub.Apply(c, evs); err != nil {
+			return err
+		}
+	}
+	if p.tf != nil {
+		if err := p.tf.Write(c, evs); err != nil {
+			return err
+		}
+		return p.w.Flush() // a person is reading: show each commit as it comes
+	}
+	for i := range evs {
+		if p.shaper != nil && !p.shaper.Keep(c, &evs[i]) {
+			continue
+		}
+		if err := p.event(ctx, c, &evs[i], now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// event prints one event as a line: its key and a tab with --with-key,
+// then its value (null for a tombstone), then the Kafka tombstone after a
+// delete when the daemon would send one.
+func (p *changesPrinter) event(ctx context.Context, c *cdc.Commit, e *cdc.Event, now int64) error {
+	var err error
+	buf := p.buf[:0]
+	if p.withKey {
+		// Both formats write JSON on one line, so a tab can only be the
+		// separator.
+		if buf, err = p.enc.AppendKey(buf, c, e); err != nil {
+			return err
+		}
+		if buf, err = p.avroOut.render(ctx, buf, 0); err != nil {
+			return err
+		}
+		buf = append(buf, '\t')
+	}
+	n := len(buf)
+	keyEnd := n // the key and its tab, or nothing
+	if buf, err = p.enc.AppendValue(buf, c, e, now); err != nil {
+		return err
+	}
+	if len(buf) == n {
+		buf = append(buf, "null"...) // a tombstone
+	} else if buf, err = p.avroOut.render(ctx, buf, n); err != nil {
+		return err
+	} else if p.withID {
+		buf = cdc.Encoding{}.AddEventID(buf, n, cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op))
+	}
+	buf = append(buf, '\n')
+	if p.tombstones && e.Op == cdc.OpDelete {
+		// The Kafka tombstone after the delete: its key, no value.
+		buf = append(buf, buf[:keyEnd]...)
+		buf = append(buf, "null\n"...)
+	}
+	p.buf = buf
+	_, err = p.w.Write(buf)
 	return err
 }
 

@@ -5,19 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/internal/redact"
-	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/source"
 )
@@ -25,41 +20,32 @@ import (
 // runCluster is `icecdc run` in cluster mode: no state file; the member
 // follows the tables the group assigns it, with checkpoints in the Kafka
 // checkpoint topic.
-func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logger, reg *prometheus.Registry, metrics *cdc.Metrics, tracer trace.TracerProvider) (err error) {
-	health := &cdc.Health{Log: log, Sink: cfg.Sink.Type}
+func runCluster(ctx context.Context, d *runBase, out io.Writer) (err error) {
+	cfg, log := d.cfg, d.log
+	m := &memberRun{runBase: d, health: &cdc.Health{Log: log, Sink: cfg.Sink.Type},
+		targets: &memberTargets{byTable: map[string]*cdc.Pipeline{}}, gate: &heartbeatGate{}}
 	eo := exactlyOnce(cfg)
-	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
+	if m.enc, err = runEncoder(cfg); err != nil {
+		return err
 	}
-	if enc, err = cfg.transforms().apply(enc); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	enc = routeEncoder(cfg, enc)
-	var shared cdc.Sink
 	if !eo {
-		if shared, err = buildSink(cfg, out, log, metrics, enc); err != nil {
+		if m.shared, err = buildSink(cfg, out, log, d.metrics, m.enc); err != nil {
 			return err
 		}
-		defer closeSink(shared, &err)
+		defer closeSink(m.shared, &err)
 	}
 	kc := cfg.Cluster.Kafka
 	if cfg.Sink.caps().Topics { // the sink's Kafka is the cluster's
-		if kc, err = kafkaSinkConfig(cfg, enc); err != nil {
+		if kc, err = kafkaSinkConfig(cfg, m.enc); err != nil {
 			return err
 		}
 	}
 	ready := make(chan struct{})
-	var member *cluster.Member
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP, log, reg, ready, health, func() (any, error) {
-			if member == nil {
-				return clusterStatus{}, nil
-			}
-			return clusterStatus{Member: member.Name(), Generation: member.Generation(), Tables: member.Owned(), Health: health.Tables()}, nil
-		}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			http.Error(w, "on-demand snapshots are not available in cluster mode yet: the table's owner is not known to this member", http.StatusNotImplemented)
-		}))
+		srv, err := serveHTTP(cfg.HTTP, log, endpoints{reg: d.reg, ready: ready, health: m.health, status: m.status,
+			snapshot: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				http.Error(w, "on-demand snapshots are not available in cluster mode yet: the table's owner is not known to this member", http.StatusNotImplemented)
+			})})
 		if err != nil {
 			return err
 		}
@@ -78,89 +64,108 @@ func runCluster(ctx context.Context, cfg *Config, out io.Writer, log *slog.Logge
 		return err
 	}
 	defer closeNotifier()
-	targets := &memberTargets{byTable: map[string]*cdc.Pipeline{}}
+	m.notifier = notifier
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, health, log)
+	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, m.health, log)
 	tables := clusterTables(ts, cat)
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.spec.Name
 	}
-	sigs, err := clusterSignals(cfg, log, targets, names, notifier)
-	if err != nil {
+	if m.sigs, err = clusterSignals(cfg, log, signalTargets{target: m.targets, tables: names, notify: m.notifier}); err != nil {
 		return err
 	}
 	// The member that owns partition 0 writes the heartbeats.
-	gate := &heartbeatGate{}
-	stopHeartbeats, err := startGatedHeartbeats(ctx, cfg, enc, shared, log, gate)
+	stopHeartbeats, err := startGatedHeartbeats(ctx, cfg, m.enc, m.shared, log, m.gate)
 	if err != nil {
 		return err
 	}
 	defer stopHeartbeats() // before the shared sink closes: a webhook ping uses it
-	member, err = cluster.New(cluster.Options{
+	m.member, err = cluster.New(cluster.Options{
 		Pipeline: cfg.Name, Version: version, Fingerprint: configFingerprint(cfg),
-		Config: cfg.Cluster, Kafka: kc, ExactlyOnce: eo, Sink: shared, Tables: tables,
-		NewPipeline: func(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline {
-			p := &cdc.Pipeline{
-				Name: cfg.Name, Tables: []cdc.TableSpec{spec}, Sink: sink, Store: store,
-				Encoder:   enc,
-				Poll:      cfg.Poll.Interval,
-				MaxPoll:   cfg.Poll.MaxInterval,
-				ChunkSize: cfg.Chunk, ChunkBytes: int(cfg.ChunkBytes),
-				Log:           log,
-				Metrics:       metrics,
-				Health:        health,
-				HoldInterval:  cfg.HoldInterval,
-				SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
-				Tracer:        tracer,
-				RowFilters:    rowfilter.Language{},
-			}
-			p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
-			if notifier != nil {
-				p.Notify = notifier.Notice
-			}
-			targets.set(spec.Name, p)
-			if sh, _ := cfg.Debezium.shaping(); sh != nil {
-				p.Shaping = sh
-			}
-			return p
-		},
-		Log: log, Metrics: cluster.NewMetrics(reg), Ready: ready,
-		Released: func(table string) { metrics.Forget(table); health.Forget(table) },
-		Assigned: func(parts []int32) {
-			if slices.Contains(parts, 0) {
-				gate.set(true)
-			}
-			if sigs != nil {
-				sigs.Assigned(parts)
-			}
-		},
-		Revoked: func(parts []int32, lost bool) {
-			if slices.Contains(parts, 0) {
-				gate.set(false)
-			}
-			if sigs != nil {
-				sigs.Revoked(parts, lost)
-			}
-		},
+		Config: cfg.Cluster, Kafka: kc, ExactlyOnce: eo, Sink: m.shared, Tables: tables,
+		NewPipeline: m.newPipeline,
+		Log:         log, Metrics: cluster.NewMetrics(d.reg), Ready: ready,
+		Released: m.released, Assigned: m.assigned, Revoked: m.revoked,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("icecdc started in cluster mode", "pipeline", cfg.Name, "group", cfg.Cluster.Group, "member", member.Name(),
+	log.Info("icecdc started in cluster mode", "pipeline", cfg.Name, "group", cfg.Cluster.Group, "member", m.member.Name(),
 		"tables", len(tables), "sink", cfg.Sink.Type, "version", version)
-	if sigs != nil {
-		sigs.Marks = member
+	if m.sigs != nil {
+		m.sigs.Marks = m.member
 		sctx, stopSignals := context.WithCancel(ctx)
 		now := make(chan struct{})
 		close(now) // the channel reads for the partitions as they come
-		waitSignals := runSignals(sctx, log, now, sigs.Run)
+		waitSignals := runSignals(sctx, log, now, m.sigs.Run)
 		defer func() { stopSignals(); waitSignals() }()
 	}
-	err = member.Run(ctx)
+	err = m.member.Run(ctx)
 	log.Info("icecdc stopped", "pipeline", cfg.Name)
 	return err
+}
+
+// memberRun is `icecdc run` in cluster mode, as runCluster builds it: what
+// the member's callbacks use.
+type memberRun struct {
+	*runBase
+	health   *cdc.Health
+	enc      cdc.Encoder
+	shared   cdc.Sink // the sink of every table, but with exactly-once delivery
+	member   *cluster.Member
+	targets  *memberTargets // the pipelines of the tables owned, for signals
+	gate     *heartbeatGate // open while the member owns partition 0
+	sigs     *signals.ClusterChannel
+	notifier *signals.Notifier
+}
+
+// status is /status in cluster mode: this member's tables.
+func (m *memberRun) status() (any, error) {
+	if m.member == nil {
+		return clusterStatus{}, nil
+	}
+	return clusterStatus{Member: m.member.Name(), Generation: m.member.Generation(), Tables: m.member.Owned(), Health: m.health.Tables()}, nil
+}
+
+// newPipeline is the pipeline of a table the member took over.
+func (m *memberRun) newPipeline(spec cdc.TableSpec, sink cdc.Sink, store cdc.Store) *cdc.Pipeline {
+	p := m.pipeline(m.enc, m.health)
+	p.Tables, p.Sink, p.Store = []cdc.TableSpec{spec}, sink, store
+	if m.notifier != nil {
+		p.Notify = m.notifier.Notice
+	}
+	m.targets.set(spec.Name, p)
+	return p
+}
+
+// released forgets the metrics and health of a table the member gave up.
+func (m *memberRun) released(table string) {
+	m.metrics.Forget(table)
+	m.health.Forget(table)
+}
+
+// assigned opens the heartbeats' gate with partition 0, and hands the
+// partitions to the signal channel.
+func (m *memberRun) assigned(parts []int32) {
+	if slices.Contains(parts, 0) {
+		m.gate.set(true)
+	}
+	if m.sigs != nil {
+		m.sigs.Assigned(parts)
+	}
+}
+
+// revoked closes the heartbeats' gate with partition 0, and takes the
+// partitions from the signal channel.
+func (m *memberRun) revoked(parts []int32, lost bool) {
+	if slices.Contains(parts, 0) {
+		m.gate.set(false)
+	}
+	if m.sigs != nil {
+		m.sigs.Revoked(parts, lost)
+	}
 }
 
 // clusterTables are the member's tables: every table of the pipeline, of

@@ -233,82 +233,118 @@ func (c *Config) defaults() {
 	c.Cluster = c.Cluster.WithDefaults(sinkKafka)
 }
 
+// validate returns every problem of the config, each naming its field,
+// in the order of the sections below.
 func (c *Config) validate() error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
+	var p problems
+	c.checkPipeline(&p)
+	c.checkFollowing(&p)
+	c.checkEvents(&p)
+	c.checkBounds(&p)
+	c.checkDelivery(&p)
+	return errors.Join(p...)
+}
+
+// problems are a config's validation errors, in the order found.
+type problems []error
+
+// bad adds the problem of field.
+func (p *problems) bad(field, format string, a ...any) {
+	*p = append(*p, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
+}
+
+// add adds errs, which name their fields themselves; a nil is none.
+func (p *problems) add(errs ...error) {
+	for _, err := range errs {
+		if err != nil {
+			*p = append(*p, err)
+		}
 	}
+}
+
+// checkPipeline checks the pipeline's name, its catalog and its tables.
+func (c *Config) checkPipeline(p *problems) {
 	if c.Name == "" {
-		bad("name", "required (the pipeline name)")
+		p.bad("name", "required (the pipeline name)")
 	}
 	if err := source.CheckCatalogType(c.Catalog.Type); err != nil {
-		bad("catalog.type", "%v", err)
+		p.bad("catalog.type", "%v", err)
 	} else if err := source.CheckCatalogURI(c.Catalog.Type, cmp.Or(c.Catalog.URI, c.Catalog.Properties["uri"])); err != nil {
-		bad("catalog.uri", "%v", err)
+		p.bad("catalog.uri", "%v", err)
 	}
 	if err := source.CheckProps(c.Catalog.Properties); err != nil {
-		bad("catalog.properties", "%v", err)
+		p.bad("catalog.properties", "%v", err)
 	}
 	if len(c.Tables) == 0 {
-		bad("tables", "at least one table is required")
+		p.bad("tables", "at least one table is required")
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Tables {
 		f := fmt.Sprintf("tables[%d]", i)
 		if t.Name == "" {
-			bad(f+".name", "required (namespace.table or namespace.*)")
+			p.bad(f+".name", "required (namespace.table or namespace.*)")
 		} else if !strings.Contains(strings.TrimSuffix(t.Name, ".*"), ".") && !strings.HasSuffix(t.Name, ".*") && t.Metadata == "" {
-			bad(f+".name", "%q: want namespace.table", t.Name)
+			p.bad(f+".name", "%q: want namespace.table", t.Name)
 		}
 		if seen[t.Name] {
-			bad(f+".name", "%q is listed twice", t.Name)
+			p.bad(f+".name", "%q is listed twice", t.Name)
 		}
 		seen[t.Name] = true
 		if _, err := cdc.ParseStart(t.Start); err != nil {
-			bad(f+".start", "%v", err)
+			p.bad(f+".start", "%v", err)
 		}
 		for j, col := range t.Columns {
 			if strings.TrimSpace(col) == "" {
-				bad(fmt.Sprintf("%s.columns[%d]", f, j), "empty column name")
+				p.bad(fmt.Sprintf("%s.columns[%d]", f, j), "empty column name")
 			}
 		}
 		if t.Hold {
 			if err := c.canHold(t); err != nil {
-				bad(f+".hold", "%v", err)
+				p.bad(f+".hold", "%v", err)
 			}
 		}
 	}
+}
+
+// checkFollowing checks how the tables are followed and served: the
+// history-loss policy, holds, the HTTP listener and the polls.
+func (c *Config) checkFollowing(p *problems) {
 	if _, err := cdc.ParseHistoryLossPolicy(c.OnHistoryLoss); err != nil {
-		bad("on_history_loss", "%v", err)
+		p.bad("on_history_loss", "%v", err)
 	}
 	if c.HoldInterval < 0 {
-		bad("hold_interval", "must not be negative")
+		p.bad("hold_interval", "must not be negative")
 	}
 	if c.HTTP.Token != "" && c.HTTP.Listen == "" {
-		bad("http.token", "set, but http.listen is not: there is no port to take requests on")
+		p.bad("http.token", "set, but http.listen is not: there is no port to take requests on")
 	}
 	if c.HTTP.MaxConnections < 0 || c.HTTP.MaxConnections > maxHTTPConnections {
-		bad("http.max_connections", "%d: want 1 to %d (0: the default, %d)", c.HTTP.MaxConnections, maxHTTPConnections, DefaultHTTPMaxConnections)
+		p.bad("http.max_connections", "%d: want 1 to %d (0: the default, %d)", c.HTTP.MaxConnections, maxHTTPConnections, DefaultHTTPMaxConnections)
 	}
 	if c.Poll.Interval < 10*time.Millisecond {
-		bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
+		p.bad("poll.interval", "%s is too short (minimum 10ms)", c.Poll.Interval)
 	}
 	if c.Poll.MaxInterval < c.Poll.Interval {
-		bad("poll.max_interval", "%s is less than poll.interval (%s)", c.Poll.MaxInterval, c.Poll.Interval)
+		p.bad("poll.max_interval", "%s is less than poll.interval (%s)", c.Poll.MaxInterval, c.Poll.Interval)
 	}
+}
+
+// checkEvents checks what the events are: the format, the transforms,
+// heartbeats, Avro, and the Debezium settings the sink must support.
+func (c *Config) checkEvents(p *problems) {
 	switch c.Format {
 	case formatDebeziumJSON, formatDebeziumConnect, formatDebeziumAvro:
 		if err := c.Debezium.connectOptions().Validate(); err != nil {
-			bad("debezium", "%v", err)
+			p.bad("debezium", "%v", err)
 		}
 	default:
-		bad("format", "%q: want %s", c.Format, formatNames)
+		p.bad("format", "%q: want %s", c.Format, formatNames)
 	}
-	errs = append(errs, c.Transforms.check(c.Format, &c.Sink)...)
-	errs = append(errs, c.checkHeartbeat()...)
-	errs = append(errs, c.validateAvro()...)
+	p.add(c.Transforms.check(c.Format, &c.Sink)...)
+	p.add(c.checkHeartbeat()...)
+	p.add(c.validateAvro()...)
 	if c.Debezium.ProvideTransactionMetadata && !c.Sink.caps().Transactions {
-		bad("debezium.provide.transaction.metadata", "only the %s sink writes transaction records", c.Sink.kindNames(func(k sinkkind.Caps) bool { return k.Transactions }))
+		p.bad("debezium.provide.transaction.metadata", "only the %s sink writes transaction records", c.Sink.kindNames(func(k sinkkind.Caps) bool { return k.Transactions }))
 	}
 	if c.Debezium.ProvideTransactionMetadata {
 		for _, t := range c.Tables {
@@ -316,70 +352,72 @@ func (c *Config) validate() error {
 			// as delivered in full; a column subscription drops events and
 			// a net range merges commits.
 			if len(t.Columns) > 0 || t.Net {
-				bad("debezium.provide.transaction.metadata", "table %s: not with columns or net, whose batches are not a commit's whole events", t.Name)
+				p.bad("debezium.provide.transaction.metadata", "table %s: not with columns or net, whose batches are not a commit's whole events", t.Name)
 			}
 		}
 	}
 	if sh, err := c.Debezium.shaping(); err != nil {
-		errs = append(errs, err)
+		p.add(err)
 	} else if len(sh.SkippedOps()) > 0 && c.Debezium.ProvideTransactionMetadata {
 		// BEGIN/END count a commit's events, which skipping changes.
-		bad("debezium.skipped.operations", "not with debezium.provide.transaction.metadata, whose records count every event of a commit")
+		p.bad("debezium.skipped.operations", "not with debezium.provide.transaction.metadata, whose records count every event of a commit")
 	}
 	if _, err := c.Debezium.keyColumns(); err != nil {
-		errs = append(errs, err)
+		p.add(err)
 	}
 	if c.Debezium.IncludeSchemaChanges && !c.Sink.caps().SchemaChanges {
-		bad("debezium.include.schema.changes", "only the %s sink writes schema-change records", c.Sink.kindNames(func(k sinkkind.Caps) bool { return k.SchemaChanges }))
+		p.bad("debezium.include.schema.changes", "only the %s sink writes schema-change records", c.Sink.kindNames(func(k sinkkind.Caps) bool { return k.SchemaChanges }))
 	}
+}
+
+// checkBounds checks the sizes and counts the daemon is bounded by.
+func (c *Config) checkBounds(p *problems) {
 	// A batch is held whole, encoded, until its sink confirms it.
 	if c.Chunk < 0 || c.Chunk > maxChunk {
-		bad("chunk", "%d: want 1 to %d events (0: the default, %d)", c.Chunk, maxChunk, cdc.DefaultChunkSize)
+		p.bad("chunk", "%d: want 1 to %d events (0: the default, %d)", c.Chunk, maxChunk, cdc.DefaultChunkSize)
 	}
 	if c.ChunkBytes > maxChunkBytes {
-		bad("chunk_bytes", "%s: want at most %s (0: the default, %s)", c.ChunkBytes.String(), humanize.IBytes(maxChunkBytes), humanize.IBytes(cdc.DefaultChunkBytes))
+		p.bad("chunk_bytes", "%s: want at most %s (0: the default, %s)", c.ChunkBytes.String(), humanize.IBytes(maxChunkBytes), humanize.IBytes(cdc.DefaultChunkBytes))
 	}
 	if c.NetMaxRows < 0 {
-		bad("net_max_rows", "must not be negative")
+		p.bad("net_max_rows", "must not be negative")
 	}
-	if p := c.Metrics.PerTable; p != cdc.PerTableEssential && p != cdc.PerTableFull {
-		bad("metrics.per_table", "%q: want %s or %s", p, cdc.PerTableEssential, cdc.PerTableFull)
+	if pt := c.Metrics.PerTable; pt != cdc.PerTableEssential && pt != cdc.PerTableFull {
+		p.bad("metrics.per_table", "%q: want %s or %s", pt, cdc.PerTableEssential, cdc.PerTableFull)
 	}
 	if c.MaxHeldRows < 0 {
-		bad("max_held_rows", "must not be negative")
+		p.bad("max_held_rows", "must not be negative")
 	}
 	if c.IO.Concurrency < 1 || c.IO.Concurrency > maxIOConcurrency {
-		bad("io.concurrency", "%d: want 1 to %d", c.IO.Concurrency, maxIOConcurrency)
+		p.bad("io.concurrency", "%d: want 1 to %d", c.IO.Concurrency, maxIOConcurrency)
 	}
 	if c.Catalog.Concurrency < 1 || c.Catalog.Concurrency > maxIOConcurrency {
-		bad("catalog.concurrency", "%d: want 1 to %d", c.Catalog.Concurrency, maxIOConcurrency)
+		p.bad("catalog.concurrency", "%d: want 1 to %d", c.Catalog.Concurrency, maxIOConcurrency)
 	}
-	errs = append(errs, c.Sink.check()...)
-	errs = append(errs, c.Telemetry.check()...)
-	if err := c.Sink.checkFormat(c.Format); err != nil {
-		errs = append(errs, err)
-	}
+}
+
+// checkDelivery checks where the events go: the sink, telemetry, the
+// router, the cluster and the signal channel.
+func (c *Config) checkDelivery(p *problems) {
+	p.add(c.Sink.check()...)
+	p.add(c.Telemetry.check()...)
+	p.add(c.Sink.checkFormat(c.Format))
 	if _, err := c.router(); err != nil {
-		errs = append(errs, err)
+		p.add(err)
 	}
-	if err := c.Cluster.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	p.add(c.Cluster.Validate())
 	if k, ok := c.Sink.kind(); ok && k.Encoder != nil {
 		// The sink takes rows in its own form: a record transform has
 		// nothing to act on, and a cluster keeps its checkpoints in Kafka
 		// where the sink keeps them in its tables.
 		if len(c.Transforms) > 0 {
-			errs = append(errs, fmt.Errorf("config: transforms: sink %s writes rows, not records: remove the transforms", k.Name))
+			p.add(fmt.Errorf("config: transforms: sink %s writes rows, not records: remove the transforms", k.Name))
 		}
 		if c.Cluster.Enabled() {
-			errs = append(errs, fmt.Errorf("config: cluster.type: sink %s is not available in cluster mode yet", k.Name))
+			p.add(fmt.Errorf("config: cluster.type: sink %s is not available in cluster mode yet", k.Name))
 		}
 	}
-	if err := c.Debezium.Config.Validate(c.Sink.caps().Topics); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	p.add(c.Debezium.Config.Validate(c.Sink.caps().Topics))
 }
 
 // canHold refuses a retention hold where none can be kept: a table

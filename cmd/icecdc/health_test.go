@@ -167,7 +167,8 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 		Ready:   make(chan struct{}),
 	}
 	listen := freeAddr(t)
-	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, prometheus.NewRegistry(), p.Ready, p.Health, func() (any, error) { return tableStatuses(store, p.Name, p.Health) }, snapshotHandler("", p))
+	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, endpoints{reg: prometheus.NewRegistry(), ready: p.Ready, health: p.Health,
+		status: func() (any, error) { return tableStatuses(store, p.Name, p.Health) }, snapshot: snapshotHandler("", p)})
 	if err != nil {
 		t.Fatal(err)
 	}

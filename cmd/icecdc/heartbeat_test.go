@@ -145,7 +145,7 @@ func TestRunHeartbeatsWebhook(t *testing.T) {
 		}
 		return events == 1 && beats >= 3
 	})
-	d.stop(t) // the process has exited: nothing more is sent
+	d.stop(t)   // the process has exited: nothing more is sent
 	srv.Close() // waits for the requests it had begun to answer
 	for _, b := range got() {
 		id, body, _ := strings.Cut(b, " ")

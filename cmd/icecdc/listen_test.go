@@ -131,8 +131,8 @@ func TestHTTPServerErrorLog(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	listen := freeAddr(t)
-	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, prometheus.NewRegistry(), make(chan struct{}), &cdc.Health{Log: log},
-		func() (any, error) { panic("status went wrong") }, http.NotFoundHandler())
+	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, endpoints{reg: prometheus.NewRegistry(), ready: make(chan struct{}), health: &cdc.Health{Log: log},
+		status: func() (any, error) { panic("status went wrong") }, snapshot: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func listener(t *testing.T, max int, block <-chan struct{}, busy chan<- struct{}
 		<-block
 		return "ok", nil
 	}
-	srv, err := serveHTTP(HTTPConfig{Listen: listen, MaxConnections: max}, log, prometheus.NewRegistry(), ready, &cdc.Health{Log: log}, status, http.NotFoundHandler())
+	srv, err := serveHTTP(HTTPConfig{Listen: listen, MaxConnections: max}, log, endpoints{reg: prometheus.NewRegistry(), ready: ready, health: &cdc.Health{Log: log}, status: status, snapshot: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
@@ -75,14 +76,14 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		if adopt {
 			return fmt.Errorf("run: --adopt-state has no use in cluster mode: the checkpoints are in the kafka checkpoint topic, not a state file")
 		}
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg := newRegistry()
 		tel, err := startTelemetry(ctx, cfg, osTelemetryEnv(), reg, log)
 		if err != nil {
 			return err
 		}
 		defer stopTelemetry(tel, log)
-		return runCluster(ctx, cfg, out, log, reg, cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable), tel.Tracer)
+		d := &runBase{cfg: cfg, log: log, reg: reg, metrics: cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable), tracer: tel.Tracer}
+		return runCluster(ctx, d, out)
 	}
 	store, err := state.Open(cfg.State.Path, state.Options{Pipeline: cfg.Name, Adopt: adopt})
 	if err != nil {
@@ -90,22 +91,18 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	}
 	defer store.Close()
 	logOpened(log, cfg, store.Opened(), adopt)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	metrics := cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable)
 	tel, err := startTelemetry(ctx, cfg, osTelemetryEnv(), reg, log)
 	if err != nil {
 		return err
 	}
 	defer stopTelemetry(tel, log) // after the sink closed: the last spans end there
-	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	d := &runBase{cfg: cfg, log: log, reg: reg, metrics: metrics, tracer: tel.Tracer}
+	enc, err := runEncoder(cfg)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
-	if enc, err = cfg.transforms().apply(enc); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	enc = routeEncoder(cfg, enc)
 	if k, ok := cfg.Sink.kind(); ok && k.Encoder != nil {
 		enc = k.Encoder() // the sink takes rows in its own form
 	}
@@ -113,10 +110,10 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if err != nil {
 		return err
 	}
-	var started bool
+	r := &daemonRun{runBase: d, once: once, adopt: adopt, store: store}
 	defer func() {
 		closeSink(sink, &err)
-		if started {
+		if r.started {
 			log.Info("icecdc stopped", "pipeline", cfg.Name)
 		}
 	}()
@@ -126,63 +123,123 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		return err
 	}
 	defer stopHeartbeats() // before the sink closes: a webhook ping uses it
-	cat := openCatalog(cfg, log)
-	defer cat.Close()
-	p := &cdc.Pipeline{
-		Name: cfg.Name, Sink: sink, Store: store,
-		Encoder:   enc,
-		Poll:      cfg.Poll.Interval,
-		MaxPoll:   cfg.Poll.MaxInterval,
-		ChunkSize: cfg.Chunk, ChunkBytes: int(cfg.ChunkBytes),
-		Once:     once,
-		Log:      log,
-		Metrics:  metrics,
-		Health:   &cdc.Health{Log: log, Sink: cfg.Sink.Type},
-		Progress: cdc.NewProgress(terminal(logOut)),
-		Ready:    make(chan struct{}),
-		Tracer:   tel.Tracer,
-		// The language of the signals' additional-conditions.
-		RowFilters: rowfilter.Language{},
-		// Checked by validate.
-		HoldInterval:  cfg.HoldInterval,
-		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
-	}
-	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
-	if sh, _ := cfg.Debezium.shaping(); sh != nil { // checked by validate
-		p.Shaping = sh
-	}
+	r.cat = openCatalog(cfg, log)
+	defer r.cat.Close()
+	p := d.pipeline(enc, &cdc.Health{Log: log, Sink: cfg.Sink.Type})
+	p.Sink, p.Store, p.Once = sink, store, once
+	p.Progress = cdc.NewProgress(terminal(logOut))
+	p.Ready = make(chan struct{})
+	r.p = p
 	// Served while the tables are still being looked for: /healthz
 	// answers, /readyz says "starting".
 	if cfg.HTTP.Listen != "" {
-		srv, err := serveHTTP(cfg.HTTP, log, reg, p.Ready, p.Health, func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) },
-			snapshotHandler(cfg.HTTP.Token, p))
+		srv, err := serveHTTP(cfg.HTTP, log, endpoints{reg: reg, ready: p.Ready, health: p.Health,
+			status:   func() (any, error) { return tableStatuses(store, cfg.Name, p.Health) },
+			snapshot: snapshotHandler(cfg.HTTP.Token, p)})
 		if err != nil {
 			return err
 		}
 		defer srv.stop()
 	}
-	if once {
+	return r.follow(ctx)
+}
+
+// runBase is what `icecdc run` sets up first, in either mode: the
+// config, the log, and the metrics and traces.
+type runBase struct {
+	cfg     *Config
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	metrics *cdc.Metrics
+	tracer  trace.TracerProvider
+}
+
+// newRegistry is the daemon's metrics registry, with the Go runtime's and
+// the process's collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// runEncoder is the daemon's encoder: the config's format, with its
+// transforms and routes.
+func runEncoder(cfg *Config) (cdc.Encoder, error) {
+	enc, err := newEncoder(cfg.Format, cfg.Debezium, cfg.Name)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if enc, err = cfg.transforms().apply(enc); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return routeEncoder(cfg, enc), nil
+}
+
+// pipeline is a pipeline of d's config that encodes with enc and reports
+// to health; its tables, sink and store are the caller's to set.
+func (d *runBase) pipeline(enc cdc.Encoder, health *cdc.Health) *cdc.Pipeline {
+	cfg := d.cfg
+	p := &cdc.Pipeline{
+		Name:      cfg.Name,
+		Encoder:   enc,
+		Poll:      cfg.Poll.Interval,
+		MaxPoll:   cfg.Poll.MaxInterval,
+		ChunkSize: cfg.Chunk, ChunkBytes: int(cfg.ChunkBytes),
+		Log:     d.log,
+		Metrics: d.metrics,
+		Health:  health,
+		Tracer:  d.tracer,
+		// Checked by validate.
+		HoldInterval:  cfg.HoldInterval,
+		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
+		// The language of the signals' additional-conditions.
+		RowFilters: rowfilter.Language{},
+	}
+	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
+	// A nil *shape.Shaping must stay a nil cdc.Shaping, not an interface
+	// holding a nil pointer (checked by validate).
+	if sh, _ := cfg.Debezium.shaping(); sh != nil {
+		p.Shaping = sh
+	}
+	return p
+}
+
+// daemonRun is `icecdc run` outside cluster mode, as its steps build it.
+type daemonRun struct {
+	*runBase
+	once, adopt bool
+	store       *state.Store
+	cat         *source.Catalog
+	p           *cdc.Pipeline
+	started     bool // "icecdc started" was logged: "icecdc stopped" is due
+}
+
+// follow waits for the tables, then runs the pipeline and its signal
+// channel until ctx ends, or with once until every table reached its head.
+func (r *daemonRun) follow(ctx context.Context) (err error) {
+	cfg, log, p := r.cfg, r.log, r.p
+	if r.once {
 		// A batch job does not wait for a namespace's tables to appear.
 		if _, err := listTableSources(ctx, cfg, log); err != nil {
 			return fmt.Errorf("run --once: %w", err)
 		}
 	}
-	if p.Tables, err = waitForTables(ctx, cfg, log, store, cat); err != nil || p.Tables == nil {
-		if err == nil && once {
+	if p.Tables, err = waitForTables(ctx, cfg, log, r.store, r.cat); err != nil || p.Tables == nil {
+		if err == nil && r.once {
 			err = errOnceInterrupted
 		}
 		return err // nil: stopped by a signal while waiting
 	}
-	if err := markUnexpectedStarts(store, cfg.Name, p.Tables, adopt); err != nil {
+	if err := markUnexpectedStarts(r.store, cfg.Name, p.Tables, r.adopt); err != nil {
 		return err
 	}
 	// The catalog's bulk change checks wake the tables that changed; the
 	// others wait up to poll.max_interval (see cdc.Watched).
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
+	go cdc.WatchCatalog(wctx, r.cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
 	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "format", cfg.Format, "state", cfg.State.Path, "version", version)
-	started = true
+	r.started = true
 	notifier, closeNotifier, err := newNotifier(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -192,14 +249,14 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 		p.Notify = notifier.Notice
 	}
 	sctx, stopSignals := context.WithCancel(ctx) // ends with the run, whichever way
-	waitSignals, err := startSignals(sctx, cfg, log, p, tableNames(p.Tables), notifier, p.Serving())
+	waitSignals, err := startSignals(sctx, cfg, log, signalTargets{target: p, tables: tableNames(p.Tables), notify: notifier}, p.Serving())
 	if err != nil {
 		stopSignals()
 		return err
 	}
 	defer func() { stopSignals(); waitSignals() }()
 	runErr := p.Run(ctx)
-	if once && runErr == nil && ctx.Err() != nil {
+	if r.once && runErr == nil && ctx.Err() != nil {
 		runErr = errOnceInterrupted
 	}
 	return runErr
@@ -595,17 +652,27 @@ func (h *httpServer) stop() {
 	}
 }
 
+// endpoints are what the daemon's HTTP server answers from.
+type endpoints struct {
+	reg      *prometheus.Registry
+	ready    <-chan struct{} // closed once the pipeline is ready: /readyz
+	health   *cdc.Health
+	status   func() (any, error) // /status's answer
+	snapshot http.Handler        // POST /snapshot
+}
+
 // serveHTTP serves /metrics, /healthz, /readyz and /status on cfg.Listen.
 // /readyz answers 503 with the reasons while a table is failing or
 // stopped. With a token, /status and /metrics want it too (as a bearer
 // token; Prometheus sends one from its scrape config's authorization);
 // /healthz and /readyz stay open for probes. The server's own messages go
 // to log.
-func serveHTTP(cfg HTTPConfig, log *slog.Logger, reg *prometheus.Registry, ready <-chan struct{}, health *cdc.Health, status func() (any, error), snapshot http.Handler) (*httpServer, error) {
+func serveHTTP(cfg HTTPConfig, log *slog.Logger, ep endpoints) (*httpServer, error) {
+	ready, health, status := ep.ready, ep.health, ep.status
 	guard := bearer(cfg.Token)
 	mux := http.NewServeMux()
-	mux.Handle("/snapshot", snapshot)
-	mux.Handle("/metrics", guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)})))
+	mux.Handle("/snapshot", ep.snapshot)
+	mux.Handle("/metrics", guard(promhttp.HandlerFor(ep.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		// A paused on-demand snapshot is asked for: ready, and said.

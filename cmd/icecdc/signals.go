@@ -68,9 +68,18 @@ func newNotifier(ctx context.Context, cfg *Config, log *slog.Logger) (n *signals
 	return n, close, nil
 }
 
-// startSignals reads the signal topic, when enabled, for target once the
+// signalTargets are what a signal channel acts on: the pipeline (or a
+// cluster member's pipelines) and its tables, with the notifier its
+// notices go to.
+type signalTargets struct {
+	target signals.Target
+	tables []string
+	notify *signals.Notifier
+}
+
+// startSignals reads the signal topic, when enabled, for st once the
 // pipeline is ready; wait returns when ctx ended and the channel stopped.
-func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target signals.Target, tables []string, n *signals.Notifier, ready <-chan struct{}) (wait func(), err error) {
+func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, st signalTargets, ready <-chan struct{}) (wait func(), err error) {
 	sc := cfg.Debezium.Config
 	if !sc.Signals() {
 		return func() {}, nil
@@ -81,7 +90,7 @@ func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target sig
 	}
 	topic := sc.Topic(cfg.Debezium.prefix())
 	ch := &signals.Channel{Opts: opts, Topic: topic, Group: sc.GroupID(), Key: cfg.Debezium.prefix(),
-		Tables: tables, Target: target, Notify: n, Log: log.With("signal_topic", topic)}
+		Tables: st.tables, Target: st.target, Notify: st.notify, Log: log.With("signal_topic", topic)}
 	return runSignals(ctx, log, ready, ch.Run), nil
 }
 
@@ -90,7 +99,7 @@ func startSignals(ctx context.Context, cfg *Config, log *slog.Logger, target sig
 // table's coordination partition acts on its signals, from the
 // partition's mark in the group on (see signals.ClusterChannel). Its
 // Marks are the member's, set once the member is made.
-func clusterSignals(cfg *Config, log *slog.Logger, target signals.Target, tables []string, n *signals.Notifier) (*signals.ClusterChannel, error) {
+func clusterSignals(cfg *Config, log *slog.Logger, st signalTargets) (*signals.ClusterChannel, error) {
 	sc := cfg.Debezium.Config
 	if !sc.Signals() {
 		return nil, nil
@@ -101,7 +110,7 @@ func clusterSignals(cfg *Config, log *slog.Logger, target signals.Target, tables
 	}
 	topic := sc.Topic(cfg.Debezium.prefix())
 	return &signals.ClusterChannel{Opts: opts, Topic: topic, Key: cfg.Debezium.prefix(),
-		Tables: tables, Target: target, Notify: n, Log: log.With("signal_topic", topic)}, nil
+		Tables: st.tables, Target: st.target, Notify: st.notify, Log: log.With("signal_topic", topic)}, nil
 }
 
 // runSignals runs a signal channel once ready is closed; wait returns

@@ -198,7 +198,7 @@ func TestReadyzSaysPaused(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	health := &cdc.Health{Log: log}
-	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, prometheus.NewRegistry(), ready, health, func() (any, error) { return "ok", nil }, http.NotFoundHandler())
+	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, endpoints{reg: prometheus.NewRegistry(), ready: ready, health: health, status: func() (any, error) { return "ok", nil }, snapshot: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
