@@ -242,11 +242,7 @@ func (d *rowDecoder) value() (any, error) {
 // bytes decodes a string, bytes or variant value: its length, then its
 // bytes, copied out of the image.
 func (d *rowDecoder) bytes(tag byte) (any, error) {
-	n, err := d.uvarint()
-	if err != nil {
-		return nil, err
-	}
-	b, err := d.take(n)
+	b, err := d.sized()
 	if err != nil {
 		return nil, err
 	}
@@ -259,17 +255,22 @@ func (d *rowDecoder) bytes(tag byte) (any, error) {
 	return append([]byte(nil), b...), nil
 }
 
+// sized reads a length, then that many bytes of the image.
+func (d *rowDecoder) sized() ([]byte, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	return d.take(n)
+}
+
 // decimal decodes a decimal: its scale, then its unscaled digits.
 func (d *rowDecoder) decimal() (any, error) {
 	scale, err := d.varint()
 	if err != nil {
 		return nil, err
 	}
-	n, err := d.uvarint()
-	if err != nil {
-		return nil, err
-	}
-	b, err := d.take(n)
+	b, err := d.sized()
 	if err != nil {
 		return nil, err
 	}
