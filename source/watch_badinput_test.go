@@ -59,7 +59,7 @@ func TestHadoopHugeVersionHint(t *testing.T) {
 	var names []string
 	for i := range 3 {
 		ident := table.Identifier{"ns", fmt.Sprintf("t%d", i)}
-		tbl, err := scenario.CreateTableIn(ctx, cat, ident, scenario.OrdersSchema(), nil, 3, nil)
+		tbl, err := scenario.CreateTableIn(ctx, cat, ident, scenario.TableDef{Schema: scenario.OrdersSchema(), FormatVersion: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

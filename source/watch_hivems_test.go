@@ -117,7 +117,7 @@ func TestHiveCatalogChecksChangesInBulk(t *testing.T) {
 	// A database of its own: a metastore kept between runs keeps the
 	// tables of the runs before.
 	ns := fmt.Sprintf("icecdc_bulk_%d", time.Now().UnixNano())
-	first, err := scenario.CreateTableIn(ctx, writer, table.Identifier{ns, "t000"}, scenario.OrdersSchema(), nil, 3, nil)
+	first, err := scenario.CreateTableIn(ctx, writer, table.Identifier{ns, "t000"}, scenario.TableDef{Schema: scenario.OrdersSchema(), FormatVersion: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

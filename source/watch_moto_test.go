@@ -35,7 +35,7 @@ func TestGlueCatalogChecksChangesInBulk(t *testing.T) {
 		t.Fatal(err)
 	}
 	writer := loaded.(*glue.Catalog)
-	first, err := scenario.CreateTableIn(ctx, writer, table.Identifier{"many", "t000"}, scenario.OrdersSchema(), nil, 3, nil)
+	first, err := scenario.CreateTableIn(ctx, writer, table.Identifier{"many", "t000"}, scenario.TableDef{Schema: scenario.OrdersSchema(), FormatVersion: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

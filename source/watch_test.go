@@ -143,7 +143,7 @@ func TestHadoopCatalogChecksChangesInBulk(t *testing.T) {
 	var names []string
 	for i := range 6 {
 		ident := table.Identifier{"many", fmt.Sprintf("t%d", i)}
-		tbl, err := scenario.CreateTableIn(ctx, cat, ident, scenario.OrdersSchema(), nil, 3, nil)
+		tbl, err := scenario.CreateTableIn(ctx, cat, ident, scenario.TableDef{Schema: scenario.OrdersSchema(), FormatVersion: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

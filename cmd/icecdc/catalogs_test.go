@@ -21,7 +21,7 @@ import (
 func writeBookshopIn(t *testing.T, cat catalog.Catalog) *table.Table {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := scenario.CreateTableIn(ctx, cat, table.Identifier{"shop", "orders"}, scenario.OrdersSchema(), nil, 3, nil)
+	tbl, err := scenario.CreateTableIn(ctx, cat, table.Identifier{"shop", "orders"}, scenario.TableDef{Schema: scenario.OrdersSchema(), FormatVersion: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

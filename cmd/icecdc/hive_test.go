@@ -54,7 +54,7 @@ func TestHiveMetastore(t *testing.T) {
 	ns := fmt.Sprintf("icecdc_%d", time.Now().UnixNano())
 	name := ns + ".orders"
 	ident := table.Identifier{ns, "orders"}
-	tbl, err := scenario.CreateTableIn(ctx, cat, ident, scenario.OrdersSchema(), nil, 3, nil)
+	tbl, err := scenario.CreateTableIn(ctx, cat, ident, scenario.TableDef{Schema: scenario.OrdersSchema(), FormatVersion: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

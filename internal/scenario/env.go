@@ -123,11 +123,22 @@ func (e *Env) Close() error {
 // write.delete.mode=merge-on-read and write.update.mode=merge-on-read,
 // overridden and extended by props.
 func (e *Env) CreateTable(ctx context.Context, ident table.Identifier, sc *iceberg.Schema, spec *iceberg.PartitionSpec, formatVersion int, props iceberg.Properties) (*table.Table, error) {
-	return CreateTableIn(ctx, e.Catalog, ident, sc, spec, formatVersion, props)
+	return CreateTableIn(ctx, e.Catalog, ident, TableDef{Schema: sc, Spec: spec, FormatVersion: formatVersion, Props: props})
+}
+
+// TableDef is what [CreateTableIn] makes: a schema, an optional
+// partition spec (nil: unpartitioned), the format version (2 or 3) and
+// properties over the merge-on-read defaults.
+type TableDef struct {
+	Schema        *iceberg.Schema
+	Spec          *iceberg.PartitionSpec
+	FormatVersion int
+	Props         iceberg.Properties
 }
 
 // CreateTableIn is [Env.CreateTable] in any catalog (glue, hadoop, …).
-func CreateTableIn(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *iceberg.Schema, spec *iceberg.PartitionSpec, formatVersion int, props iceberg.Properties) (*table.Table, error) {
+func CreateTableIn(ctx context.Context, cat catalog.Catalog, ident table.Identifier, def TableDef) (*table.Table, error) {
+	sc, spec, formatVersion, props := def.Schema, def.Spec, def.FormatVersion, def.Props
 	if formatVersion != 2 && formatVersion != 3 {
 		return nil, fmt.Errorf("create table %v: format version %d not supported (2 or 3)", ident, formatVersion)
 	}
