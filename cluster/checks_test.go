@@ -176,8 +176,8 @@ func TestChecksWaitForANewTopic(t *testing.T) {
 	}
 	t.Cleanup(cl.Close)
 	adm := kadm.NewClient(cl)
-	var unknown atomic.Int32 // answers still to fail
-	var stopAfter atomic.Int32  // answers after which stop is called (0: never)
+	var unknown atomic.Int32   // answers still to fail
+	var stopAfter atomic.Int32 // answers after which stop is called (0: never)
 	var stop context.CancelFunc
 	unknownAnswers := func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
