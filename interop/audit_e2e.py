@@ -68,7 +68,7 @@ def write_config(a, r):
         f.write(f"""name: audit-{r.name}
 catalog: {{name: {r.src}, type: sql, uri: 'file:{r.db}', warehouse: 'file://{r.wh}'}}
 tables: [{entries}]
-sink: {{type: iceberg, iceberg: {{table: '{r.target_ns}.{{table}}_changes', format_version: 3, commit.bytes: 1000000{r.target_section}}}}}
+sink: {{type: iceberg, iceberg: {{table: '{r.target_ns}.{{table}}_changes', format_version: 3, commit.bytes: 200000{r.target_section}}}}}
 state: {{path: {work}/state.db}}
 """)
     return path
@@ -83,16 +83,26 @@ def s3_target(a):
 
 
 def run_with_kills(a, r, cfg, kills, seed):
-    """Starts `icecdc run --once` kills times, SIGKILLs each at a random
-    moment, then runs it to the end; returns the last run's exit code."""
-    log = open(os.path.join(a.work, r.name, "icecdc.log"), "a")
+    """Starts `icecdc run --once` kills times and SIGKILLs each once it
+    delivered a random number (1 to 8) of source commits, then runs it to
+    the end; returns the last run's exit code. (A kill at a random time
+    finds a run of these small tables done: one takes a few tenths of a
+    second on a quiet machine.)"""
+    path = os.path.join(a.work, r.name, "icecdc.log")
+    log = open(path, "ab")
     rnd = random.Random(seed)
     killed = 0
     for _ in range(kills):
+        start = os.path.getsize(path)
         p = subprocess.Popen([a.icecdc, "run", "--once", "-c", cfg], stdout=log, stderr=log)
-        try:
-            p.wait(timeout=rnd.uniform(0.2, 2.0))
-        except subprocess.TimeoutExpired:
+        want, deadline = rnd.randint(1, 8), time.monotonic() + 60
+        while p.poll() is None and time.monotonic() < deadline:
+            with open(path, "rb") as f:
+                f.seek(start)
+                if f.read().count(b'"msg":"commit delivered"') >= want:
+                    break
+            time.sleep(0.005)
+        if p.poll() is None:
             p.send_signal(signal.SIGKILL)
             p.wait()
             killed += 1
@@ -211,7 +221,7 @@ def main():
             print(f"audit: FAILED: no Flink table in {a.flink_catalog_db}")
             return 1
         rounds.append(Round("flink", "flink", a.flink_catalog_db, a.flink_warehouse, "interop_flink", flink_tables,
-                            "flink", "audit_flink"))
+                            "flink", f"{a.target_ns}_flink"))
     for i, r in enumerate(rounds):
         cfg = write_config(a, r)
         t0 = time.monotonic()
