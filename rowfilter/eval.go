@@ -45,25 +45,19 @@ type (
 	}
 )
 
-func (n boundAnd) eval(r cdc.Row) tri {
-	v := triTrue
-	for _, x := range n {
-		switch x.eval(r) {
-		case triFalse:
-			return triFalse
-		case triUnknown:
-			v = triUnknown
-		}
-	}
-	return v
-}
+func (n boundAnd) eval(r cdc.Row) tri { return fold(n, r, triFalse) }
 
-func (n boundOr) eval(r cdc.Row) tri {
-	v := triFalse
-	for _, x := range n {
+func (n boundOr) eval(r cdc.Row) tri { return fold(n, r, triTrue) }
+
+// fold is SQL's AND (decided by triFalse) or OR (decided by triTrue) of
+// xs on r: decided as soon as one term is, else unknown when a term is,
+// else the other truth.
+func fold(xs []boundNode, r cdc.Row, decided tri) tri {
+	v := triTrue - decided // the other of triFalse and triTrue
+	for _, x := range xs {
 		switch x.eval(r) {
-		case triTrue:
-			return triTrue
+		case decided:
+			return decided
 		case triUnknown:
 			v = triUnknown
 		}

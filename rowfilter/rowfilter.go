@@ -276,41 +276,41 @@ func (p *filterParser) deeper() error {
 }
 
 func (p *filterParser) or() (filterNode, error) {
-	var xs filterOr
-	for {
-		x, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		xs = append(xs, x)
-		if !p.peekWord("OR") {
-			break
-		}
-		p.i++
-	}
-	if len(xs) == 1 {
+	xs, err := p.list("OR", p.and)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(xs) == 1:
 		return xs[0], nil
 	}
-	return xs, nil
+	return filterOr(xs), nil
 }
 
 func (p *filterParser) and() (filterNode, error) {
-	var xs filterAnd
+	xs, err := p.list("AND", p.not)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(xs) == 1:
+		return xs[0], nil
+	}
+	return filterAnd(xs), nil
+}
+
+// list parses one or more terms of next joined by the word op.
+func (p *filterParser) list(op string, next func() (filterNode, error)) ([]filterNode, error) {
+	var xs []filterNode
 	for {
-		x, err := p.not()
+		x, err := next()
 		if err != nil {
 			return nil, err
 		}
 		xs = append(xs, x)
-		if !p.peekWord("AND") {
-			break
+		if !p.peekWord(op) {
+			return xs, nil
 		}
 		p.i++
 	}
-	if len(xs) == 1 {
-		return xs[0], nil
-	}
-	return xs, nil
 }
 
 func (p *filterParser) not() (filterNode, error) {
