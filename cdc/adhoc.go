@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/values"
 )
 
 // ErrUnknownTable is a snapshot request for a table the pipeline does not
@@ -541,7 +543,7 @@ func (p *Pipeline) redactFilter(text string) string {
 }
 
 // bindFilter binds the read's filter to sc, keeping the last binding.
-func (f *follower) bindFilter(sc *iceberg.Schema, text string) (func(Row) bool, error) {
+func (f *follower) bindFilter(sc *iceberg.Schema, text string) (func(values.Row) bool, error) {
 	if f.filter.keep != nil && f.filter.schema == sc && f.filter.text == text {
 		return f.filter.keep, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/values"
 )
 
 // ChangedFields returns the paths of the fields whose values differ
@@ -12,14 +14,14 @@ import (
 // top-level column down joined by '.' (address.city). A struct that is null
 // on one side only is one changed field (address); lists and maps are
 // compared whole and named as one field, never by element.
-func ChangedFields(sc *iceberg.Schema, before, after Row) []string {
+func ChangedFields(sc *iceberg.Schema, before, after values.Row) []string {
 	if sc == nil {
 		return nil
 	}
 	return appendChanged(nil, "", sc.Fields(), before, after)
 }
 
-func appendChanged(dst []string, prefix string, fields []iceberg.NestedField, before, after Row) []string {
+func appendChanged(dst []string, prefix string, fields []iceberg.NestedField, before, after values.Row) []string {
 	for i, f := range fields {
 		path := f.Name
 		if prefix != "" {
@@ -27,8 +29,8 @@ func appendChanged(dst []string, prefix string, fields []iceberg.NestedField, be
 		}
 		b, a := rowValue(before, i), rowValue(after, i)
 		if st, ok := f.Type.(*iceberg.StructType); ok && b != nil && a != nil {
-			br, bok := b.(Row)
-			ar, aok := a.(Row)
+			br, bok := b.(values.Row)
+			ar, aok := a.(values.Row)
 			if bok && aok {
 				dst = appendChanged(dst, path, st.FieldList, br, ar)
 				continue
@@ -42,14 +44,14 @@ func appendChanged(dst []string, prefix string, fields []iceberg.NestedField, be
 }
 
 // rowValue is r[i], or nil (null) past the end of r.
-func rowValue(r Row, i int) any {
+func rowValue(r values.Row, i int) any {
 	if i < len(r) {
 		return r[i]
 	}
 	return nil
 }
 
-// sameValue compares two values of one field, whole. Unlike ValueEqual it
+// sameValue compares two values of one field, whole. Unlike values.ValueEqual it
 // takes NaN to equal NaN, so that a row whose float is NaN on both sides is
 // not reported as changed on every update.
 func sameValue(a, b any) bool {
@@ -63,5 +65,5 @@ func sameValue(a, b any) bool {
 			return true
 		}
 	}
-	return ValueEqual(a, b)
+	return values.ValueEqual(a, b)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/values"
 )
 
 // deliveryEvents is the size of the one commit each iteration of
@@ -43,12 +44,12 @@ var deliveryStatuses = []string{"new", "paid", "shipped", "delivered", "cancelle
 func deliveryCommit(n int) []cdc.Event {
 	evs := make([]cdc.Event, n)
 	for i := range evs {
-		row := cdc.Row{int64(1_000_000 + i), "customer-" + strconv.Itoa(i%977), deliveryStatuses[i%len(deliveryStatuses)], float64(i%10_000) + 0.99}
+		row := values.Row{int64(1_000_000 + i), "customer-" + strconv.Itoa(i%977), deliveryStatuses[i%len(deliveryStatuses)], float64(i%10_000) + 0.99}
 		switch i % 3 {
 		case 0:
 			evs[i] = cdc.Event{Op: cdc.OpCreate, After: row}
 		case 1:
-			before := append(cdc.Row(nil), row...)
+			before := append(values.Row(nil), row...)
 			before[2] = "new"
 			evs[i] = cdc.Event{Op: cdc.OpUpdate, Before: before, After: row}
 		default:

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/values"
 )
 
 // Op is the kind of a row event, with Debezium's letters.
@@ -35,14 +37,6 @@ func (o Op) phase() int {
 	}
 }
 
-// Row holds the values of one row, aligned with the fields of a Schema.
-// Values are Go values per Iceberg type: bool, int32, int64, float32,
-// float64, string, []byte, Decimal, Date, Time, Timestamp, TimestampTZ,
-// TimestampNano, TimestampTZNano, UUID, VariantJSON for variants, []byte
-// (WKB) for geometry and geography, []any for lists, []MapEntry for maps
-// and Row for structs; nil is null.
-type Row []any
-
 // RowSlab hands out the new Rows of a chunk's shaped or projected images
 // from shared arrays, a few allocations per chunk instead of one per
 // image. Each Row is capped at its length, so an append to one never
@@ -53,47 +47,17 @@ type RowSlab struct{ free []any }
 const slabValues = 4096
 
 // Row returns a new Row of n nil values.
-func (s *RowSlab) Row(n int) Row {
+func (s *RowSlab) Row(n int) values.Row {
 	if n > len(s.free) {
 		if n > slabValues/4 {
-			return make(Row, n)
+			return make(values.Row, n)
 		}
 		s.free = make([]any, slabValues)
 	}
 	r := s.free[:n:n]
 	s.free = s.free[n:]
-	return Row(r)
+	return values.Row(r)
 }
-
-// Decimal is an unscaled integer with its scale, kept exact.
-type Decimal struct {
-	Unscaled string // base-10 digits with an optional leading '-'
-	Scale    int
-}
-
-// Date is days since 1970-01-01.
-type Date int32
-
-// Time is microseconds since midnight.
-type Time int64
-
-// Timestamp is microseconds since the epoch, without a time zone.
-type Timestamp int64
-
-// TimestampTZ is microseconds since the epoch, in UTC.
-type TimestampTZ int64
-
-// TimestampNano is nanoseconds since the epoch, without a time zone (v3).
-type TimestampNano int64
-
-// TimestampTZNano is nanoseconds since the epoch, in UTC (v3).
-type TimestampTZNano int64
-
-// UUID is a 16-byte universally unique identifier.
-type UUID [16]byte
-
-// MapEntry is one key/value pair of an Iceberg map.
-type MapEntry struct{ Key, Value any }
 
 // SnapshotMarker says whether an event comes from an initial read, and
 // whether it is the read's last (Debezium's source.snapshot, which each
@@ -115,9 +79,9 @@ type Event struct {
 	Snapshot SnapshotMarker
 	Resync   bool
 	RowID    int64
-	LUSN     int64 // effective _last_updated_sequence_number of the row image the event carries last
-	Before   Row   // nil for c and r
-	After    Row   // nil for d
+	LUSN     int64      // effective _last_updated_sequence_number of the row image the event carries last
+	Before   values.Row // nil for c and r
+	After    values.Row // nil for d
 	// BeforeArrow and AfterArrow, when set (and Before or After is nil),
 	// hold the image as row BeforePos or AfterPos of a record batch's
 	// columns: encoders read it there, and BeforeRow and AfterRow give it
@@ -151,7 +115,7 @@ type TableInfo struct {
 
 // ChangedFields returns the changed fields of an update (see the function
 // ChangedFields) in t's schema, leaving out the masked ones.
-func (t *TableInfo) ChangedFields(before, after Row) []string {
+func (t *TableInfo) ChangedFields(before, after values.Row) []string {
 	ch := ChangedFields(t.Schema, before, after)
 	if len(t.MaskedFields) == 0 {
 		return ch
@@ -283,16 +247,4 @@ func AppendEventID(b []byte, tableUUID string, seq, rowID int64, op Op) []byte {
 	b = strconv.AppendInt(b, rowID, 10)
 	b = append(b, ':', byte(op))
 	return b
-}
-
-// ValueEqual compares two row values of the same field.
-func ValueEqual(a, b any) bool {
-	switch x := a.(type) {
-	case []byte:
-		y, ok := b.([]byte)
-		return ok && string(x) == string(y)
-	case []any, []MapEntry, Row:
-		return fmt.Sprint(a) == fmt.Sprint(b)
-	}
-	return a == b
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/icecdc/icecdc/values"
 )
 
 // Net reduces the commits of a range of snapshots to their net changes:
@@ -37,8 +39,8 @@ type netRow struct {
 	origID   int64 // the row id the consumer holds at the range's start (0 with inserted)
 	inserted bool  // the row did not exist at the range's start
 	deleted  bool
-	before   Row // first before image (nil when inserted)
-	after    Row // last after image (nil when deleted)
+	before   values.Row // first before image (nil when inserted)
+	after    values.Row // last after image (nil when deleted)
 	lusn     int64
 	paired   string // set once the row was replaced by value under a new id
 	snap     int    // index in snaps of the last snapshot that touched it

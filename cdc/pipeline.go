@@ -14,6 +14,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/icecdc/icecdc/values"
 )
 
 // TableSpec is one followed table of a pipeline.
@@ -346,7 +348,7 @@ type follower struct {
 	filter     struct {
 		schema *iceberg.Schema
 		text   string
-		keep   func(Row) bool
+		keep   func(values.Row) bool
 	}
 }
 

@@ -1,6 +1,10 @@
 package cdc
 
-import "github.com/apache/iceberg-go"
+import (
+	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/values"
+)
 
 // The pipeline's per-event policies that live outside cdc: cmd/icecdc
 // builds the concrete ones (packages rowfilter and shape) and hands them
@@ -13,7 +17,7 @@ type RowFilters interface {
 	// Bind parses text and binds it to sc: keep reports whether a row
 	// passes. Its error never quotes a literal of text (one may be a
 	// value of a masked column).
-	Bind(text string, sc *iceberg.Schema) (keep func(Row) bool, err error)
+	Bind(text string, sc *iceberg.Schema) (keep func(values.Row) bool, err error)
 	// Redact returns text as logs and errors show it: without its
 	// literals.
 	Redact(text string) string

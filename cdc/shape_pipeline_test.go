@@ -13,6 +13,7 @@ import (
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/values"
 )
 
 // TestPipelineShapesBeforeTheSubscription: a table that subscribes to
@@ -30,12 +31,12 @@ func TestPipelineShapesBeforeTheSubscription(t *testing.T) {
 		KeyFields: []string{"id"}}
 	src := cdctest.New(info)
 	src.Append(
-		cdc.Event{Op: cdc.OpCreate, After: cdc.Row{int64(1), "ann@example.com", "123-45-6789", "free"}},
-		cdc.Event{Op: cdc.OpCreate, After: cdc.Row{int64(2), "bob@example.com", "987-65-4321", "free"}},
+		cdc.Event{Op: cdc.OpCreate, After: values.Row{int64(1), "ann@example.com", "123-45-6789", "free"}},
+		cdc.Event{Op: cdc.OpCreate, After: values.Row{int64(2), "bob@example.com", "987-65-4321", "free"}},
 	)
 	src.Append(
-		cdc.Event{Op: cdc.OpUpdate, Before: cdc.Row{int64(1), "ann@example.com", "123-45-6789", "free"}, After: cdc.Row{int64(1), "ann@example.org", "123-45-6789", "pro"}},
-		cdc.Event{Op: cdc.OpDelete, Before: cdc.Row{int64(2), "bob@example.com", "987-65-4321", "free"}},
+		cdc.Event{Op: cdc.OpUpdate, Before: values.Row{int64(1), "ann@example.com", "123-45-6789", "free"}, After: values.Row{int64(1), "ann@example.org", "123-45-6789", "pro"}},
+		cdc.Event{Op: cdc.OpDelete, Before: values.Row{int64(2), "bob@example.com", "987-65-4321", "free"}},
 	)
 	sh, err := shape.Parse(map[string]string{
 		"column.mask.with.4.chars": `shop\.users\.email`,

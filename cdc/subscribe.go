@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/values"
 )
 
 // Subscription is a table's column subscription (tables[].columns): only
@@ -150,7 +152,7 @@ func (p *subProjection) touches(changed []string) bool {
 	return false
 }
 
-func (p *subProjection) project(slab *RowSlab, r Row) Row {
+func (p *subProjection) project(slab *RowSlab, r values.Row) values.Row {
 	if r == nil {
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icecdc/icecdc/values"
 )
 
 func addressSchema() *iceberg.Schema {
@@ -39,12 +41,14 @@ func TestSubscriptionNestedColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := func(name, street, city string) Row { return Row{int64(1), name, Row{street, city}, []any{"a"}} }
+	row := func(name, street, city string) values.Row {
+		return values.Row{int64(1), name, values.Row{street, city}, []any{"a"}}
+	}
 	c := &Commit{Table: TableInfo{Schema: sc, KeyFields: []string{"id"}}}
 	evs := []Event{
-		{Op: OpUpdate, RowID: 1, Before: row("a", "s", "x"), After: row("b", "s", "x"), Index: 0},           // name only: dropped
-		{Op: OpUpdate, RowID: 2, Before: row("a", "s", "x"), After: row("a", "s", "y"), Index: 1},           // city: kept
-		{Op: OpUpdate, RowID: 3, Before: row("a", "s", "x"), After: Row{int64(1), "a", nil, nil}, Index: 2}, // address nulled: kept
+		{Op: OpUpdate, RowID: 1, Before: row("a", "s", "x"), After: row("b", "s", "x"), Index: 0},                  // name only: dropped
+		{Op: OpUpdate, RowID: 2, Before: row("a", "s", "x"), After: row("a", "s", "y"), Index: 1},                  // city: kept
+		{Op: OpUpdate, RowID: 3, Before: row("a", "s", "x"), After: values.Row{int64(1), "a", nil, nil}, Index: 2}, // address nulled: kept
 		{Op: OpDelete, RowID: 4, Before: row("a", "s", "x"), Index: 3},
 	}
 	pc, kept, err := sub.Apply(c, evs)

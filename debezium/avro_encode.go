@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // This file writes an event's key and envelope as Avro binary straight
@@ -165,16 +166,16 @@ func (w *avroEnc) direct(dst []byte, t *jsonType, v *avroValue, val any) (_ []by
 			return append(dst, b...), true, nil
 		}
 	case kindDecimal:
-		if d, isDecimal := val.(cdc.Decimal); isDecimal && o.DecimalHandling != DecimalDouble {
+		if d, isDecimal := val.(values.Decimal); isDecimal && o.DecimalHandling != DecimalDouble {
 			return w.decimal(dst, t, v, d)
 		}
 	case kindDate:
-		if d, isDate := val.(cdc.Date); isDate && o.TimePrecision != TimeISOString {
+		if d, isDate := val.(values.Date); isDate && o.TimePrecision != TimeISOString {
 			dst, ok = v.long(dst, int64(d))
 			return dst, ok, nil
 		}
 	case kindTime:
-		tm, isTime := val.(cdc.Time)
+		tm, isTime := val.(values.Time)
 		if !isTime || tm < 0 || tm >= microsPerDay || o.TimePrecision == TimeISOString {
 			break // the JSON form names a bad time
 		}
@@ -189,7 +190,7 @@ func (w *avroEnc) direct(dst []byte, t *jsonType, v *avroValue, val any) (_ []by
 			return w.timestamp(dst, t, v, val)
 		}
 	case kindStruct:
-		if r, isRow := val.(cdc.Row); isRow && v.kind == 'r' {
+		if r, isRow := val.(values.Row); isRow && v.kind == 'r' {
 			dst, err = w.structRow(v.tag(dst), t, v, r)
 			return dst, true, err
 		}
@@ -204,7 +205,7 @@ func (w *avroEnc) direct(dst []byte, t *jsonType, v *avroValue, val any) (_ []by
 
 // decimal appends a decimal as its string or its unscaled bytes; ok is
 // false when v wants another form.
-func (w *avroEnc) decimal(dst []byte, t *jsonType, v *avroValue, d cdc.Decimal) (_ []byte, ok bool, err error) {
+func (w *avroEnc) decimal(dst []byte, t *jsonType, v *avroValue, d values.Decimal) (_ []byte, ok bool, err error) {
 	var scratch [48]byte
 	plain, err := t.appendDecimal(scratch[:0], d) // its checks, and the string mode's text
 	if err != nil {
@@ -227,9 +228,9 @@ func (w *avroEnc) decimal(dst []byte, t *jsonType, v *avroValue, d cdc.Decimal) 
 func (w *avroEnc) timestamp(dst []byte, t *jsonType, v *avroValue, val any) (_ []byte, ok bool, err error) {
 	var n, per int64
 	switch ts := val.(type) {
-	case cdc.Timestamp:
+	case values.Timestamp:
 		n, per = int64(ts), 1000
-	case cdc.TimestampNano:
+	case values.TimestampNano:
 		n, per = int64(ts), 1_000_000
 	default:
 		return dst, false, nil
@@ -262,7 +263,7 @@ func (w *avroEnc) field(dst []byte, t *jsonType, v *avroValue, val any) ([]byte,
 }
 
 // structRow appends r as a record, as appendConnectStruct writes it.
-func (w *avroEnc) structRow(dst []byte, t *jsonType, v *avroValue, r cdc.Row) ([]byte, error) {
+func (w *avroEnc) structRow(dst []byte, t *jsonType, v *avroValue, r values.Row) ([]byte, error) {
 	if len(r) != len(t.fields) {
 		return dst, &ValueError{Type: t.name, Want: strconv.Itoa(len(t.fields)) + " values", Got: strconv.Itoa(len(r))}
 	}
@@ -313,7 +314,7 @@ func (w *avroEnc) arrowField(dst []byte, f *jsonField, v *avroValue, col arrow.A
 	var x any
 	if col != nil {
 		var err error
-		if x, err = cdc.ArrowValue(col, i, typ); err != nil {
+		if x, err = values.ArrowValue(col, i, typ); err != nil {
 			return dst, fmt.Errorf("column %s: %w", f.name, err)
 		}
 	}
@@ -397,11 +398,11 @@ func (w *avroEnc) arrowDirect(dst []byte, f *jsonField, v *avroValue, col arrow.
 		}
 	case kindTimestamp:
 		if a, isTS := col.(*array.Timestamp); isTS {
-			return w.directOnly(dst, t, v, cdc.Timestamp(cdc.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)))
+			return w.directOnly(dst, t, v, values.Timestamp(values.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)))
 		}
 	case kindTimestampNs:
 		if a, isTS := col.(*array.Timestamp); isTS {
-			return w.directOnly(dst, t, v, cdc.TimestampNano(cdc.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)))
+			return w.directOnly(dst, t, v, values.TimestampNano(values.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)))
 		}
 	case kindDecimal:
 		var scratch [24]byte
@@ -410,7 +411,7 @@ func (w *avroEnc) arrowDirect(dst []byte, f *jsonField, v *avroValue, col arrow.
 		case !isDecimal:
 		case o.DecimalHandling == DecimalString && v.kind == 's':
 			var text [48]byte
-			plain, fits := appendDecimal(text[:0], cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
+			plain, fits := appendDecimal(text[:0], values.Decimal{Unscaled: string(digits), Scale: t.scale})
 			if fits {
 				dst = appendVarint(v.tag(dst), int64(len(plain)-2))
 				return append(dst, plain[1:len(plain)-1]...), true

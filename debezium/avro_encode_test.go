@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // transcodedRecord is the oracle of the direct Avro writer, and what
@@ -109,7 +110,7 @@ func randomBytes(r *rand.Rand, n int) []byte {
 
 // randomRow is a row of v3Schema with random values, each optional one
 // null one time in five.
-func randomRow(r *rand.Rand, id int64) cdc.Row {
+func randomRow(r *rand.Rand, id int64) values.Row {
 	opt := func(v any) any {
 		if r.IntN(5) == 0 {
 			return nil
@@ -124,41 +125,41 @@ func randomRow(r *rand.Rand, id int64) cdc.Row {
 		}
 		return l
 	}
-	maps := func(n int, k, v func() any) []cdc.MapEntry {
-		m := make([]cdc.MapEntry, r.IntN(n))
+	maps := func(n int, k, v func() any) []values.MapEntry {
+		m := make([]values.MapEntry, r.IntN(n))
 		for i := range m {
-			m[i] = cdc.MapEntry{Key: k(), Value: v()}
+			m[i] = values.MapEntry{Key: k(), Value: v()}
 		}
 		return m
 	}
-	var uid cdc.UUID
+	var uid values.UUID
 	copy(uid[:], randomBytes(r, 16))
-	return cdc.Row{
+	return values.Row{
 		id,
 		opt(r.IntN(2) == 0),
 		opt(r.Int32() - r.Int32()),
 		opt(r.Int64() - r.Int64()),
 		opt(float32(randomFloat(r))),
 		opt(randomFloat(r)),
-		opt(cdc.Decimal{Unscaled: randomDigits(r, 9), Scale: 2}),
-		opt(cdc.Decimal{Unscaled: randomDigits(r, 38), Scale: 10}),
-		opt(cdc.Date(r.Int32N(200_000) - 100_000)),
-		opt(cdc.Time(r.Int64N(microsPerDay))),
-		opt(cdc.Timestamp(r.Int64() - r.Int64())),
-		opt(cdc.TimestampTZ(r.Int64N(1<<60) - 1<<59)),
-		opt(cdc.TimestampNano(r.Int64() - r.Int64())),
-		opt(cdc.TimestampTZNano(r.Int64() - r.Int64())),
+		opt(values.Decimal{Unscaled: randomDigits(r, 9), Scale: 2}),
+		opt(values.Decimal{Unscaled: randomDigits(r, 38), Scale: 10}),
+		opt(values.Date(r.Int32N(200_000) - 100_000)),
+		opt(values.Time(r.Int64N(microsPerDay))),
+		opt(values.Timestamp(r.Int64() - r.Int64())),
+		opt(values.TimestampTZ(r.Int64N(1<<60) - 1<<59)),
+		opt(values.TimestampNano(r.Int64() - r.Int64())),
+		opt(values.TimestampTZNano(r.Int64() - r.Int64())),
 		str(),
 		opt(uid),
 		opt(randomBytes(r, 4)),
 		opt(randomBytes(r, r.IntN(40))),
-		opt(cdc.Row{str(), randomString(r), opt(cdc.Row{opt(randomFloat(r)), opt(randomFloat(r))})}),
+		opt(values.Row{str(), randomString(r), opt(values.Row{opt(randomFloat(r)), opt(randomFloat(r))})}),
 		opt(list(5, str)),
-		opt(list(4, func() any { return cdc.Row{randomString(r), opt(r.Int32())} })),
+		opt(list(4, func() any { return values.Row{randomString(r), opt(r.Int32())} })),
 		opt(maps(4, func() any { return randomString(r) }, func() any { return opt(r.Int64()) })),
 		opt(maps(4, func() any { return r.Int32() }, func() any { return opt(randomFloat(r)) })),
-		opt(maps(3, func() any { return cdc.Date(r.Int32N(1000)) }, func() any { return opt(list(3, str)) })),
-		opt(cdc.VariantJSON(`{"k":` + strconv.Quote(randomString(r)) + `,"n":[1,2.5,null]}`)),
+		opt(maps(3, func() any { return values.Date(r.Int32N(1000)) }, func() any { return opt(list(3, str)) })),
+		opt(values.VariantJSON(`{"k":` + strconv.Quote(randomString(r)) + `,"n":[1,2.5,null]}`)),
 		opt(append([]byte{1, 1, 0, 0, 0}, randomBytes(r, r.IntN(16))...)),
 		opt(randomBytes(r, 5)),
 		opt(randomBytes(r, 9)),
@@ -198,13 +199,13 @@ func TestAvroDirectMatchesTranscoder(t *testing.T) {
 		cdc.Event{Op: cdc.OpUpdate, Before: v3Row(sparseRow()), After: v3Row(pastRow()), Index: 2})
 	// Bad values: a wrong Go type, a time out of range, too many digits,
 	// a null in a required field, a short row.
-	bad := []func(cdc.Row){
-		func(row cdc.Row) { row[colSmall] = int64(1) },
-		func(row cdc.Row) { row[colClock] = cdc.Time(microsPerDay) },
-		func(row cdc.Row) { row[colPrice] = cdc.Decimal{Unscaled: "12345678901", Scale: 2} },
-		func(row cdc.Row) { row[colAddress] = cdc.Row{nil, nil, nil} },
-		func(row cdc.Row) { row[colItems] = []any{nil} },
-		func(row cdc.Row) { row[colScores] = []cdc.MapEntry{{Key: nil, Value: 1.0}} },
+	bad := []func(values.Row){
+		func(row values.Row) { row[colSmall] = int64(1) },
+		func(row values.Row) { row[colClock] = values.Time(microsPerDay) },
+		func(row values.Row) { row[colPrice] = values.Decimal{Unscaled: "12345678901", Scale: 2} },
+		func(row values.Row) { row[colAddress] = values.Row{nil, nil, nil} },
+		func(row values.Row) { row[colItems] = []any{nil} },
+		func(row values.Row) { row[colScores] = []values.MapEntry{{Key: nil, Value: 1.0}} },
 	}
 	failures := 0
 	for _, o := range allConnectModes {

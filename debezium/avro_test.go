@@ -23,6 +23,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/registry"
+	"github.com/icecdc/icecdc/values"
 )
 
 func newAvroFormat(t testing.TB, url string, o ConnectOptions, ao AvroOptions) (*Avro, *registry.Client) {
@@ -262,11 +263,11 @@ func v3Schema() *iceberg.Schema {
 	return iceberg.NewSchemaWithIdentifiers(1, []int{1}, fields...)
 }
 
-func v3Row(r cdc.Row) cdc.Row {
+func v3Row(r values.Row) values.Row {
 	if r[colName] == nil { // the sparse row
 		return append(r, nil, nil, nil, nil, nil)
 	}
-	return append(r, cdc.VariantJSON(`{"a":[1,"x",null],"b":{"c":1.5}}`), []byte{1, 1, 0, 0, 0}, []byte{1, 2}, []byte{3}, nil)
+	return append(r, values.VariantJSON(`{"a":[1,"x",null],"b":{"c":1.5}}`), []byte{1, 1, 0, 0, 0}, []byte{1, 2}, []byte{3}, nil)
 }
 
 // TestAvroDecodesToTheConnectPayload encodes rows of every type the
@@ -420,7 +421,7 @@ func TestAvroNameAdjustment(t *testing.T) {
 		iceberg.NestedField{ID: 1, Name: "order-id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "1st", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 3, Name: "a_b", Type: iceberg.PrimitiveTypes.String})
-	e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(5), "x", "y"}}
+	e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{int64(5), "x", "y"}}
 	f, _ := newAvroFormat(t, reg.URL(), ConnectOptions{}, AvroOptions{})
 	_, err := f.AppendValue(nil, c, e, 1)
 	if err == nil || !strings.Contains(err.Error(), "schema.name.adjustment.mode") {
@@ -477,11 +478,11 @@ func TestAvroRegistersEachSchemaVersionOnce(t *testing.T) {
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
 	var first int
 	for i := range 50 {
-		rec, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i), "n"}}, 1)
+		rec, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: values.Row{int64(i), "n"}}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.AppendKey(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i), "n"}}); err != nil {
+		if _, err := f.AppendKey(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: values.Row{int64(i), "n"}}); err != nil {
 			t.Fatal(err)
 		}
 		if id := int(binary.BigEndian.Uint32(rec[1:5])); i == 0 {
@@ -498,7 +499,7 @@ func TestAvroRegistersEachSchemaVersionOnce(t *testing.T) {
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 3, Name: "added", Type: iceberg.PrimitiveTypes.Int32})
-	rec, err := f.AppendValue(nil, c2, &cdc.Event{Op: cdc.OpCreate, RowID: 99, After: cdc.Row{int64(99), "n", int32(3)}}, 1)
+	rec, err := f.AppendValue(nil, c2, &cdc.Event{Op: cdc.OpCreate, RowID: 99, After: values.Row{int64(99), "n", int32(3)}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,7 +564,7 @@ func TestAvroRegistryFaults(t *testing.T) {
 	c := goldenCommit(true)
 	c.Table.Schema = iceberg.NewSchemaWithIdentifiers(3, []int{1},
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(1)}}
+	e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{int64(1)}}
 	for _, tc := range []struct {
 		mode      string
 		permanent bool
@@ -626,7 +627,7 @@ func TestAvroConcurrent(t *testing.T) {
 				iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 				iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
 			for i := range 200 {
-				e := &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i), fmt.Sprintf("g%d \"%d\"", g, i)}}
+				e := &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: values.Row{int64(i), fmt.Sprintf("g%d \"%d\"", g, i)}}
 				rec, err := f.AppendValue(nil, c, e, 1)
 				if err != nil {
 					errs <- err
@@ -683,7 +684,7 @@ func TestAvroCachesBounded(t *testing.T) {
 		c := goldenCommit(true)
 		c.Table.Schema = iceberg.NewSchemaWithIdentifiers(1, []int{1},
 			iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-		if _, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: cdc.Row{int64(i)}}, 1); err != nil {
+		if _, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: int64(i), After: values.Row{int64(i)}}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

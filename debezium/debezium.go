@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Envelope carries what the envelope needs beyond the event itself.
@@ -256,7 +257,7 @@ func (t *jsonType) findStructPath(id int) ([]int, *jsonType) {
 
 // append appends the key object of row. A key field under a null struct is
 // null.
-func (k *jsonKey) append(dst []byte, row cdc.Row) ([]byte, error) {
+func (k *jsonKey) append(dst []byte, row values.Row) ([]byte, error) {
 	for i := range k.parts {
 		p := &k.parts[i]
 		dst = append(dst, p.prefix...)
@@ -272,7 +273,7 @@ func (k *jsonKey) append(dst []byte, row cdc.Row) ([]byte, error) {
 }
 
 // lookup follows the part's path into row.
-func (p *jsonKeyPart) lookup(row cdc.Row) (any, error) {
+func (p *jsonKeyPart) lookup(row values.Row) (any, error) {
 	r := row
 	for depth, i := range p.path {
 		if i >= len(r) {
@@ -284,8 +285,8 @@ func (p *jsonKeyPart) lookup(row cdc.Row) (any, error) {
 			return v, nil
 		}
 		var ok bool
-		if r, ok = v.(cdc.Row); !ok {
-			return nil, &ValueError{Field: p.name, Type: "struct", Want: "cdc.Row", Got: fmt.Sprintf("%T", v)}
+		if r, ok = v.(values.Row); !ok {
+			return nil, &ValueError{Field: p.name, Type: "struct", Want: "values.Row", Got: fmt.Sprintf("%T", v)}
 		}
 	}
 	return nil, nil

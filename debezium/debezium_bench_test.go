@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // benchSchema is the orders table of the benchmark: the four columns a
@@ -21,8 +22,8 @@ var benchSchema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
 
 var benchStatuses = []string{"new", "paid", "shipped", "delivered", "cancelled"}
 
-func benchRow(i int) cdc.Row {
-	return cdc.Row{
+func benchRow(i int) values.Row {
+	return values.Row{
 		int64(1_000_000 + i),
 		"customer-" + strconv.Itoa(i%977),
 		benchStatuses[i%len(benchStatuses)],

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 var allConnectModes = func() (out []ConnectOptions) {
@@ -95,7 +96,7 @@ func TestConnectEveryTypeEveryMode(t *testing.T) {
 					checkRowSchema(t, row, f.Options())
 					for _, img := range []struct {
 						name string
-						row  cdc.Row
+						row  values.Row
 					}{{"before", e.Before}, {"after", e.After}} {
 						if img.row == nil {
 							if string(p[img.name]) != "null" {
@@ -239,7 +240,7 @@ func checkRowSchema(t *testing.T, row *connectSchema, o ConnectOptions) {
 
 // checkRowValues compares each payload member with the row value it
 // stands for, decoded the way a Connect consumer of the mode reads it.
-func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r cdc.Row, o ConnectOptions) {
+func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r values.Row, o ConnectOptions) {
 	t.Helper()
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &p); err != nil {
@@ -257,7 +258,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 		}
 		var want string
 		switch x := v.(type) {
-		case cdc.Decimal:
+		case values.Decimal:
 			plain, err := compileType(f.Type).appendDecimal(nil, x)
 			if err != nil {
 				t.Fatal(err)
@@ -275,12 +276,12 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 				d, _ := fl.Float64()
 				want = string(appendJSONFloat(nil, d, 64))
 			}
-		case cdc.Date:
+		case values.Date:
 			want = fmt.Sprint(int32(x))
 			if o.TimePrecision == TimeISOString {
 				want = string(appendDate(nil, int64(x)))
 			}
-		case cdc.Time:
+		case values.Time:
 			switch o.TimePrecision {
 			case TimeConnect:
 				want = fmt.Sprint(int64(x) / 1000)
@@ -289,7 +290,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 			default:
 				want = fmt.Sprint(int64(x))
 			}
-		case cdc.Timestamp:
+		case values.Timestamp:
 			switch o.TimePrecision {
 			case TimeConnect:
 				want = fmt.Sprint(int64(math.Floor(float64(x) / 1000)))
@@ -298,7 +299,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 			default:
 				want = fmt.Sprint(int64(x))
 			}
-		case cdc.TimestampNano:
+		case values.TimestampNano:
 			switch o.TimePrecision {
 			case TimeConnect:
 				want = new(big.Int).Div(big.NewInt(int64(x)), big.NewInt(1e6)).String() // Euclidean: floor for a positive divisor
@@ -307,10 +308,10 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 			default:
 				want = fmt.Sprint(int64(x))
 			}
-		case cdc.TimestampTZ, cdc.TimestampTZNano:
+		case values.TimestampTZ, values.TimestampTZNano:
 			// ZonedTimestamp in every mode: as debezium-json writes it.
 			want = string(mustPlain(t, f.Type, v))
-		case []cdc.MapEntry:
+		case []values.MapEntry:
 			if f.Name == "scores" {
 				var pairs [][]json.RawMessage
 				if err := json.Unmarshal(got, &pairs); err != nil || len(pairs) != len(x) {
@@ -345,7 +346,7 @@ func checkRowValues(t *testing.T, schema *connectSchema, raw json.RawMessage, r 
 				continue
 			}
 			want = string(mustPlain(t, f.Type, v))
-		case cdc.Row:
+		case values.Row:
 			continue // nested values are checked by the schema walk
 		default:
 			// Every other type is written as debezium-json writes it.
@@ -488,7 +489,7 @@ func TestConnectSchemaFollowsTheTable(t *testing.T) {
 	encode := func(sc *iceberg.Schema) (*connectSchema, string) {
 		c := goldenCommit(true)
 		c.Table.Schema = sc
-		r := make(cdc.Row, len(sc.Fields()))
+		r := make(values.Row, len(sc.Fields()))
 		for i, fl := range sc.Fields() {
 			switch fl.Type.(type) {
 			case iceberg.Int32Type:
@@ -531,7 +532,7 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 			iceberg.NestedField{ID: 2, Name: "s", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
 				{ID: 3, Name: "shape", Type: iceberg.GeometryType{}}}}},
 			iceberg.NestedField{ID: 4, Name: "l", Type: &iceberg.ListType{ElementID: 5, Element: iceberg.GeographyType{}}})
-		e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{cdc.VariantJSON(`{"a":[1]}`), cdc.Row{[]byte{1}}, []any{[]byte{2}, nil}}}
+		e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{values.VariantJSON(`{"a":[1]}`), values.Row{[]byte{1}}, []any{[]byte{2}, nil}}}
 		_, vs, _, p := encodeConnect(t, f, c, e)
 		if v := vs.field("after").field("v"); v.Type != "string" || v.Name != dbzJSON {
 			t.Fatalf("schema of v %+v", v)
@@ -547,7 +548,7 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 	t.Run("unknown is an always-null optional string", func(t *testing.T) {
 		c := goldenCommit(false)
 		c.Table.Schema = iceberg.NewSchema(1, iceberg.NestedField{ID: 1, Name: "u", Type: iceberg.UnknownType{}})
-		_, vs, _, p := encodeConnect(t, f, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{nil}})
+		_, vs, _, p := encodeConnect(t, f, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{nil}})
 		if u := vs.field("after").field("u"); u.Type != "string" || !u.optional() || u.Name != icecdcUnknown {
 			t.Fatalf("schema %+v", u)
 		}
@@ -558,7 +559,7 @@ func TestConnectRefusesWhatConnectCannotExpress(t *testing.T) {
 	t.Run("null in a required field", func(t *testing.T) {
 		c := goldenCommit(true)
 		r := fullRow()
-		r[colAddress] = cdc.Row{"street", nil, nil} // city is required
+		r[colAddress] = values.Row{"street", nil, nil} // city is required
 		_, err := f.AppendValue(nil, c, &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: r}, 0)
 		if err == nil || !strings.Contains(err.Error(), `field "address.city"`) {
 			t.Fatalf("err = %v", err)

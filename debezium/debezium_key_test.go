@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 func TestDebeziumJSONKey(t *testing.T) {
@@ -62,7 +63,7 @@ func TestDebeziumJSONKeyErrors(t *testing.T) {
 	badRow := fullRow()
 	badRow[colID] = "42"
 	shortStruct := fullRow()
-	shortStruct[colAddress] = cdc.Row{}
+	shortStruct[colAddress] = values.Row{}
 
 	cases := []struct {
 		name  string
@@ -79,11 +80,11 @@ func TestDebeziumJSONKeyErrors(t *testing.T) {
 			`field "id": want int64 for long, got string`},
 		{"short struct", []string{"address.city"}, cdc.Event{Op: cdc.OpCreate, After: shortStruct},
 			`field "address.city": want at least 2 values for struct, got 0`},
-		{"not a struct", []string{"address.city"}, cdc.Event{Op: cdc.OpCreate, After: func() cdc.Row {
+		{"not a struct", []string{"address.city"}, cdc.Event{Op: cdc.OpCreate, After: func() values.Row {
 			r := fullRow()
 			r[colAddress] = "x"
 			return r
-		}()}, `field "address.city": want cdc.Row for struct, got string`},
+		}()}, `field "address.city": want values.Row for struct, got string`},
 	}
 	f := &JSON{}
 	for _, tc := range cases {
@@ -118,7 +119,7 @@ func TestDebeziumJSONValueErrors(t *testing.T) {
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:5:c: after: field "amount": want float64 for double, got string`},
 		{"before value", nil, cdc.Event{Op: cdc.OpDelete, RowID: 6, Before: bad},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:6:d: before: field "amount": want float64 for double, got string`},
-		{"row length", nil, cdc.Event{Op: cdc.OpCreate, RowID: 7, After: cdc.Row{int64(1)}},
+		{"row length", nil, cdc.Event{Op: cdc.OpCreate, RowID: 7, After: values.Row{int64(1)}},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:7:c: after: row: want 24 values for struct, got 1`},
 		{"unknown op", nil, cdc.Event{Op: 'x', RowID: 8, After: fullRow()},
 			`encode event 9c12f7a5-6d4b-4c6e-8a43-2f1e0d9b7c55:7:8:x: unknown op 'x'`},

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // updateGolden rewrites the golden files of the package's tests instead of
@@ -96,64 +97,64 @@ const (
 )
 
 // fullRow sets every field, with values that exercise each encoding.
-func fullRow() cdc.Row {
-	return cdc.Row{
+func fullRow() values.Row {
+	return values.Row{
 		int64(42),
 		true,
 		int32(-7),
 		int64(math.MaxInt64),
 		float32(0.1),
 		1234.5,
-		cdc.Decimal{Unscaled: "12345", Scale: 2},
-		cdc.Decimal{Unscaled: "-12345678901234567890123456789012345678", Scale: 10},
-		cdc.Date(19_876),                       // 2024-06-02
-		cdc.Time(45_296_789_012),               // 12:34:56.789012
-		cdc.Timestamp(1_717_331_696_789_012),   // 2024-06-02T12:34:56.789012
-		cdc.TimestampTZ(1_717_331_696_000_001), // 2024-06-02T12:34:56.000001Z
-		cdc.TimestampNano(1_717_331_696_123_456_789),
-		cdc.TimestampTZNano(-1), // 1969-12-31T23:59:59.999999999Z
+		values.Decimal{Unscaled: "12345", Scale: 2},
+		values.Decimal{Unscaled: "-12345678901234567890123456789012345678", Scale: 10},
+		values.Date(19_876),                       // 2024-06-02
+		values.Time(45_296_789_012),               // 12:34:56.789012
+		values.Timestamp(1_717_331_696_789_012),   // 2024-06-02T12:34:56.789012
+		values.TimestampTZ(1_717_331_696_000_001), // 2024-06-02T12:34:56.000001Z
+		values.TimestampNano(1_717_331_696_123_456_789),
+		values.TimestampTZNano(-1), // 1969-12-31T23:59:59.999999999Z
 		"Zoë \"quoted\"\n\ttab \u2028 <&>",
-		cdc.UUID{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00},
+		values.UUID{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00},
 		[]byte{0xde, 0xad, 0xbe, 0xef},
 		[]byte("hello\x00"),
-		cdc.Row{"1 Main St", "Springfield", cdc.Row{44.0462, -123.0220}},
+		values.Row{"1 Main St", "Springfield", values.Row{44.0462, -123.0220}},
 		[]any{"a", nil, "c"},
-		[]any{cdc.Row{"SKU-1", int32(2)}, cdc.Row{"SKU-2", nil}},
-		[]cdc.MapEntry{{Key: "x", Value: int64(1)}, {Key: "y\"", Value: nil}},
-		[]cdc.MapEntry{{Key: int32(1), Value: 0.5}, {Key: int32(-2), Value: math.Inf(-1)}},
-		[]cdc.MapEntry{{Key: cdc.Date(-1), Value: []any{"eve"}}, {Key: cdc.Date(0), Value: []any{}}},
+		[]any{values.Row{"SKU-1", int32(2)}, values.Row{"SKU-2", nil}},
+		[]values.MapEntry{{Key: "x", Value: int64(1)}, {Key: "y\"", Value: nil}},
+		[]values.MapEntry{{Key: int32(1), Value: 0.5}, {Key: int32(-2), Value: math.Inf(-1)}},
+		[]values.MapEntry{{Key: values.Date(-1), Value: []any{"eve"}}, {Key: values.Date(0), Value: []any{}}},
 	}
 }
 
 // sparseRow has nulls wherever the schema allows them, and empty
 // collections.
-func sparseRow() cdc.Row {
-	r := make(cdc.Row, numAllTypesCols)
+func sparseRow() values.Row {
+	r := make(values.Row, numAllTypesCols)
 	r[colID] = int64(43)
-	r[colAddress] = cdc.Row{nil, "Shelbyville", nil}
+	r[colAddress] = values.Row{nil, "Shelbyville", nil}
 	r[colTags] = []any{}
 	r[colItems] = []any{}
-	r[colAttrs] = []cdc.MapEntry{}
-	r[colScores] = []cdc.MapEntry{}
+	r[colAttrs] = []values.MapEntry{}
+	r[colScores] = []values.MapEntry{}
 	return r
 }
 
 // pastRow has pre-1970 and boundary values.
-func pastRow() cdc.Row {
+func pastRow() values.Row {
 	r := fullRow()
 	r[colID] = int64(44)
 	r[colFlag] = false
 	r[colBig] = int64(math.MinInt64)
 	r[colRatio] = float32(math.NaN())
 	r[colAmount] = -0.000001
-	r[colPrice] = cdc.Decimal{Unscaled: "-5", Scale: 2}
-	r[colBalance] = cdc.Decimal{Unscaled: "0", Scale: 10}
-	r[colDay] = cdc.Date(-25_567)                          // 1900-01-01
-	r[colClock] = cdc.Time(0)                              // midnight
-	r[colLocalTS] = cdc.Timestamp(-1)                      // 1969-12-31T23:59:59.999999
-	r[colUTCTS] = cdc.TimestampTZ(-62_135_596_800_000_000) // 0001-01-01T00:00:00Z
-	r[colLocalTSNs] = cdc.TimestampNano(math.MinInt64)
-	r[colUTCTSNs] = cdc.TimestampTZNano(0)
+	r[colPrice] = values.Decimal{Unscaled: "-5", Scale: 2}
+	r[colBalance] = values.Decimal{Unscaled: "0", Scale: 10}
+	r[colDay] = values.Date(-25_567)                          // 1900-01-01
+	r[colClock] = values.Time(0)                              // midnight
+	r[colLocalTS] = values.Timestamp(-1)                      // 1969-12-31T23:59:59.999999
+	r[colUTCTS] = values.TimestampTZ(-62_135_596_800_000_000) // 0001-01-01T00:00:00Z
+	r[colLocalTSNs] = values.TimestampNano(math.MinInt64)
+	r[colUTCTSNs] = values.TimestampTZNano(0)
 	r[colName] = "bad utf-8: \xff\xfe, control: \x01\x1f\x7f"
 	r[colBlob] = []byte{}
 	return r
@@ -187,7 +188,7 @@ func TestDebeziumJSONGolden(t *testing.T) {
 	updated := fullRow()
 	updated[colName] = "renamed"
 	updated[colAmount] = 99.0
-	updated[colAddress] = cdc.Row{"2 Side St", "Springfield", nil}
+	updated[colAddress] = values.Row{"2 Side St", "Springfield", nil}
 
 	cases := []struct {
 		name   string
@@ -310,7 +311,7 @@ func checkEnvelope(t *testing.T, c *cdc.Commit, e *cdc.Event, value []byte) {
 			t.Errorf("name = %s, want %q", img["name"], s)
 		}
 	}
-	if d, ok := row[colBalance].(cdc.Decimal); ok {
+	if d, ok := row[colBalance].(values.Decimal); ok {
 		var s string
 		if err := json.Unmarshal(img["balance"], &s); err != nil || !strings.Contains(s, ".") ||
 			len(s)-strings.IndexByte(s, '.')-1 != d.Scale {

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // This file encodes row images held as Arrow columns (ArrowRows) without
@@ -64,7 +65,7 @@ func (t *jsonType) appendArrowStruct(dst []byte, img *cdc.ArrowRows, i int) ([]b
 		if dst, ok = f.typ.appendArrowNonNull(dst, col, i); ok {
 			continue
 		}
-		v, err := cdc.ArrowValue(col, i, img.Fields()[k].Type)
+		v, err := values.ArrowValue(col, i, img.Fields()[k].Type)
 		if err != nil {
 			return dst[:start], fmt.Errorf("column %s: %w", f.name, err)
 		}
@@ -158,7 +159,7 @@ func (t *jsonType) appendArrowNonNull(dst []byte, arr arrow.Array, i int) (_ []b
 		if t.kind != kindUUID || len(b) != 16 {
 			return dst, false
 		}
-		return appendUUID(dst, cdc.UUID(b)), true
+		return appendUUID(dst, values.UUID(b)), true
 	}
 	if ext, isExt := arr.(array.ExtensionArray); isExt {
 		return t.appendArrowValue(dst, ext.Storage(), i)
@@ -202,7 +203,7 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 	case kindDecimal:
 		var scratch [24]byte
 		if digits, _, ok := t.arrowDecimal(scratch[:0], arr, i); ok {
-			out, ok := appendDecimal(dst, cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
+			out, ok := appendDecimal(dst, values.Decimal{Unscaled: string(digits), Scale: t.scale})
 			return out, ok
 		}
 	case kindDate:
@@ -214,18 +215,18 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 		}
 	case kindTime:
 		if a, ok := arr.(*array.Time64); ok {
-			if tm := cdc.TimeMicros(a, i); tm >= 0 && tm < microsPerDay {
+			if tm := values.TimeMicros(a, i); tm >= 0 && tm < microsPerDay {
 				return appendTimeOfDay(dst, tm), true
 			}
 		}
 	case kindTimestamp, kindTimestampTZ:
 		if a, ok := arr.(*array.Timestamp); ok {
-			us := cdc.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+			us := values.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 			return appendTimestamp(dst, us, 1_000_000, 6, t.kind == kindTimestampTZ), true
 		}
 	case kindTimestampNs, kindTimestampTZNs:
 		if a, ok := arr.(*array.Timestamp); ok {
-			ns := cdc.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+			ns := values.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 			return appendTimestamp(dst, ns, 1_000_000_000, 9, t.kind == kindTimestampTZNs), true
 		}
 	case kindString:
@@ -234,7 +235,7 @@ func (t *jsonType) appendArrowValue(dst []byte, arr arrow.Array, i int) (_ []byt
 		}
 	case kindUUID:
 		if b, ok := arrowBytes(arr, i); ok && len(b) == 16 {
-			return appendUUID(dst, cdc.UUID(b)), true
+			return appendUUID(dst, values.UUID(b)), true
 		}
 	case kindFixed:
 		if b, ok := arrowBytes(arr, i); ok && len(b) == t.prec {
@@ -368,7 +369,7 @@ func (t *jsonType) appendConnectArrowStruct(dst []byte, img *cdc.ArrowRows, i in
 		var v any
 		if col != nil {
 			var err error
-			if v, err = cdc.ArrowValue(col, i, img.Fields()[k].Type); err != nil {
+			if v, err = values.ArrowValue(col, i, img.Fields()[k].Type); err != nil {
 				return dst[:start], fmt.Errorf("column %s: %w", f.name, err)
 			}
 		}
@@ -430,7 +431,7 @@ func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o 
 		if !ok {
 			return dst, false
 		}
-		tm := cdc.TimeMicros(a, i)
+		tm := values.TimeMicros(a, i)
 		if tm < 0 || tm >= microsPerDay {
 			return dst, false
 		}
@@ -440,14 +441,14 @@ func appendConnectArrowValue(dst []byte, t *jsonType, arr arrow.Array, i int, o 
 		if !ok {
 			return dst, false
 		}
-		ts := cdc.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+		ts := values.ToMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 		return o.appendTimestamp(dst, ts), true
 	case kindTimestampNs:
 		a, ok := arr.(*array.Timestamp)
 		if !ok {
 			return dst, false
 		}
-		ts := cdc.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
+		ts := values.ToNanos(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 		return o.appendTimestampNano(dst, ts), true
 	case kindStruct:
 		if a, ok := arr.(*array.Struct); ok {
@@ -482,7 +483,7 @@ func appendConnectArrowDecimal(dst []byte, t *jsonType, arr arrow.Array, i int, 
 	}
 	switch o.DecimalHandling {
 	case DecimalString:
-		return appendDecimal(dst, cdc.Decimal{Unscaled: string(digits), Scale: t.scale})
+		return appendDecimal(dst, values.Decimal{Unscaled: string(digits), Scale: t.scale})
 	case DecimalDouble:
 		return dst, false
 	}
@@ -684,7 +685,7 @@ func keyImage(e *cdc.Event, sc *iceberg.Schema) (image, error) {
 
 // image is one row image of an event, as a Row or a row of Arrow columns.
 type image struct {
-	row   cdc.Row
+	row   values.Row
 	arrow *cdc.ArrowRows
 	pos   int
 }

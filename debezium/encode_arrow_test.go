@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // arrowCase is a column of Arrow type dt (values in arrow-go's JSON form)
@@ -126,7 +127,7 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d (%s as %s): %v", n, tc.dt, tc.typ, err)
 		}
-		if cdc.ArrowFits(arr, tc.typ) {
+		if values.ArrowFits(arr, tc.typ) {
 			fits++
 		}
 		for _, required := range []bool{false, true} {
@@ -155,7 +156,7 @@ func TestArrowPathMatchesRowPath(t *testing.T) {
 						} {
 							rows := e
 							if err := rows.MaterializeRows(); err != nil {
-								if cdc.ArrowFits(arr, tc.typ) {
+								if values.ArrowFits(arr, tc.typ) {
 									t.Fatalf("case %d: %s fits %s but row %d fails: %v", n, tc.dt, tc.typ, i, err)
 								}
 								fallbacks++

@@ -5,7 +5,7 @@ import (
 	"math/big"
 	"strconv"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // This file writes row values as the payload of Kafka Connect's JSON
@@ -21,13 +21,13 @@ func appendConnectValue(dst []byte, t *jsonType, v any, o *ConnectOptions) ([]by
 	}
 	switch t.kind {
 	case kindDecimal:
-		d, ok := v.(cdc.Decimal)
+		d, ok := v.(values.Decimal)
 		if !ok {
 			break
 		}
 		return t.appendConnectDecimal(dst, d, o.DecimalHandling)
 	case kindDate:
-		d, ok := v.(cdc.Date)
+		d, ok := v.(values.Date)
 		if !ok {
 			break
 		}
@@ -36,7 +36,7 @@ func appendConnectValue(dst []byte, t *jsonType, v any, o *ConnectOptions) ([]by
 		}
 		return strconv.AppendInt(dst, int64(d), 10), nil
 	case kindTime:
-		tm, ok := v.(cdc.Time)
+		tm, ok := v.(values.Time)
 		if !ok {
 			break
 		}
@@ -45,19 +45,19 @@ func appendConnectValue(dst []byte, t *jsonType, v any, o *ConnectOptions) ([]by
 		}
 		return o.appendTime(dst, int64(tm)), nil
 	case kindTimestamp:
-		ts, ok := v.(cdc.Timestamp)
+		ts, ok := v.(values.Timestamp)
 		if !ok {
 			break
 		}
 		return o.appendTimestamp(dst, int64(ts)), nil
 	case kindTimestampNs:
-		ts, ok := v.(cdc.TimestampNano)
+		ts, ok := v.(values.TimestampNano)
 		if !ok {
 			break
 		}
 		return o.appendTimestampNano(dst, int64(ts)), nil
 	case kindStruct:
-		r, ok := v.(cdc.Row)
+		r, ok := v.(values.Row)
 		if !ok {
 			break
 		}
@@ -69,7 +69,7 @@ func appendConnectValue(dst []byte, t *jsonType, v any, o *ConnectOptions) ([]by
 		}
 		return t.appendConnectList(dst, l, o)
 	case kindMap:
-		m, ok := v.([]cdc.MapEntry)
+		m, ok := v.([]values.MapEntry)
 		if !ok {
 			break
 		}
@@ -88,7 +88,7 @@ func appendConnectValue(dst []byte, t *jsonType, v any, o *ConnectOptions) ([]by
 // appendConnectStruct appends r as an object of t's fields. A null in a
 // required field is an error: JsonConverter would refuse the record, and
 // with it every record after it in a sink that stops on errors.
-func (t *jsonType) appendConnectStruct(dst []byte, r cdc.Row, o *ConnectOptions) ([]byte, error) {
+func (t *jsonType) appendConnectStruct(dst []byte, r values.Row, o *ConnectOptions) ([]byte, error) {
 	if len(r) != len(t.fields) {
 		return dst, &ValueError{Type: t.name, Want: strconv.Itoa(len(t.fields)) + " values",
 			Got: strconv.Itoa(len(r))}
@@ -141,7 +141,7 @@ func connectStringKind(t *jsonType, o *ConnectOptions) bool {
 
 // appendConnectMap appends m in Connect's JSON form: an object when the
 // keys' Connect schema is a string, else an array of [key, value] pairs.
-func (t *jsonType) appendConnectMap(dst []byte, m []cdc.MapEntry, o *ConnectOptions) ([]byte, error) {
+func (t *jsonType) appendConnectMap(dst []byte, m []values.MapEntry, o *ConnectOptions) ([]byte, error) {
 	object := connectStringKind(t.key, o)
 	if object {
 		dst = append(dst, '{')
@@ -188,7 +188,7 @@ func (t *jsonType) appendConnectMap(dst []byte, m []cdc.MapEntry, o *ConnectOpti
 
 // appendConnectDecimal writes d per the decimal handling mode, after the
 // same checks as debezium-json (scale, digits, precision).
-func (t *jsonType) appendConnectDecimal(dst []byte, d cdc.Decimal, mode DecimalHandlingMode) ([]byte, error) {
+func (t *jsonType) appendConnectDecimal(dst []byte, d values.Decimal, mode DecimalHandlingMode) ([]byte, error) {
 	var scratch [48]byte
 	plain, err := t.appendDecimal(scratch[:0], d) // quoted plain string
 	if err != nil {

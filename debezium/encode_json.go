@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/jsonfloat"
+	"github.com/icecdc/icecdc/values"
 )
 
 // This file holds the scalar JSON appenders shared by the JSON encodings.
@@ -158,7 +158,7 @@ func appendBase64(dst, b []byte) []byte {
 }
 
 // appendUUID appends u in its canonical quoted form, lowercase 8-4-4-4-12.
-func appendUUID(dst []byte, u cdc.UUID) []byte {
+func appendUUID(dst []byte, u values.UUID) []byte {
 	dst = append(dst, '"')
 	for i, b := range u {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
@@ -174,7 +174,7 @@ func appendUUID(dst []byte, u cdc.UUID) []byte {
 // by most consumers and lose digits of a decimal(38, s). ok is false when
 // d.Unscaled is not base-10 digits with an optional leading '-'. Leading zeros
 // are dropped and a negative zero is written without its sign.
-func appendDecimal(dst []byte, d cdc.Decimal) (_ []byte, ok bool) {
+func appendDecimal(dst []byte, d values.Decimal) (_ []byte, ok bool) {
 	digits := d.Unscaled
 	neg := len(digits) > 0 && digits[0] == '-'
 	if neg {

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // marshalNoHTML is encoding/json's output for v without HTML escaping, the
@@ -97,21 +97,21 @@ func TestAppendJSONFloat(t *testing.T) {
 
 func TestAppendDecimal(t *testing.T) {
 	cases := []struct {
-		d    cdc.Decimal
+		d    values.Decimal
 		want string
 	}{
-		{cdc.Decimal{Unscaled: "12345", Scale: 2}, "123.45"},
-		{cdc.Decimal{Unscaled: "-12345", Scale: 2}, "-123.45"},
-		{cdc.Decimal{Unscaled: "-5", Scale: 2}, "-0.05"},
-		{cdc.Decimal{Unscaled: "5", Scale: 3}, "0.005"},
-		{cdc.Decimal{Unscaled: "7", Scale: 0}, "7"},
-		{cdc.Decimal{Unscaled: "-7", Scale: 0}, "-7"},
-		{cdc.Decimal{Unscaled: "0", Scale: 2}, "0.00"},
-		{cdc.Decimal{Unscaled: "-0", Scale: 2}, "0.00"},
-		{cdc.Decimal{Unscaled: "000120", Scale: 1}, "12.0"},
-		{cdc.Decimal{Unscaled: "-100", Scale: 2}, "-1.00"},
-		{cdc.Decimal{Unscaled: "99999999999999999999999999999999999999", Scale: 10}, "9999999999999999999999999999.9999999999"},
-		{cdc.Decimal{Unscaled: "-12345678901234567890123456789012345678", Scale: 38}, "-0.12345678901234567890123456789012345678"},
+		{values.Decimal{Unscaled: "12345", Scale: 2}, "123.45"},
+		{values.Decimal{Unscaled: "-12345", Scale: 2}, "-123.45"},
+		{values.Decimal{Unscaled: "-5", Scale: 2}, "-0.05"},
+		{values.Decimal{Unscaled: "5", Scale: 3}, "0.005"},
+		{values.Decimal{Unscaled: "7", Scale: 0}, "7"},
+		{values.Decimal{Unscaled: "-7", Scale: 0}, "-7"},
+		{values.Decimal{Unscaled: "0", Scale: 2}, "0.00"},
+		{values.Decimal{Unscaled: "-0", Scale: 2}, "0.00"},
+		{values.Decimal{Unscaled: "000120", Scale: 1}, "12.0"},
+		{values.Decimal{Unscaled: "-100", Scale: 2}, "-1.00"},
+		{values.Decimal{Unscaled: "99999999999999999999999999999999999999", Scale: 10}, "9999999999999999999999999999.9999999999"},
+		{values.Decimal{Unscaled: "-12345678901234567890123456789012345678", Scale: 38}, "-0.12345678901234567890123456789012345678"},
 	}
 	for _, tc := range cases {
 		got, ok := appendDecimal(nil, tc.d)
@@ -119,7 +119,7 @@ func TestAppendDecimal(t *testing.T) {
 			t.Errorf("appendDecimal(%+v) = %s, %v; want %q", tc.d, got, ok, tc.want)
 		}
 	}
-	for _, bad := range []cdc.Decimal{{Unscaled: "", Scale: 0}, {Unscaled: "-", Scale: 2}, {Unscaled: "1.5", Scale: 1}, {Unscaled: "+1", Scale: 0},
+	for _, bad := range []values.Decimal{{Unscaled: "", Scale: 0}, {Unscaled: "-", Scale: 2}, {Unscaled: "1.5", Scale: 1}, {Unscaled: "+1", Scale: 0},
 		{Unscaled: " 1", Scale: 0}, {Unscaled: "1e3", Scale: 0}, {Unscaled: "--1", Scale: 0}, {Unscaled: "1", Scale: -1}} {
 		if got, ok := appendDecimal([]byte("x"), bad); ok || string(got) != "x" {
 			t.Errorf("appendDecimal(%+v) = %s, %v; want rejected with dst unchanged", bad, got, ok)
@@ -139,7 +139,7 @@ func TestAppendDecimal(t *testing.T) {
 		n, _ := new(big.Int).SetString(unscaled, 10)
 		scale := rng.IntN(39)
 		want := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)).FloatString(scale)
-		got, ok := appendDecimal(nil, cdc.Decimal{Unscaled: unscaled, Scale: scale})
+		got, ok := appendDecimal(nil, values.Decimal{Unscaled: unscaled, Scale: scale})
 		if !ok || string(got) != strconv.Quote(want) {
 			t.Fatalf("appendDecimal(%s, %d) = %s, math/big says %s", unscaled, scale, got, want)
 		}
@@ -241,7 +241,7 @@ func TestAppendTimeOfDay(t *testing.T) {
 }
 
 func TestAppendUUIDAndBase64(t *testing.T) {
-	u := cdc.UUID{0xF8, 0x1D, 0x4F, 0xAE, 0x7D, 0xEC, 0x11, 0xD0, 0xA7, 0x65, 0x00, 0xA0, 0xC9, 0x1E, 0x6B, 0xF6}
+	u := values.UUID{0xF8, 0x1D, 0x4F, 0xAE, 0x7D, 0xEC, 0x11, 0xD0, 0xA7, 0x65, 0x00, 0xA0, 0xC9, 0x1E, 0x6B, 0xF6}
 	if got := string(appendUUID(nil, u)); got != `"f81d4fae-7dec-11d0-a765-00a0c91e6bf6"` {
 		t.Errorf("appendUUID = %s", got)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // ValueError reports a row value that does not fit its Iceberg field: a Go
@@ -74,8 +74,8 @@ const (
 	kindStruct
 	kindList
 	kindMap
-	kindVariant       // a cdc.VariantJSON, written as a JSON string
-	kindVariantInline // a cdc.VariantJSON, written as the JSON document itself
+	kindVariant       // a values.VariantJSON, written as a JSON string
+	kindVariantInline // a values.VariantJSON, written as the JSON document itself
 	kindGeo           // geometry or geography: WKB []byte, with the type's srid
 )
 
@@ -124,7 +124,7 @@ type jsonSchema struct {
 // value compile to kindUnsupported, which rejects any non-null value.
 func compileJSONSchema(sc *iceberg.Schema) *jsonSchema {
 	s := &jsonSchema{}
-	s.row = jsonType{kind: kindStruct, name: "struct", want: "cdc.Row", fields: compileFields(sc.Fields())}
+	s.row = jsonType{kind: kindStruct, name: "struct", want: "values.Row", fields: compileFields(sc.Fields())}
 	return s
 }
 
@@ -156,23 +156,23 @@ func compileType(t iceberg.Type) *jsonType {
 	case iceberg.Float64Type:
 		j.kind, j.want = kindDouble, "float64"
 	case iceberg.DecimalType:
-		j.kind, j.want, j.prec, j.scale = kindDecimal, "cdc.Decimal", t.Precision(), t.Scale()
+		j.kind, j.want, j.prec, j.scale = kindDecimal, "values.Decimal", t.Precision(), t.Scale()
 	case iceberg.DateType:
-		j.kind, j.want = kindDate, "cdc.Date"
+		j.kind, j.want = kindDate, "values.Date"
 	case iceberg.TimeType:
-		j.kind, j.want = kindTime, "cdc.Time"
+		j.kind, j.want = kindTime, "values.Time"
 	case iceberg.TimestampType:
-		j.kind, j.want = kindTimestamp, "cdc.Timestamp"
+		j.kind, j.want = kindTimestamp, "values.Timestamp"
 	case iceberg.TimestampTzType:
-		j.kind, j.want = kindTimestampTZ, "cdc.TimestampTZ"
+		j.kind, j.want = kindTimestampTZ, "values.TimestampTZ"
 	case iceberg.TimestampNsType:
-		j.kind, j.want = kindTimestampNs, "cdc.TimestampNano"
+		j.kind, j.want = kindTimestampNs, "values.TimestampNano"
 	case iceberg.TimestampTzNsType:
-		j.kind, j.want = kindTimestampTZNs, "cdc.TimestampTZNano"
+		j.kind, j.want = kindTimestampTZNs, "values.TimestampTZNano"
 	case iceberg.StringType:
 		j.kind, j.want = kindString, "string"
 	case iceberg.UUIDType:
-		j.kind, j.want = kindUUID, "cdc.UUID"
+		j.kind, j.want = kindUUID, "values.UUID"
 	case iceberg.FixedType:
 		j.kind, j.want, j.prec = kindFixed, "[]byte", t.Len()
 	case iceberg.BinaryType:
@@ -180,7 +180,7 @@ func compileType(t iceberg.Type) *jsonType {
 	case iceberg.UnknownType:
 		j.kind, j.want = kindUnknown, "nil"
 	case iceberg.VariantType:
-		j.kind, j.want = kindVariant, "cdc.VariantJSON"
+		j.kind, j.want = kindVariant, "values.VariantJSON"
 	case iceberg.GeometryType:
 		j.kind, j.want, j.geoName, j.crs = kindGeo, "[]byte (WKB)", dbzGeometry, t.CRS()
 		j.srid, j.hasSRID = sridOf(j.crs)
@@ -188,11 +188,11 @@ func compileType(t iceberg.Type) *jsonType {
 		j.kind, j.want, j.geoName, j.crs = kindGeo, "[]byte (WKB)", dbzGeography, t.CRS()
 		j.srid, j.hasSRID = sridOf(j.crs)
 	case *iceberg.StructType:
-		j.kind, j.want, j.fields = kindStruct, "cdc.Row", compileFields(t.FieldList)
+		j.kind, j.want, j.fields = kindStruct, "values.Row", compileFields(t.FieldList)
 	case *iceberg.ListType:
 		j.kind, j.want, j.elem, j.elemRequired = kindList, "[]any", compileType(t.Element), t.ElementRequired
 	case *iceberg.MapType:
-		j.kind, j.want = kindMap, "[]cdc.MapEntry"
+		j.kind, j.want = kindMap, "[]values.MapEntry"
 		j.key, j.elem, j.elemRequired = compileType(t.KeyType), compileType(t.ValueType), t.ValueRequired
 	default:
 		j.kind, j.want = kindUnsupported, "nil (no row value is defined for this type)"
@@ -264,7 +264,7 @@ func (c *schemaCache) getFor(sc *iceberg.Schema, inline bool) *jsonSchema {
 // the debezium-json format. It is exported for the other JSON formats. On
 // error (a *ValueError, or a length mismatch) it returns dst unchanged, so a
 // reused buffer never holds half a row.
-func (f *JSON) AppendRow(dst []byte, sc *iceberg.Schema, r cdc.Row) ([]byte, error) {
+func (f *JSON) AppendRow(dst []byte, sc *iceberg.Schema, r values.Row) ([]byte, error) {
 	if sc == nil {
 		return dst, fmt.Errorf("encode row: no schema")
 	}
@@ -276,7 +276,7 @@ func (f *JSON) AppendRow(dst []byte, sc *iceberg.Schema, r cdc.Row) ([]byte, err
 }
 
 // appendStruct appends r as an object of t's fields.
-func (t *jsonType) appendStruct(dst []byte, r cdc.Row) ([]byte, error) {
+func (t *jsonType) appendStruct(dst []byte, r values.Row) ([]byte, error) {
 	if len(r) != len(t.fields) {
 		return dst, &ValueError{Type: t.name, Want: strconv.Itoa(len(t.fields)) + " values",
 			Got: strconv.Itoa(len(r))}
@@ -321,34 +321,34 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendJSONFloat(dst, f, 64), nil
 		}
 	case kindDecimal:
-		if d, ok := v.(cdc.Decimal); ok {
+		if d, ok := v.(values.Decimal); ok {
 			return t.appendDecimal(dst, d)
 		}
 	case kindDate:
-		if d, ok := v.(cdc.Date); ok {
+		if d, ok := v.(values.Date); ok {
 			return appendDate(dst, int64(d)), nil
 		}
 	case kindTime:
-		if tm, ok := v.(cdc.Time); ok {
+		if tm, ok := v.(values.Time); ok {
 			if tm < 0 || tm >= microsPerDay {
 				return dst, t.domainError("microseconds in [0, 86400000000)", strconv.FormatInt(int64(tm), 10))
 			}
 			return appendTimeOfDay(dst, int64(tm)), nil
 		}
 	case kindTimestamp:
-		if ts, ok := v.(cdc.Timestamp); ok {
+		if ts, ok := v.(values.Timestamp); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000, 6, false), nil
 		}
 	case kindTimestampTZ:
-		if ts, ok := v.(cdc.TimestampTZ); ok {
+		if ts, ok := v.(values.TimestampTZ); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000, 6, true), nil
 		}
 	case kindTimestampNs:
-		if ts, ok := v.(cdc.TimestampNano); ok {
+		if ts, ok := v.(values.TimestampNano); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, false), nil
 		}
 	case kindTimestampTZNs:
-		if ts, ok := v.(cdc.TimestampTZNano); ok {
+		if ts, ok := v.(values.TimestampTZNano); ok {
 			return appendTimestamp(dst, int64(ts), 1_000_000_000, 9, true), nil
 		}
 	case kindString:
@@ -356,7 +356,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 			return appendJSONString(dst, s), nil
 		}
 	case kindUUID:
-		if u, ok := v.(cdc.UUID); ok {
+		if u, ok := v.(values.UUID); ok {
 			return appendUUID(dst, u), nil
 		}
 	case kindFixed:
@@ -382,7 +382,7 @@ func (t *jsonType) appendValue(dst []byte, v any) ([]byte, error) {
 func (t *jsonType) appendNested(dst []byte, v any) ([]byte, error) {
 	switch t.kind {
 	case kindStruct:
-		if r, ok := v.(cdc.Row); ok {
+		if r, ok := v.(values.Row); ok {
 			return t.appendStruct(dst, r)
 		}
 	case kindList:
@@ -390,7 +390,7 @@ func (t *jsonType) appendNested(dst []byte, v any) ([]byte, error) {
 			return t.appendList(dst, l)
 		}
 	case kindMap:
-		if m, ok := v.([]cdc.MapEntry); ok {
+		if m, ok := v.([]values.MapEntry); ok {
 			return t.appendMap(dst, m)
 		}
 	}
@@ -402,11 +402,11 @@ func (t *jsonType) appendNested(dst []byte, v any) ([]byte, error) {
 func (t *jsonType) appendVariantOrGeo(dst []byte, v any) ([]byte, error) {
 	switch t.kind {
 	case kindVariant:
-		if x, ok := v.(cdc.VariantJSON); ok {
+		if x, ok := v.(values.VariantJSON); ok {
 			return appendJSONString(dst, string(x)), nil
 		}
 	case kindVariantInline:
-		if x, ok := v.(cdc.VariantJSON); ok {
+		if x, ok := v.(values.VariantJSON); ok {
 			return append(dst, x...), nil
 		}
 	case kindGeo:
@@ -430,7 +430,7 @@ func (t *jsonType) domainError(want, got string) *ValueError {
 // than the column's would change what the digits mean to a consumer that
 // reads the column's scale from its schema, and more digits than the
 // precision cannot come from a valid Iceberg file.
-func (t *jsonType) appendDecimal(dst []byte, d cdc.Decimal) ([]byte, error) {
+func (t *jsonType) appendDecimal(dst []byte, d values.Decimal) ([]byte, error) {
 	if d.Scale != t.scale {
 		return dst, t.domainError("scale "+strconv.Itoa(t.scale), "scale "+strconv.Itoa(d.Scale))
 	}
@@ -464,7 +464,7 @@ func (t *jsonType) appendList(dst []byte, l []any) ([]byte, error) {
 // stringifying them would hide their type from consumers and make distinct
 // keys collide (1 and "1"), so such maps become an array of {"key", "value"}
 // objects, in entry order.
-func (t *jsonType) appendMap(dst []byte, m []cdc.MapEntry) ([]byte, error) {
+func (t *jsonType) appendMap(dst []byte, m []values.MapEntry) ([]byte, error) {
 	if t.key.kind == kindString {
 		dst = append(dst, '{')
 		for i, e := range m {

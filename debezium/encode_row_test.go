@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // oneColumn is a schema with a single optional field "v" of type t.
@@ -27,14 +27,14 @@ func TestAppendRowValues(t *testing.T) {
 		want string
 	}{
 		{"null of any type", iceberg.DecimalTypeOf(9, 2), nil, `null`},
-		{"negative decimal", iceberg.DecimalTypeOf(9, 2), cdc.Decimal{Unscaled: "-12345", Scale: 2}, `"-123.45"`},
-		{"small negative decimal", iceberg.DecimalTypeOf(9, 2), cdc.Decimal{Unscaled: "-5", Scale: 2}, `"-0.05"`},
-		{"decimal scale 0", iceberg.DecimalTypeOf(5, 0), cdc.Decimal{Unscaled: "7", Scale: 0}, `"7"`},
-		{"pre-1970 date", iceberg.PrimitiveTypes.Date, cdc.Date(-1), `"1969-12-31"`},
-		{"pre-1970 timestamp", iceberg.PrimitiveTypes.Timestamp, cdc.Timestamp(-1_500_000), `"1969-12-31T23:59:58.500000"`},
-		{"pre-1970 timestamptz", iceberg.PrimitiveTypes.TimestampTz, cdc.TimestampTZ(-1), `"1969-12-31T23:59:59.999999Z"`},
-		{"pre-1970 timestamp_ns", iceberg.PrimitiveTypes.TimestampNs, cdc.TimestampNano(-1), `"1969-12-31T23:59:59.999999999"`},
-		{"timestamptz_ns", iceberg.PrimitiveTypes.TimestampTzNs, cdc.TimestampTZNano(1), `"1970-01-01T00:00:00.000000001Z"`},
+		{"negative decimal", iceberg.DecimalTypeOf(9, 2), values.Decimal{Unscaled: "-12345", Scale: 2}, `"-123.45"`},
+		{"small negative decimal", iceberg.DecimalTypeOf(9, 2), values.Decimal{Unscaled: "-5", Scale: 2}, `"-0.05"`},
+		{"decimal scale 0", iceberg.DecimalTypeOf(5, 0), values.Decimal{Unscaled: "7", Scale: 0}, `"7"`},
+		{"pre-1970 date", iceberg.PrimitiveTypes.Date, values.Date(-1), `"1969-12-31"`},
+		{"pre-1970 timestamp", iceberg.PrimitiveTypes.Timestamp, values.Timestamp(-1_500_000), `"1969-12-31T23:59:58.500000"`},
+		{"pre-1970 timestamptz", iceberg.PrimitiveTypes.TimestampTz, values.TimestampTZ(-1), `"1969-12-31T23:59:59.999999Z"`},
+		{"pre-1970 timestamp_ns", iceberg.PrimitiveTypes.TimestampNs, values.TimestampNano(-1), `"1969-12-31T23:59:59.999999999"`},
+		{"timestamptz_ns", iceberg.PrimitiveTypes.TimestampTzNs, values.TimestampTZNano(1), `"1970-01-01T00:00:00.000000001Z"`},
 		{"string escaping", str, "a\"b\\c\nd\x00\xff", `"a\"b\\c\nd\u0000\ufffd"`},
 		{"empty string", str, "", `""`},
 		{"empty list", &iceberg.ListType{ElementID: 2, Element: str}, []any{}, `[]`},
@@ -42,11 +42,11 @@ func TestAppendRowValues(t *testing.T) {
 		{"list of lists", &iceberg.ListType{ElementID: 2, Element: &iceberg.ListType{ElementID: 3,
 			Element: iceberg.PrimitiveTypes.Int32}}, []any{[]any{int32(1)}, nil, []any{}}, `[[1],null,[]]`},
 		{"empty string map", &iceberg.MapType{KeyID: 2, KeyType: str, ValueID: 3, ValueType: str},
-			[]cdc.MapEntry{}, `{}`},
+			[]values.MapEntry{}, `{}`},
 		{"empty int map", &iceberg.MapType{KeyID: 2, KeyType: iceberg.PrimitiveTypes.Int64, ValueID: 3,
-			ValueType: str}, []cdc.MapEntry{}, `[]`},
+			ValueType: str}, []values.MapEntry{}, `[]`},
 		{"uuid map keys", &iceberg.MapType{KeyID: 2, KeyType: iceberg.PrimitiveTypes.UUID, ValueID: 3,
-			ValueType: iceberg.PrimitiveTypes.Bool}, []cdc.MapEntry{{Key: cdc.UUID{1}, Value: true}},
+			ValueType: iceberg.PrimitiveTypes.Bool}, []values.MapEntry{{Key: values.UUID{1}, Value: true}},
 			`[{"key":"01000000-0000-0000-0000-000000000000","value":true}]`},
 		{"empty binary", iceberg.PrimitiveTypes.Binary, []byte{}, `""`},
 		{"fixed", iceberg.FixedTypeOf(2), []byte{0xff, 0xee}, `"/+4="`},
@@ -55,7 +55,7 @@ func TestAppendRowValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := (&JSON{}).AppendRow(nil, oneColumn(tc.typ), cdc.Row{tc.v})
+			got, err := (&JSON{}).AppendRow(nil, oneColumn(tc.typ), values.Row{tc.v})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestAppendRowFieldNames(t *testing.T) {
 		iceberg.NestedField{ID: 1, Name: `we"ird`, Type: iceberg.PrimitiveTypes.Int32},
 		iceberg.NestedField{ID: 2, Name: "ünï\ncode", Type: iceberg.PrimitiveTypes.Int32},
 	)
-	got, err := (&JSON{}).AppendRow([]byte("prefix "), sc, cdc.Row{int32(1), int32(2)})
+	got, err := (&JSON{}).AppendRow([]byte("prefix "), sc, values.Row{int32(1), int32(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,56 +99,56 @@ func TestAppendRowErrors(t *testing.T) {
 		{"long", iceberg.PrimitiveTypes.Int64, 1, `field "v": want int64 for long, got int`},
 		{"bool", iceberg.PrimitiveTypes.Bool, "true", `field "v": want bool for boolean, got string`},
 		{"string", str, []byte("x"), `field "v": want string for string, got []uint8`},
-		{"date", iceberg.PrimitiveTypes.Date, int32(1), `field "v": want cdc.Date for date, got int32`},
-		{"time", iceberg.PrimitiveTypes.Time, cdc.Timestamp(1), `field "v": want cdc.Time for time, got cdc.Timestamp`},
-		{"timestamp", iceberg.PrimitiveTypes.Timestamp, cdc.TimestampTZ(1),
-			`field "v": want cdc.Timestamp for timestamp, got cdc.TimestampTZ`},
+		{"date", iceberg.PrimitiveTypes.Date, int32(1), `field "v": want values.Date for date, got int32`},
+		{"time", iceberg.PrimitiveTypes.Time, values.Timestamp(1), `field "v": want values.Time for time, got values.Timestamp`},
+		{"timestamp", iceberg.PrimitiveTypes.Timestamp, values.TimestampTZ(1),
+			`field "v": want values.Timestamp for timestamp, got values.TimestampTZ`},
 		{"timestamptz", iceberg.PrimitiveTypes.TimestampTz, time.Time{},
-			`field "v": want cdc.TimestampTZ for timestamptz, got time.Time`},
-		{"timestamp_ns", iceberg.PrimitiveTypes.TimestampNs, cdc.Timestamp(1),
-			`field "v": want cdc.TimestampNano for timestamp_ns, got cdc.Timestamp`},
-		{"timestamptz_ns", iceberg.PrimitiveTypes.TimestampTzNs, cdc.TimestampNano(1),
-			`field "v": want cdc.TimestampTZNano for timestamptz_ns, got cdc.TimestampNano`},
+			`field "v": want values.TimestampTZ for timestamptz, got time.Time`},
+		{"timestamp_ns", iceberg.PrimitiveTypes.TimestampNs, values.Timestamp(1),
+			`field "v": want values.TimestampNano for timestamp_ns, got values.Timestamp`},
+		{"timestamptz_ns", iceberg.PrimitiveTypes.TimestampTzNs, values.TimestampNano(1),
+			`field "v": want values.TimestampTZNano for timestamptz_ns, got values.TimestampNano`},
 		{"uuid", iceberg.PrimitiveTypes.UUID, "f81d4fae-7dec-11d0-a765-00a0c91e6bf6",
-			`field "v": want cdc.UUID for uuid, got string`},
+			`field "v": want values.UUID for uuid, got string`},
 		{"binary", iceberg.PrimitiveTypes.Binary, "x", `field "v": want []byte for binary, got string`},
-		{"fixed type", iceberg.FixedTypeOf(4), cdc.UUID{}, `field "v": want []byte for fixed[4], got cdc.UUID`},
+		{"fixed type", iceberg.FixedTypeOf(4), values.UUID{}, `field "v": want []byte for fixed[4], got values.UUID`},
 		{"fixed length", iceberg.FixedTypeOf(4), []byte{1, 2, 3}, `field "v": want 4 bytes for fixed[4], got 3 bytes`},
-		{"decimal type", iceberg.DecimalTypeOf(9, 2), 1.5, `field "v": want cdc.Decimal for decimal(9, 2), got float64`},
-		{"decimal scale", iceberg.DecimalTypeOf(9, 2), cdc.Decimal{Unscaled: "1234", Scale: 3},
+		{"decimal type", iceberg.DecimalTypeOf(9, 2), 1.5, `field "v": want values.Decimal for decimal(9, 2), got float64`},
+		{"decimal scale", iceberg.DecimalTypeOf(9, 2), values.Decimal{Unscaled: "1234", Scale: 3},
 			`field "v": want scale 2 for decimal(9, 2), got scale 3`},
-		{"decimal digits", iceberg.DecimalTypeOf(9, 2), cdc.Decimal{Unscaled: "12.5", Scale: 2},
+		{"decimal digits", iceberg.DecimalTypeOf(9, 2), values.Decimal{Unscaled: "12.5", Scale: 2},
 			`field "v": want unscaled base-10 digits for decimal(9, 2), got "12.5"`},
-		{"decimal precision", iceberg.DecimalTypeOf(4, 2), cdc.Decimal{Unscaled: "-12345", Scale: 2},
+		{"decimal precision", iceberg.DecimalTypeOf(4, 2), values.Decimal{Unscaled: "-12345", Scale: 2},
 			`field "v": want at most 4 digits for decimal(4, 2), got 5 digits`},
-		{"time range", iceberg.PrimitiveTypes.Time, cdc.Time(86_400_000_000),
+		{"time range", iceberg.PrimitiveTypes.Time, values.Time(86_400_000_000),
 			`field "v": want microseconds in [0, 86400000000) for time, got 86400000000`},
-		{"negative time", iceberg.PrimitiveTypes.Time, cdc.Time(-1),
+		{"negative time", iceberg.PrimitiveTypes.Time, values.Time(-1),
 			`field "v": want microseconds in [0, 86400000000) for time, got -1`},
 		{"unknown type", iceberg.UnknownType{}, int32(0), `field "v": want nil for unknown, got int32`},
-		{"variant", iceberg.VariantType{}, []byte{0}, `field "v": want cdc.VariantJSON for variant, got []uint8`},
-		{"struct type", nested, map[string]any{}, `field "v": want cdc.Row for struct<`},
-		{"struct arity", nested, cdc.Row{cdc.Row{1.0}, 2}, `field "v": want 1 values for struct<`},
-		{"nested struct", nested, cdc.Row{cdc.Row{"north"}}, `field "v.geo.lat": want float64 for double, got string`},
+		{"variant", iceberg.VariantType{}, []byte{0}, `field "v": want values.VariantJSON for variant, got []uint8`},
+		{"struct type", nested, map[string]any{}, `field "v": want values.Row for struct<`},
+		{"struct arity", nested, values.Row{values.Row{1.0}, 2}, `field "v": want 1 values for struct<`},
+		{"nested struct", nested, values.Row{values.Row{"north"}}, `field "v.geo.lat": want float64 for double, got string`},
 		{"list type", &iceberg.ListType{ElementID: 2, Element: str}, []string{"a"},
 			`field "v": want []any for list<string>, got []string`},
 		{"list element", &iceberg.ListType{ElementID: 2, Element: str}, []any{"a", nil, 3},
 			`field "v[2]": want string for string, got int`},
-		{"list of structs", &iceberg.ListType{ElementID: 2, Element: nested}, []any{cdc.Row{nil}, cdc.Row{cdc.Row{true}}},
+		{"list of structs", &iceberg.ListType{ElementID: 2, Element: nested}, []any{values.Row{nil}, values.Row{values.Row{true}}},
 			`field "v[1].geo.lat": want float64 for double, got bool`},
 		{"map type", &iceberg.MapType{KeyID: 2, KeyType: str, ValueID: 3, ValueType: str},
-			map[string]string{}, `field "v": want []cdc.MapEntry for map<string, string>, got map[string]string`},
+			map[string]string{}, `field "v": want []values.MapEntry for map<string, string>, got map[string]string`},
 		{"map null string key", &iceberg.MapType{KeyID: 2, KeyType: str, ValueID: 3, ValueType: str},
-			[]cdc.MapEntry{{Key: "a", Value: "b"}, {Key: nil, Value: "c"}}, `field "v[1].key": want string for string, got <nil>`},
+			[]values.MapEntry{{Key: "a", Value: "b"}, {Key: nil, Value: "c"}}, `field "v[1].key": want string for string, got <nil>`},
 		{"map value", &iceberg.MapType{KeyID: 2, KeyType: str, ValueID: 3, ValueType: iceberg.PrimitiveTypes.Int64},
-			[]cdc.MapEntry{{Key: "a", Value: int32(1)}}, `field "v[0].value": want int64 for long, got int32`},
+			[]values.MapEntry{{Key: "a", Value: int32(1)}}, `field "v[0].value": want int64 for long, got int32`},
 		{"map int key", &iceberg.MapType{KeyID: 2, KeyType: iceberg.PrimitiveTypes.Int32, ValueID: 3, ValueType: str},
-			[]cdc.MapEntry{{Key: int64(1), Value: "a"}}, `field "v[0].key": want int32 for int, got int64`},
+			[]values.MapEntry{{Key: int64(1), Value: "a"}}, `field "v[0].key": want int32 for int, got int64`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := []byte("kept")
-			got, err := (&JSON{}).AppendRow(dst, oneColumn(tc.typ), cdc.Row{tc.v})
+			got, err := (&JSON{}).AppendRow(dst, oneColumn(tc.typ), values.Row{tc.v})
 			if err == nil {
 				t.Fatalf("no error; encoded %s", got)
 			}
@@ -166,10 +166,10 @@ func TestAppendRowErrors(t *testing.T) {
 	}
 
 	sc := oneColumn(str)
-	if _, err := (&JSON{}).AppendRow(nil, sc, cdc.Row{"a", "b"}); err == nil || err.Error() != "row: want 1 values for struct, got 2" {
+	if _, err := (&JSON{}).AppendRow(nil, sc, values.Row{"a", "b"}); err == nil || err.Error() != "row: want 1 values for struct, got 2" {
 		t.Errorf("long row: %v", err)
 	}
-	if _, err := (&JSON{}).AppendRow(nil, nil, cdc.Row{}); err == nil {
+	if _, err := (&JSON{}).AppendRow(nil, nil, values.Row{}); err == nil {
 		t.Error("nil schema: no error")
 	}
 }
@@ -207,7 +207,7 @@ func TestAppendRowConcurrent(t *testing.T) {
 				if (g+i)%3 == 0 {
 					sc = oneColumn(iceberg.PrimitiveTypes.Int64)
 					var err error
-					if buf, err = enc.AppendRow(buf[:0], sc, cdc.Row{int64(i)}); err != nil {
+					if buf, err = enc.AppendRow(buf[:0], sc, values.Row{int64(i)}); err != nil {
 						t.Error(err)
 						return
 					}

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Each format says what its records are, through the flattened form and
@@ -16,7 +17,7 @@ func TestEncodingOfFormats(t *testing.T) {
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 	c := &cdc.Commit{Table: cdc.TableInfo{Namespace: "n", Name: "t", UUID: "u", Schema: sc, KeyFields: []string{"id"}},
 		Snapshot: cdc.SnapshotInfo{SequenceNumber: 1}}
-	e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(7)}}
+	e := &cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{int64(7)}}
 	conn, err := NewConnectJSON(Envelope{Pipeline: "p"}, ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)

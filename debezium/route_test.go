@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // routedRecord is a line of testdata/routed.jsonl: a record as icecdc
@@ -55,9 +56,9 @@ func TestRoutedRecords(t *testing.T) {
 	for _, name := range []string{"orders_eu", "orders_us", "returns"} {
 		c := routeCommit(name)
 		for _, e := range []cdc.Event{
-			{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(1), "ann", 10.5}},
-			{Op: cdc.OpUpdate, RowID: 1, Index: 1, Before: cdc.Row{int64(1), "ann", 10.5}, After: cdc.Row{int64(1), "ann", 12.0}},
-			{Op: cdc.OpDelete, RowID: 1, Index: 2, Before: cdc.Row{int64(1), "ann", 12.0}},
+			{Op: cdc.OpCreate, RowID: 1, After: values.Row{int64(1), "ann", 10.5}},
+			{Op: cdc.OpUpdate, RowID: 1, Index: 1, Before: values.Row{int64(1), "ann", 10.5}, After: values.Row{int64(1), "ann", 12.0}},
+			{Op: cdc.OpDelete, RowID: 1, Index: 2, Before: values.Row{int64(1), "ann", 12.0}},
 		} {
 			k, _ := connect.AppendKey(nil, c, &e)
 			v, _ := connect.AppendValue(nil, c, &e, 1796090727011)
@@ -93,7 +94,7 @@ func TestRoutedRecords(t *testing.T) {
 	// debezium-json: the key gains the field, the value is as it was.
 	j := &JSON{Envelope: Envelope{Pipeline: "shop-cdc", Version: "0.1.0"}}
 	rj := &Routed{Inner: j, Router: r, TopicOf: topicOf}
-	c, e := routeCommit("orders_us"), cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(1), "ann", 10.5}}
+	c, e := routeCommit("orders_us"), cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{int64(1), "ann", 10.5}}
 	if k, _ := rj.AppendKey(nil, c, &e); string(k) != `{"order_id":1,"__dbz__physicalTableIdentifier":"icecdc.bookshop.orders_us"}` {
 		t.Errorf("debezium-json routed key: %s", k)
 	}
@@ -158,9 +159,9 @@ func TestRoutedUnwrap(t *testing.T) {
 	topicOf := func(t *cdc.TableInfo) string { return "icecdc." + t.Namespace + "." + t.Name }
 	base := func(t *cdc.TableInfo) string { return "icecdc." + t.Namespace + "." + t.Name }
 	events := []cdc.Event{
-		{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(1), "ann", 10.5}},
-		{Op: cdc.OpUpdate, RowID: 1, Index: 1, Before: cdc.Row{int64(1), "ann", 10.5}, After: cdc.Row{int64(1), "ann", 12.0}},
-		{Op: cdc.OpDelete, RowID: 1, Index: 2, Before: cdc.Row{int64(1), "ann", 12.0}},
+		{Op: cdc.OpCreate, RowID: 1, After: values.Row{int64(1), "ann", 10.5}},
+		{Op: cdc.OpUpdate, RowID: 1, Index: 1, Before: values.Row{int64(1), "ann", 10.5}, After: values.Row{int64(1), "ann", 12.0}},
+		{Op: cdc.OpDelete, RowID: 1, Index: 2, Before: values.Row{int64(1), "ann", 12.0}},
 	}
 	var lines []byte
 	for _, mode := range []DeleteHandling{DeleteRewrite, DeleteTombstone, DeleteDrop} {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // TableFormat prints events for a person reading them: one line per
@@ -116,7 +117,7 @@ func (t *TableFormat) changes(c *cdc.Commit, e *cdc.Event) (string, error) {
 	}
 }
 
-func (t *TableFormat) imageMap(c *cdc.Commit, r cdc.Row) (map[string]any, error) {
+func (t *TableFormat) imageMap(c *cdc.Commit, r values.Row) (map[string]any, error) {
 	b, err := t.enc.AppendRow(nil, c.Table.Schema, r)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/registry"
+	"github.com/icecdc/icecdc/values"
 )
 
 // sameAvroRecord checks a debezium-avro record against the
@@ -209,9 +210,9 @@ func TestAvroRoutedUnwrap(t *testing.T) {
 	f, cl := newAvroFormat(t, reg.URL(), ConnectOptions{}, AvroOptions{Topic: func(t *cdc.TableInfo) (string, error) { return r.Topic(topicOf(t)), nil }})
 	conn := newConnect(t, ConnectOptions{})
 	events := []cdc.Event{
-		{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int64(1), "ann", 10.5}},
-		{Op: cdc.OpUpdate, RowID: 1, Index: 1, Before: cdc.Row{int64(1), "ann", 10.5}, After: cdc.Row{int64(1), "ann", 12.0}},
-		{Op: cdc.OpDelete, RowID: 1, Index: 2, Before: cdc.Row{int64(1), "ann", 12.0}},
+		{Op: cdc.OpCreate, RowID: 1, After: values.Row{int64(1), "ann", 10.5}},
+		{Op: cdc.OpUpdate, RowID: 1, Index: 1, Before: values.Row{int64(1), "ann", 10.5}, After: values.Row{int64(1), "ann", 12.0}},
+		{Op: cdc.OpDelete, RowID: 1, Index: 2, Before: values.Row{int64(1), "ann", 12.0}},
 	}
 	for _, mode := range deleteHandlings {
 		for _, unwrapFirst := range []bool{false, true} {

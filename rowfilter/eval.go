@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Bound is a Filter resolved against one schema.
@@ -20,7 +21,7 @@ type Bound struct {
 }
 
 type boundNode interface {
-	eval(r cdc.Row) tri
+	eval(r values.Row) tri
 }
 
 // tri is SQL's three-valued truth.
@@ -45,14 +46,14 @@ type (
 	}
 )
 
-func (n boundAnd) eval(r cdc.Row) tri { return fold(n, r, triFalse) }
+func (n boundAnd) eval(r values.Row) tri { return fold(n, r, triFalse) }
 
-func (n boundOr) eval(r cdc.Row) tri { return fold(n, r, triTrue) }
+func (n boundOr) eval(r values.Row) tri { return fold(n, r, triTrue) }
 
 // fold is SQL's AND (decided by triFalse) or OR (decided by triTrue) of
 // xs on r: decided as soon as one term is, else unknown when a term is,
 // else the other truth.
-func fold(xs []boundNode, r cdc.Row, decided tri) tri {
+func fold(xs []boundNode, r values.Row, decided tri) tri {
 	v := triTrue - decided // the other of triFalse and triTrue
 	for _, x := range xs {
 		switch x.eval(r) {
@@ -65,7 +66,7 @@ func fold(xs []boundNode, r cdc.Row, decided tri) tri {
 	return v
 }
 
-func (n boundNot) eval(r cdc.Row) tri {
+func (n boundNot) eval(r values.Row) tri {
 	switch v := n.x.eval(r); v {
 	case triTrue:
 		return triFalse
@@ -83,7 +84,7 @@ func truth(b bool) tri {
 	return triFalse
 }
 
-func (n boundCmp) eval(r cdc.Row) tri {
+func (n boundCmp) eval(r values.Row) tri {
 	var v any
 	if n.pos < len(r) {
 		v = r[n.pos]
@@ -133,7 +134,7 @@ func (f *Filter) Bind(sc *iceberg.Schema) (*Bound, error) {
 }
 
 // Keep reports whether the row satisfies the filter (true, not unknown).
-func (b *Bound) Keep(r cdc.Row) bool { return b.root.eval(r) == triTrue }
+func (b *Bound) Keep(r values.Row) bool { return b.root.eval(r) == triTrue }
 
 // bindFilter recurses once per level of the parsed condition, which
 // Parse bounds (MaxDepth).
@@ -198,7 +199,7 @@ func bindCmp(c filterCmp, sc *iceberg.Schema) (boundNode, error) {
 	return b, nil
 }
 
-func compareOrdered[T int32 | int64 | float32 | float64 | string | cdc.Date | cdc.Timestamp | cdc.TimestampTZ | cdc.TimestampNano | cdc.TimestampTZNano](a, b any) int {
+func compareOrdered[T int32 | int64 | float32 | float64 | string | values.Date | values.Timestamp | values.TimestampTZ | values.TimestampNano | values.TimestampTZNano](a, b any) int {
 	x, y := a.(T), b.(T)
 	switch {
 	case x < y:
@@ -230,15 +231,15 @@ func filterType(t iceberg.Type) (func(a, b any) int, func(filterLit) (any, error
 	case iceberg.UUIDType:
 		return compareUUID, uuidLit, nil
 	case iceberg.DateType:
-		return compareOrdered[cdc.Date], dateLit, nil
+		return compareOrdered[values.Date], dateLit, nil
 	case iceberg.TimestampType:
-		return compareOrdered[cdc.Timestamp], timeLit(func(t time.Time) any { return cdc.Timestamp(t.UnixMicro()) }), nil
+		return compareOrdered[values.Timestamp], timeLit(func(t time.Time) any { return values.Timestamp(t.UnixMicro()) }), nil
 	case iceberg.TimestampTzType:
-		return compareOrdered[cdc.TimestampTZ], timeLit(func(t time.Time) any { return cdc.TimestampTZ(t.UnixMicro()) }), nil
+		return compareOrdered[values.TimestampTZ], timeLit(func(t time.Time) any { return values.TimestampTZ(t.UnixMicro()) }), nil
 	case iceberg.TimestampNsType:
-		return compareOrdered[cdc.TimestampNano], timeLit(func(t time.Time) any { return cdc.TimestampNano(t.UnixNano()) }), nil
+		return compareOrdered[values.TimestampNano], timeLit(func(t time.Time) any { return values.TimestampNano(t.UnixNano()) }), nil
 	case iceberg.TimestampTzNsType:
-		return compareOrdered[cdc.TimestampTZNano], timeLit(func(t time.Time) any { return cdc.TimestampTZNano(t.UnixNano()) }), nil
+		return compareOrdered[values.TimestampTZNano], timeLit(func(t time.Time) any { return values.TimestampTZNano(t.UnixNano()) }), nil
 	}
 	return nil, nil, fmt.Errorf("a %s column cannot be compared in a filter (only IS [NOT] NULL); compare booleans, numbers, decimals, strings, uuids, dates and timestamps", t)
 }
@@ -301,7 +302,7 @@ func floatLit(bits int, to func(float64) any) func(filterLit) (any, error) {
 }
 
 func compareDecimal(a, b any) int {
-	return decimalRat(a.(cdc.Decimal)).Cmp(b.(*big.Rat))
+	return decimalRat(a.(values.Decimal)).Cmp(b.(*big.Rat))
 }
 
 func decimalLit(l filterLit) (any, error) {
@@ -323,7 +324,7 @@ func stringLit(l filterLit) (any, error) {
 }
 
 func compareUUID(a, b any) int {
-	x, y := a.(cdc.UUID), b.(cdc.UUID)
+	x, y := a.(values.UUID), b.(values.UUID)
 	return bytes.Compare(x[:], y[:])
 }
 
@@ -335,7 +336,7 @@ func uuidLit(l filterLit) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("want a 'uuid', got %s", l.describe())
 	}
-	return cdc.UUID(u), nil
+	return values.UUID(u), nil
 }
 
 func dateLit(l filterLit) (any, error) {
@@ -346,7 +347,7 @@ func dateLit(l filterLit) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("want a 'YYYY-MM-DD' date, got %s", l.describe())
 	}
-	return cdc.Date(d.Unix() / 86400), nil
+	return values.Date(d.Unix() / 86400), nil
 }
 
 // describe names the literal's kind, never its text: a literal may be a
@@ -379,7 +380,7 @@ func timeLit(to func(time.Time) any) func(filterLit) (any, error) {
 	}
 }
 
-func decimalRat(d cdc.Decimal) *big.Rat {
+func decimalRat(d values.Decimal) *big.Rat {
 	r, ok := new(big.Rat).SetString(d.Unscaled)
 	if !ok {
 		return new(big.Rat)

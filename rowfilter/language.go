@@ -4,6 +4,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Language is the filter language as the pipeline uses it.
@@ -12,7 +13,7 @@ type Language struct{}
 var _ cdc.RowFilters = Language{}
 
 // Bind parses text and binds it to sc.
-func (Language) Bind(text string, sc *iceberg.Schema) (func(cdc.Row) bool, error) {
+func (Language) Bind(text string, sc *iceberg.Schema) (func(values.Row) bool, error) {
 	f, err := Parse(text)
 	if err != nil {
 		return nil, err

@@ -8,9 +8,9 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/rowfilter"
+	"github.com/icecdc/icecdc/values"
 )
 
 // filterSchema has a column of each kind a filter compares.
@@ -143,7 +143,7 @@ func TestRowFilterBounded(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		row := make(cdc.Row, len(sc.Fields()))
+		row := make(values.Row, len(sc.Fields()))
 		row[0] = int64(0)
 		if !b.Keep(row) {
 			t.Errorf("%s leaves id 0 out", name)
@@ -191,14 +191,14 @@ func TestRowFilter(t *testing.T) {
 		}
 		var kept []int64
 		for v := int64(1); v <= 5; v++ {
-			if b.Keep(cdc.Row{v}) {
+			if b.Keep(values.Row{v}) {
 				kept = append(kept, v)
 			}
 		}
 		if fmt.Sprint(kept) != fmt.Sprint(tc.keep) {
 			t.Errorf("%s kept %v, want %v", tc.filter, kept, tc.keep)
 		}
-		if b.Keep(cdc.Row{nil}) != strings.Contains(tc.filter, "IS NULL") {
+		if b.Keep(values.Row{nil}) != strings.Contains(tc.filter, "IS NULL") {
 			t.Errorf("%s on a null: SQL keeps a null only for IS NULL", tc.filter)
 		}
 	}

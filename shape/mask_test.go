@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // maskVector is a line of testdata/debezium-masks.jsonl: what Debezium's
@@ -52,7 +53,7 @@ func TestMasksEqualDebeziums(t *testing.T) {
 			in = strings.Repeat(*v.Input, max(v.Repeat, 1))
 		}
 		c := &cdc.Commit{Table: cdc.TableInfo{Schema: sc}}
-		_, evs, err := s.Apply(c, []cdc.Event{{Op: cdc.OpCreate, After: cdc.Row{in}}})
+		_, evs, err := s.Apply(c, []cdc.Event{{Op: cdc.OpCreate, After: values.Row{in}}})
 		if err != nil {
 			t.Fatal(err)
 		}

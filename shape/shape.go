@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // errNoSchema is a commit without a schema: nothing to resolve columns
@@ -573,7 +574,7 @@ func (sh *Shaper) Apply(c *cdc.Commit, evs []cdc.Event) (*cdc.Commit, []cdc.Even
 	return &sc, kept, nil
 }
 
-func (v *shapeView) shape(slab *cdc.RowSlab, r cdc.Row) cdc.Row {
+func (v *shapeView) shape(slab *cdc.RowSlab, r values.Row) values.Row {
 	if r == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 func shapeSchema(id int, fields ...iceberg.NestedField) *iceberg.Schema {
@@ -77,9 +78,9 @@ func TestShaperFollowsTheSchema(t *testing.T) {
 	s1 := shapeSchema(1, fID, renamed, fSSN, fNote)
 	c := &cdc.Commit{Table: cdc.TableInfo{Schema: s1}}
 	evs := []cdc.Event{
-		{Op: cdc.OpCreate, Index: 0, After: cdc.Row{int64(1), "a@b.c", int64(123456789), "hello"}},
-		{Op: cdc.OpDelete, Index: 1, Before: cdc.Row{int64(2), "x@y.z", int64(987654321), nil}},
-		{Op: cdc.OpUpdate, Index: 2, Before: cdc.Row{int64(3), "p@q.r", int64(5), "ab"}, After: cdc.Row{int64(3), "s@t.u", int64(6), "ab"}},
+		{Op: cdc.OpCreate, Index: 0, After: values.Row{int64(1), "a@b.c", int64(123456789), "hello"}},
+		{Op: cdc.OpDelete, Index: 1, Before: values.Row{int64(2), "x@y.z", int64(987654321), nil}},
+		{Op: cdc.OpUpdate, Index: 2, Before: values.Row{int64(3), "p@q.r", int64(5), "ab"}, After: values.Row{int64(3), "s@t.u", int64(6), "ab"}},
 	}
 	sc, kept, err := s.Apply(c, evs)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/dv"
 	"github.com/icecdc/icecdc/lineage"
+	"github.com/icecdc/icecdc/values"
 )
 
 // commitRun holds the state of computing one snapshot's events.
@@ -33,10 +34,10 @@ type commitRun struct {
 	// unpaired is set when a keyed commit was too large to hold and pair
 	// its deletes and inserts by key (see streamable).
 	unpaired bool
-	oldEq    []*eqDeletes            // equality deletes live in the parent
-	images   map[lineage.Loc]cdc.Row // row images read for events
-	groups   []removal               // rows leaving, in manifest order
-	parent   []iceberg.ManifestFile  // the parent's manifest list, read on demand
+	oldEq    []*eqDeletes               // equality deletes live in the parent
+	images   map[lineage.Loc]values.Row // row images read for events
+	groups   []removal                  // rows leaving, in manifest order
+	parent   []iceberg.ManifestFile     // the parent's manifest list, read on demand
 	anoms    []cdc.Anomaly
 	pf       *prefetched // footers and vectors read, by file
 }
@@ -114,7 +115,7 @@ func (t *Table) Commit(ctx context.Context, si cdc.SnapshotInfo) (out *cdc.Commi
 		return nil, fmt.Errorf("snapshot %d adds v2 position delete file %s to a v3 table", si.ID, d.addedPos[0].DataFile().FilePath())
 	}
 
-	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]cdc.Row{}, eqFile: map[int]bool{}, pairedBy: map[int]string{}, pf: newPrefetched()}
+	r := &commitRun{t: t, fs: fs, snap: snap, sc: sc, d: d, images: map[lineage.Loc]values.Row{}, eqFile: map[int]bool{}, pairedBy: map[int]string{}, pf: newPrefetched()}
 	return r.run(ctx, c)
 }
 
@@ -923,9 +924,9 @@ func keyPositions(sc *iceberg.Schema, keys []string) []int {
 	return out
 }
 
-func keyChanged(before, after cdc.Row, idx []int) bool {
+func keyChanged(before, after values.Row, idx []int) bool {
 	for _, i := range idx {
-		if !cdc.ValueEqual(before[i], after[i]) {
+		if !values.ValueEqual(before[i], after[i]) {
 			return true
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // eqDeletes is the content of one equality-delete file: the key tuples it
@@ -67,14 +67,14 @@ func (e *eqDeletes) appliesTo(m dataFileMeta) bool {
 }
 
 // matches reports whether row (in schema order) equals one of the keys.
-func (e *eqDeletes) matches(row cdc.Row) bool {
+func (e *eqDeletes) matches(row values.Row) bool {
 	_, ok := e.keys[keyOf(row, e.fieldIdx)]
 	return ok
 }
 
 // keyOf renders the values at idx canonically; null equals null, as the
 // spec says for equality deletes.
-func keyOf(row cdc.Row, idx []int) string {
+func keyOf(row values.Row, idx []int) string {
 	var b strings.Builder
 	for _, i := range idx {
 		fmt.Fprintf(&b, "%T:%v\x00", row[i], row[i])
@@ -220,7 +220,7 @@ func (t *eqIndex) loadEq(ctx context.Context, at eqRead, e iceberg.ManifestEntry
 		}
 		rows += rec.NumRows()
 		for i := 0; i < int(rec.NumRows()); i++ {
-			row := make(cdc.Row, len(fields))
+			row := make(values.Row, len(fields))
 			for k, pos := range ed.fieldIdx {
 				idx := rec.Schema().FieldIndices(names[k])
 				if len(idx) == 0 {
@@ -293,7 +293,7 @@ func (t *Table) liveDataFiles(ctx context.Context, fs iceio.IO, list []iceberg.M
 
 // matchesAny reports whether any of sets matches row; with no sets it
 // returns empty.
-func matchesAny(sets []*eqDeletes, row cdc.Row, empty bool) bool {
+func matchesAny(sets []*eqDeletes, row values.Row, empty bool) bool {
 	if len(sets) == 0 {
 		return empty
 	}
@@ -527,7 +527,7 @@ func (r *commitRun) loadParentEq(ctx context.Context) error {
 
 // widen extends the per-field key ranges, and the kept tuples, with the
 // equality fields of row.
-func (e *eqDeletes) widen(row cdc.Row) {
+func (e *eqDeletes) widen(row values.Row) {
 	tuple := make([]any, len(e.fieldIdx))
 	for k, pos := range e.fieldIdx {
 		v := row[pos]
@@ -558,7 +558,7 @@ func (e *eqDeletes) widen(row cdc.Row) {
 
 func ordered(v any) bool {
 	switch v.(type) {
-	case int32, int64, string, cdc.Date:
+	case int32, int64, string, values.Date:
 		return true
 	}
 	return false
@@ -572,8 +572,8 @@ func less(a, b any) bool {
 		return x < b.(int64)
 	case string:
 		return x < b.(string)
-	case cdc.Date:
-		return x < b.(cdc.Date)
+	case values.Date:
+		return x < b.(values.Date)
 	}
 	return false
 }
@@ -709,9 +709,9 @@ func statValue(v, like any) (any, bool) {
 	case string:
 		x, ok := v.(string)
 		return x, ok
-	case cdc.Date:
+	case values.Date:
 		x, ok := v.(int32)
-		return cdc.Date(x), ok
+		return values.Date(x), ok
 	}
 	return nil, false
 }
@@ -752,8 +752,8 @@ func boundValue(typ iceberg.Type, b []byte, like any) (any, error) {
 			return string(l), nil
 		}
 	case iceberg.DateLiteral:
-		if _, ok := like.(cdc.Date); ok {
-			return cdc.Date(l), nil
+		if _, ok := like.(values.Date); ok {
+			return values.Date(l), nil
 		}
 	}
 	return nil, fmt.Errorf("bound of type %s for key %T", typ, like)

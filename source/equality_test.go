@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // boundsFile is a data file with column bounds on field 1 (long) and 2
@@ -53,7 +53,7 @@ func TestEqualityMayMatch(t *testing.T) {
 			e.ranges = append(e.ranges, keyRange{fieldID: i + 1})
 		}
 		for _, k := range keys {
-			row := cdc.Row(k)
+			row := values.Row(k)
 			e.keys[keyOf(row, e.fieldIdx)] = struct{}{}
 			e.widen(row)
 		}
@@ -63,7 +63,7 @@ func TestEqualityMayMatch(t *testing.T) {
 	two := deletes(2, k(2, "a"), k(104, "y"))
 	many := deletes(2)
 	for i := int64(0); i <= maxTupleKeys; i++ { // one past the cap: ranges only
-		row := cdc.Row(k(i*10, fmt.Sprint("k", i)))
+		row := values.Row(k(i*10, fmt.Sprint("k", i)))
 		many.keys[keyOf(row, many.fieldIdx)] = struct{}{}
 		many.widen(row)
 	}
@@ -115,7 +115,7 @@ func BenchmarkEqualityMayMatch(b *testing.B) {
 		e := &eqDeletes{keys: map[string]struct{}{}, fieldIdx: []int{0, 1},
 			ranges: []keyRange{{fieldID: 1}, {fieldID: 2}}}
 		for i := 0; i < n; i++ {
-			row := cdc.Row{int64(i * 10), fmt.Sprint("k", i)}
+			row := values.Row{int64(i * 10), fmt.Sprint("k", i)}
 			e.keys[keyOf(row, e.fieldIdx)] = struct{}{}
 			e.widen(row)
 		}

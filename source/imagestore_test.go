@@ -5,15 +5,15 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
-func sampleRow(i int) cdc.Row {
-	return cdc.Row{nil, true, false, int32(-i), int64(i) << 40, float32(1.5), float64(i) / 3,
-		fmt.Sprint("row ", i), []byte{1, 2, byte(i)}, cdc.Decimal{Unscaled: "-12345", Scale: 2},
-		cdc.Date(i), cdc.Time(i), cdc.Timestamp(-i), cdc.TimestampTZ(i), cdc.TimestampNano(i), cdc.TimestampTZNano(i),
-		cdc.UUID{byte(i), 2, 3}, []any{int64(1), nil, "x"}, []cdc.MapEntry{{Key: "k", Value: int32(i)}},
-		cdc.Row{"nested", cdc.Row{nil}}, []any{}, string(make([]byte, 600+i%1000)), cdc.VariantJSON(fmt.Sprintf(`{"n":%d}`, i))}
+func sampleRow(i int) values.Row {
+	return values.Row{nil, true, false, int32(-i), int64(i) << 40, float32(1.5), float64(i) / 3,
+		fmt.Sprint("row ", i), []byte{1, 2, byte(i)}, values.Decimal{Unscaled: "-12345", Scale: 2},
+		values.Date(i), values.Time(i), values.Timestamp(-i), values.TimestampTZ(i), values.TimestampNano(i), values.TimestampTZNano(i),
+		values.UUID{byte(i), 2, 3}, []any{int64(1), nil, "x"}, []values.MapEntry{{Key: "k", Value: int32(i)}},
+		values.Row{"nested", values.Row{nil}}, []any{}, string(make([]byte, 600+i%1000)), values.VariantJSON(fmt.Sprintf(`{"n":%d}`, i))}
 }
 
 // TestImageStore writes images in one order and reads them in another,
@@ -84,14 +84,14 @@ func TestRowDecoderTruncated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := make(cdc.Row, len(sampleRow(7)))
+	want := make(values.Row, len(sampleRow(7)))
 	for _, i := range []int{1, 7, 17, 19, 21} {
 		want[i] = sampleRow(7)[i]
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("fields:\n got %#v\nwant %#v", got, want)
 	}
-	if _, err := appendRow(nil, cdc.Row{struct{}{}}); err == nil {
+	if _, err := appendRow(nil, values.Row{struct{}{}}); err == nil {
 		t.Fatal("an unknown value type must be an error")
 	}
 }

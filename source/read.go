@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // fileRow is one row of a data file with its effective lineage.
@@ -18,7 +19,7 @@ type fileRow struct {
 	pos   int64
 	rowID int64
 	lusn  int64
-	row   cdc.Row // nil unless the visitor asked for values (or img holds them)
+	row   values.Row // nil unless the visitor asked for values (or img holds them)
 	// img, when set, holds the row's values as row pos-base of a record
 	// batch's columns (readOpts.arrow), and row is nil.
 	img *cdc.ArrowRows
@@ -147,10 +148,10 @@ func narrowColumn(sc *iceberg.Schema) string {
 }
 
 // visitBatch calls visit for every row of rec, numbered from base, and
-// returns the rows it wants, with their values when values is set: as
+// returns the rows it wants, with their values when withValues is set: as
 // Rows, or, when lazy is set and that is exact, in the batch's columns
 // (fileRow.img).
-func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, lazy bool, visit rowVisitor) ([]fileRow, error) {
+func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, withValues, lazy bool, visit rowVisitor) ([]fileRow, error) {
 	ids, err := int64Column(rec, iceberg.RowIDColumnName)
 	if err != nil {
 		return nil, err
@@ -166,7 +167,7 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, l
 			cols[k] = rec.Column(idx[0])
 		}
 	}
-	if values && lazy && columnsFit(cols, fields) {
+	if withValues && lazy && columnsFit(cols, fields) {
 		return visitLazy(batchColumns{rec: rec, sc: sc, cols: cols, fields: fields, ids: ids, seqs: seqs}, base, visit)
 	}
 	var out []fileRow
@@ -183,7 +184,7 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, l
 		if !want {
 			continue
 		}
-		if !values {
+		if !withValues {
 			out = append(out, fileRow{pos: base + int64(i), rowID: id, lusn: lusn})
 			continue
 		}
@@ -191,7 +192,7 @@ func visitBatch(rec arrow.RecordBatch, sc *iceberg.Schema, base int64, values, l
 			arena = make([]any, block*len(fields))
 			block = min(block*2, 256)
 		}
-		row := cdc.Row(arena[:len(fields):len(fields)])
+		row := values.Row(arena[:len(fields):len(fields)])
 		arena = arena[len(fields):]
 		for k, f := range fields {
 			if cols[k] == nil {
@@ -232,11 +233,11 @@ func int64Column(rec arrow.RecordBatch, name string) (*array.Int64, error) {
 }
 
 // columnsFit reports whether every value of cols converts to its field's
-// type (cdc.ArrowFits): only then may a row's values be read later, when
+// type (values.ArrowFits): only then may a row's values be read later, when
 // it is encoded, without postponing an error the read would report.
 func columnsFit(cols []arrow.Array, fields []iceberg.NestedField) bool {
 	for k, c := range cols {
-		if c != nil && !cdc.ArrowFits(c, fields[k].Type) {
+		if c != nil && !values.ArrowFits(c, fields[k].Type) {
 			return false
 		}
 	}
@@ -292,7 +293,7 @@ func visitLazy(b batchColumns, base int64, visit rowVisitor) ([]fileRow, error) 
 			arena = make([]any, block*len(fields))
 			block = min(block*2, 256)
 		}
-		row := cdc.Row(arena[:len(fields):len(fields)])
+		row := values.Row(arena[:len(fields):len(fields)])
 		arena = arena[len(fields):]
 		for c, f := range fields {
 			if cols[c] == nil {

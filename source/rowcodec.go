@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // The row images a commit holds past its memory budget go to a temporary
 // file in this encoding: a tag byte per value, then its payload. It is
 // written by hand because it only has to round-trip the closed set of value
-// types cdc.Row documents within one process; encoding/gob would carry type
+// types values.Row documents within one process; encoding/gob would carry type
 // descriptions and reflection for each image at several times the cost.
 const (
 	tagNull byte = iota
@@ -39,7 +39,7 @@ const (
 )
 
 // appendRow appends the encoding of row to b.
-func appendRow(b []byte, row cdc.Row) ([]byte, error) {
+func appendRow(b []byte, row values.Row) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(row)))
 	for _, v := range row {
 		var err error
@@ -71,24 +71,24 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return append(binary.AppendUvarint(append(b, tagString), uint64(len(x))), x...), nil
 	case []byte:
 		return append(binary.AppendUvarint(append(b, tagBytes), uint64(len(x))), x...), nil
-	case cdc.VariantJSON:
+	case values.VariantJSON:
 		return append(binary.AppendUvarint(append(b, tagVariant), uint64(len(x))), x...), nil
-	case cdc.Decimal:
+	case values.Decimal:
 		b = binary.AppendVarint(append(b, tagDecimal), int64(x.Scale))
 		return append(binary.AppendUvarint(b, uint64(len(x.Unscaled))), x.Unscaled...), nil
-	case cdc.Date:
+	case values.Date:
 		return binary.AppendVarint(append(b, tagDate), int64(x)), nil
-	case cdc.Time:
+	case values.Time:
 		return binary.AppendVarint(append(b, tagTime), int64(x)), nil
-	case cdc.Timestamp:
+	case values.Timestamp:
 		return binary.AppendVarint(append(b, tagTimestamp), int64(x)), nil
-	case cdc.TimestampTZ:
+	case values.TimestampTZ:
 		return binary.AppendVarint(append(b, tagTimestampTZ), int64(x)), nil
-	case cdc.TimestampNano:
+	case values.TimestampNano:
 		return binary.AppendVarint(append(b, tagTimestampNano), int64(x)), nil
-	case cdc.TimestampTZNano:
+	case values.TimestampTZNano:
 		return binary.AppendVarint(append(b, tagTimestampTZNano), int64(x)), nil
-	case cdc.UUID:
+	case values.UUID:
 		return append(append(b, tagUUID), x[:]...), nil
 	case []any:
 		b = binary.AppendUvarint(append(b, tagList), uint64(len(x)))
@@ -99,7 +99,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			}
 		}
 		return b, nil
-	case []cdc.MapEntry:
+	case []values.MapEntry:
 		b = binary.AppendUvarint(append(b, tagMap), uint64(len(x)))
 		for _, e := range x {
 			var err error
@@ -111,7 +111,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			}
 		}
 		return b, nil
-	case cdc.Row:
+	case values.Row:
 		return appendRow(append(b, tagStruct), x)
 	}
 	return nil, fmt.Errorf("row value of type %T cannot be spilled", v)
@@ -124,7 +124,7 @@ type rowDecoder struct {
 	b []byte
 }
 
-func (d *rowDecoder) row() (cdc.Row, error) {
+func (d *rowDecoder) row() (values.Row, error) {
 	n, err := d.uvarint()
 	if err != nil {
 		return nil, err
@@ -132,7 +132,7 @@ func (d *rowDecoder) row() (cdc.Row, error) {
 	if n > uint64(len(d.b)) { // every value takes at least a byte
 		return nil, errShortImage
 	}
-	row := make(cdc.Row, n)
+	row := make(values.Row, n)
 	for i := range row {
 		if row[i], err = d.value(); err != nil {
 			return nil, err
@@ -194,17 +194,17 @@ func (d *rowDecoder) value() (any, error) {
 		case tagInt64:
 			return v, nil
 		case tagDate:
-			return cdc.Date(v), nil
+			return values.Date(v), nil
 		case tagTime:
-			return cdc.Time(v), nil
+			return values.Time(v), nil
 		case tagTimestamp:
-			return cdc.Timestamp(v), nil
+			return values.Timestamp(v), nil
 		case tagTimestampTZ:
-			return cdc.TimestampTZ(v), nil
+			return values.TimestampTZ(v), nil
 		case tagTimestampNano:
-			return cdc.TimestampNano(v), nil
+			return values.TimestampNano(v), nil
 		}
-		return cdc.TimestampTZNano(v), nil
+		return values.TimestampTZNano(v), nil
 	case tagFloat32:
 		b, err := d.take(4)
 		if err != nil {
@@ -222,7 +222,7 @@ func (d *rowDecoder) value() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		var u cdc.UUID
+		var u values.UUID
 		copy(u[:], b)
 		return u, nil
 	case tagString, tagBytes, tagVariant:
@@ -250,7 +250,7 @@ func (d *rowDecoder) bytes(tag byte) (any, error) {
 	case tagString:
 		return string(b), nil
 	case tagVariant:
-		return cdc.VariantJSON(b), nil
+		return values.VariantJSON(b), nil
 	}
 	return append([]byte(nil), b...), nil
 }
@@ -274,7 +274,7 @@ func (d *rowDecoder) decimal() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cdc.Decimal{Unscaled: string(b), Scale: int(scale)}, nil
+	return values.Decimal{Unscaled: string(b), Scale: int(scale)}, nil
 }
 
 // list decodes a list: its length, then its elements.
@@ -298,7 +298,7 @@ func (d *rowDecoder) mapEntries() (any, error) {
 	if err != nil || n > uint64(len(d.b)) {
 		return nil, errShortImage
 	}
-	out := make([]cdc.MapEntry, n)
+	out := make([]values.MapEntry, n)
 	for i := range out {
 		if out[i].Key, err = d.value(); err != nil {
 			return nil, err
@@ -312,12 +312,12 @@ func (d *rowDecoder) mapEntries() (any, error) {
 
 // fields decodes the values at the given (ascending) field positions of a
 // row into a row of n fields, and skips the others without building them.
-func (d *rowDecoder) fields(idx []int, n int) (cdc.Row, error) {
+func (d *rowDecoder) fields(idx []int, n int) (values.Row, error) {
 	count, err := d.uvarint()
 	if err != nil {
 		return nil, err
 	}
-	row := make(cdc.Row, n)
+	row := make(values.Row, n)
 	k := 0
 	for i := 0; uint64(i) < count && k < len(idx); i++ {
 		if i != idx[k] {

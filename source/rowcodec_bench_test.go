@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // BenchmarkDecodeRow decodes spilled row images, the before images of a
@@ -17,13 +17,13 @@ import (
 // On a shared machine cpu-ns/row, the process's CPU time, is the steadier
 // measure.
 func BenchmarkDecodeRow(b *testing.B) {
-	scalars := func(i int) cdc.Row {
-		return cdc.Row{int64(i), fmt.Sprint("name ", i), float64(i) / 7, cdc.TimestampTZ(i) << 20, i%2 == 0, nil,
-			cdc.Decimal{Unscaled: "1999", Scale: 2}, cdc.Date(i % 20000), int32(i % 1000)}
+	scalars := func(i int) values.Row {
+		return values.Row{int64(i), fmt.Sprint("name ", i), float64(i) / 7, values.TimestampTZ(i) << 20, i%2 == 0, nil,
+			values.Decimal{Unscaled: "1999", Scale: 2}, values.Date(i % 20000), int32(i % 1000)}
 	}
 	for _, c := range []struct {
 		name string
-		row  func(int) cdc.Row
+		row  func(int) values.Row
 	}{{"scalars", scalars}, {"sample", sampleRow}} {
 		b.Run(c.name, func(b *testing.B) {
 			const n = 256

@@ -9,6 +9,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/lineage"
+	"github.com/icecdc/icecdc/values"
 )
 
 // A streamed commit (docs/contract.md, steps 5–6) holds no rows: it classifies by row-id
@@ -578,7 +579,7 @@ func (p *streamPlan) beforeImages(ctx context.Context) (*imageStore, error) {
 }
 
 // before returns the before image of the update of row id.
-func (p *streamPlan) before(store *imageStore, id int64) (cdc.Row, error) {
+func (p *streamPlan) before(store *imageStore, id int64) (values.Row, error) {
 	rec, ok, err := store.get(int(p.updates.Rank(uint64(id)) - 1))
 	if err != nil {
 		return nil, err
@@ -592,7 +593,7 @@ func (p *streamPlan) before(store *imageStore, id int64) (cdc.Row, error) {
 
 // beforeKey returns the key fields of the before image of the update of
 // row id, in a row of the schema's width.
-func (p *streamPlan) beforeKey(store *imageStore, id int64) (cdc.Row, error) {
+func (p *streamPlan) beforeKey(store *imageStore, id int64) (values.Row, error) {
 	rec, ok, err := store.get(int(p.updates.Rank(uint64(id)) - 1))
 	if err != nil {
 		return nil, err

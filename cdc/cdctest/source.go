@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Snapshot is one scripted snapshot: its events, and the live rows an
@@ -94,7 +95,7 @@ func Inserts(first, n int) []cdc.Event {
 	evs := make([]cdc.Event, n)
 	for i := range evs {
 		v := int64(first + i)
-		evs[i] = cdc.Event{Op: cdc.OpCreate, RowID: v, LUSN: 1, After: cdc.Row{v}}
+		evs[i] = cdc.Event{Op: cdc.OpCreate, RowID: v, LUSN: 1, After: values.Row{v}}
 	}
 	return evs
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Event is a decoded debezium-json envelope, as a consumer reads it.
@@ -310,7 +311,7 @@ func eventForm(v any, typ iceberg.Type) (any, error) {
 		}
 	case iceberg.VariantType:
 		if x, ok := v.(variant.Value); ok {
-			b, err := cdc.AppendVariantJSON(nil, x)
+			b, err := values.AppendVariantJSON(nil, x)
 			return string(b), err
 		}
 	case iceberg.GeometryType:

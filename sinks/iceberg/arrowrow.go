@@ -11,10 +11,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/variant"
 	"github.com/google/uuid"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
-// appendArrow appends v, a value of cdc.Row's kinds, to b. A value that
+// appendArrow appends v, a value of values.Row's kinds, to b. A value that
 // does not fit the column is an error naming both: nothing is guessed.
 func appendArrow(b array.Builder, v any) error {
 	if v == nil {
@@ -78,26 +78,26 @@ func appendArrow(b array.Builder, v any) error {
 		}
 		b.Append(x)
 	case *array.Date32Builder:
-		x, ok := v.(cdc.Date)
+		x, ok := v.(values.Date)
 		if !ok {
 			return bad()
 		}
 		b.Append(arrow.Date32(x))
 	case *array.Time64Builder:
-		x, ok := v.(cdc.Time)
+		x, ok := v.(values.Time)
 		if !ok {
 			return bad()
 		}
 		b.Append(arrow.Time64(x))
 	case *array.TimestampBuilder:
 		switch x := v.(type) {
-		case cdc.Timestamp:
+		case values.Timestamp:
 			b.Append(arrow.Timestamp(x))
-		case cdc.TimestampTZ:
+		case values.TimestampTZ:
 			b.Append(arrow.Timestamp(x))
-		case cdc.TimestampNano:
+		case values.TimestampNano:
 			b.Append(arrow.Timestamp(x))
-		case cdc.TimestampTZNano:
+		case values.TimestampTZNano:
 			b.Append(arrow.Timestamp(x))
 		default:
 			return bad()
@@ -118,7 +118,7 @@ func mismatch(b array.Builder, v any) error {
 func appendArrowWide(b array.Builder, v any) error {
 	switch bb := b.(type) {
 	case *array.Decimal128Builder:
-		x, ok := v.(cdc.Decimal)
+		x, ok := v.(values.Decimal)
 		if !ok {
 			return mismatch(b, v)
 		}
@@ -131,7 +131,7 @@ func appendArrowWide(b array.Builder, v any) error {
 		}
 		bb.Append(decimal128.FromBigInt(n))
 	case *extensions.UUIDBuilder:
-		x, ok := v.(cdc.UUID)
+		x, ok := v.(values.UUID)
 		if !ok {
 			return mismatch(b, v)
 		}
@@ -140,13 +140,13 @@ func appendArrowWide(b array.Builder, v any) error {
 		switch x := v.(type) {
 		case []byte:
 			bb.Append(x)
-		case cdc.UUID:
+		case values.UUID:
 			bb.Append(x[:])
 		default:
 			return mismatch(b, v)
 		}
 	case *extensions.VariantBuilder:
-		x, ok := v.(cdc.VariantJSON)
+		x, ok := v.(values.VariantJSON)
 		if !ok {
 			return mismatch(b, v)
 		}
@@ -169,10 +169,10 @@ func appendArrowWide(b array.Builder, v any) error {
 	return nil
 }
 
-// appendArrowStruct appends a cdc.Row; fields past the row's end (a
+// appendArrowStruct appends a values.Row; fields past the row's end (a
 // column added since) are null.
 func appendArrowStruct(b *array.StructBuilder, v any) error {
-	x, ok := v.(cdc.Row)
+	x, ok := v.(values.Row)
 	if !ok {
 		return mismatch(b, v)
 	}
@@ -209,7 +209,7 @@ func appendArrowList(b array.ListLikeBuilder, v any) error {
 
 // appendArrowMap appends a map's entries in their order.
 func appendArrowMap(b *array.MapBuilder, v any) error {
-	x, ok := v.([]cdc.MapEntry)
+	x, ok := v.([]values.MapEntry)
 	if !ok {
 		return mismatch(b, v)
 	}

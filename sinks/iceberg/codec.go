@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Encoder is the sink's format: each event's op, row id and images as
@@ -24,7 +25,7 @@ func (Encoder) AppendKey(dst []byte, _ *cdc.Commit, _ *cdc.Event) ([]byte, error
 func (Encoder) AppendValue(dst []byte, c *cdc.Commit, e *cdc.Event, _ int64) ([]byte, error) {
 	dst = binary.AppendVarint(dst, e.RowID)
 	dst = binary.AppendVarint(dst, beforeRowID(e))
-	for k, get := range []func() (cdc.Row, error){e.BeforeRow, e.AfterRow} {
+	for k, get := range []func() (values.Row, error){e.BeforeRow, e.AfterRow} {
 		row, err := get()
 		if err != nil {
 			return dst, fmt.Errorf("encode event %s: %w", cdc.EventID(c.Table.UUID, c.Snapshot.SequenceNumber, e.RowID, e.Op), err)
@@ -78,7 +79,7 @@ const (
 	tStruct
 )
 
-func appendRow(dst []byte, r cdc.Row) ([]byte, error) {
+func appendRow(dst []byte, r values.Row) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(r)))
 	var err error
 	for _, v := range r {
@@ -116,23 +117,23 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		return appendBytes(dst, tString, x), nil
 	case []byte:
 		return appendBytes(dst, tBytes, string(x)), nil
-	case cdc.Decimal:
+	case values.Decimal:
 		return binary.AppendVarint(appendBytes(dst, tDecimal, x.Unscaled), int64(x.Scale)), nil
-	case cdc.Date:
+	case values.Date:
 		return binary.AppendVarint(append(dst, tDate), int64(x)), nil
-	case cdc.Time:
+	case values.Time:
 		return binary.AppendVarint(append(dst, tTime), int64(x)), nil
-	case cdc.Timestamp:
+	case values.Timestamp:
 		return binary.AppendVarint(append(dst, tTimestamp), int64(x)), nil
-	case cdc.TimestampTZ:
+	case values.TimestampTZ:
 		return binary.AppendVarint(append(dst, tTimestampTZ), int64(x)), nil
-	case cdc.TimestampNano:
+	case values.TimestampNano:
 		return binary.AppendVarint(append(dst, tTimestampNano), int64(x)), nil
-	case cdc.TimestampTZNano:
+	case values.TimestampTZNano:
 		return binary.AppendVarint(append(dst, tTimestampTZNano), int64(x)), nil
-	case cdc.UUID:
+	case values.UUID:
 		return append(append(dst, tUUID), x[:]...), nil
-	case cdc.VariantJSON:
+	case values.VariantJSON:
 		return appendBytes(dst, tVariant, string(x)), nil
 	case []any:
 		dst = binary.AppendUvarint(append(dst, tList), uint64(len(x)))
@@ -143,7 +144,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 			}
 		}
 		return dst, nil
-	case []cdc.MapEntry:
+	case []values.MapEntry:
 		dst = binary.AppendUvarint(append(dst, tMap), uint64(len(x)))
 		var err error
 		for _, e := range x {
@@ -155,7 +156,7 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 			}
 		}
 		return dst, nil
-	case cdc.Row:
+	case values.Row:
 		return appendRow(append(dst, tStruct), x)
 	}
 	return dst, fmt.Errorf("value of Go type %T has no form in the iceberg sink", v)
@@ -218,16 +219,16 @@ func (d *decoder) byte() byte {
 }
 
 // image returns the next image, nil when the flag says there is none.
-func (d *decoder) image() cdc.Row {
+func (d *decoder) image() values.Row {
 	if d.byte() == 0 {
 		return nil
 	}
 	return d.row()
 }
 
-func (d *decoder) row() cdc.Row {
+func (d *decoder) row() values.Row {
 	n := d.uvarint()
-	r := make(cdc.Row, n)
+	r := make(values.Row, n)
 	for i := range r {
 		r[i] = d.value()
 	}
@@ -256,25 +257,25 @@ func (d *decoder) value() any {
 		return d.take(d.uvarint())
 	case tDecimal:
 		u := string(d.take(d.uvarint()))
-		return cdc.Decimal{Unscaled: u, Scale: int(d.varint())}
+		return values.Decimal{Unscaled: u, Scale: int(d.varint())}
 	case tDate:
-		return cdc.Date(d.varint())
+		return values.Date(d.varint())
 	case tTime:
-		return cdc.Time(d.varint())
+		return values.Time(d.varint())
 	case tTimestamp:
-		return cdc.Timestamp(d.varint())
+		return values.Timestamp(d.varint())
 	case tTimestampTZ:
-		return cdc.TimestampTZ(d.varint())
+		return values.TimestampTZ(d.varint())
 	case tTimestampNano:
-		return cdc.TimestampNano(d.varint())
+		return values.TimestampNano(d.varint())
 	case tTimestampTZNano:
-		return cdc.TimestampTZNano(d.varint())
+		return values.TimestampTZNano(d.varint())
 	case tUUID:
-		var u cdc.UUID
+		var u values.UUID
 		copy(u[:], d.take(16))
 		return u
 	case tVariant:
-		return cdc.VariantJSON(d.take(d.uvarint()))
+		return values.VariantJSON(d.take(d.uvarint()))
 	case tList:
 		out := make([]any, d.uvarint())
 		for i := range out {
@@ -282,7 +283,7 @@ func (d *decoder) value() any {
 		}
 		return out
 	case tMap:
-		out := make([]cdc.MapEntry, d.uvarint())
+		out := make([]values.MapEntry, d.uvarint())
 		for i := range out {
 			out[i].Key = d.value()
 			out[i].Value = d.value()

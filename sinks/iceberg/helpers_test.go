@@ -19,6 +19,7 @@ import (
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/values"
 )
 
 // ordersInfo is a source table of three columns, id the key.
@@ -31,14 +32,14 @@ func ordersInfo() cdc.TableInfo {
 		KeyFields: []string{"id"}}
 }
 
-func order(id int64, status string, cents int64) cdc.Row {
-	return cdc.Row{id, status, cdc.Decimal{Unscaled: fmt.Sprint(cents), Scale: 2}}
+func order(id int64, status string, cents int64) values.Row {
+	return values.Row{id, status, values.Decimal{Unscaled: fmt.Sprint(cents), Scale: 2}}
 }
 
 // history scripts n snapshots: inserts, then updates and deletes of
 // earlier rows, so every op and both images appear.
 func history(src *cdctest.Source, n int) {
-	live := map[int64]cdc.Row{}
+	live := map[int64]values.Row{}
 	next := int64(1)
 	for s := range n {
 		var evs []cdc.Event

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // The columns the sink adds to the source's: Iceberg's changelog view's
@@ -86,23 +87,23 @@ func renumber(t iceberg.Type, next func() int) iceberg.Type {
 
 // changeRows returns the _change_type of each row an event becomes, with
 // the image each row carries: an update is two rows.
-func changeRows(op cdc.Op, before, after cdc.Row) (types []string, images []cdc.Row, err error) {
+func changeRows(op cdc.Op, before, after values.Row) (types []string, images []values.Row, err error) {
 	switch op {
 	case cdc.OpCreate, cdc.OpSnapshot:
 		if after == nil {
 			return nil, nil, fmt.Errorf("insert without an after image")
 		}
-		return []string{Insert}, []cdc.Row{after}, nil
+		return []string{Insert}, []values.Row{after}, nil
 	case cdc.OpDelete:
 		if before == nil {
 			return nil, nil, fmt.Errorf("delete without a before image")
 		}
-		return []string{Delete}, []cdc.Row{before}, nil
+		return []string{Delete}, []values.Row{before}, nil
 	case cdc.OpUpdate:
 		if before == nil || after == nil {
 			return nil, nil, fmt.Errorf("update without both images")
 		}
-		return []string{UpdateBefore, UpdateAfter}, []cdc.Row{before, after}, nil
+		return []string{UpdateBefore, UpdateAfter}, []values.Row{before, after}, nil
 	}
 	return nil, nil, fmt.Errorf("op %q has no change type", op)
 }

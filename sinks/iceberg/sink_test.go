@@ -14,6 +14,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/values"
 )
 
 // TestChangelog: a history of inserts, updates and deletes becomes the
@@ -205,7 +206,7 @@ func TestSchemaEvolution(t *testing.T) {
 	if _, _, err := s.Restore(ctx, "p", info); err != nil {
 		t.Fatal(err)
 	}
-	write := func(info cdc.TableInfo, seq int64, rows ...cdc.Row) {
+	write := func(info cdc.TableInfo, seq int64, rows ...values.Row) {
 		t.Helper()
 		c := &cdc.Commit{Table: info, Snapshot: cdc.SnapshotInfo{ID: seq, SequenceNumber: seq, TimestampMs: 1_700_000_000_000}}
 		b := &cdc.Batch{Table: info, Snapshot: c.Snapshot, Checkpoint: cdc.Checkpoint{TableUUID: info.UUID, Seq: seq, Done: true}}
@@ -228,7 +229,7 @@ func TestSchemaEvolution(t *testing.T) {
 		iceberg.NestedField{ID: 2, Name: "status", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.DecimalTypeOf(12, 2)},
 		iceberg.NestedField{ID: 4, Name: "note", Type: iceberg.PrimitiveTypes.String})
-	write(wider, 2, cdc.Row{int64(2), "new", cdc.Decimal{Unscaled: "200", Scale: 2}, "gift"})
+	write(wider, 2, values.Row{int64(2), "new", values.Decimal{Unscaled: "200", Scale: 2}, "gift"})
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestSchemaEvolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &cdc.Commit{Table: narrowed, Snapshot: cdc.SnapshotInfo{ID: 3, SequenceNumber: 3}}
-	e := cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{int32(1)}}
+	e := cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{int32(1)}}
 	v, _ := Encoder{}.AppendValue(nil, c, &e, 0)
 	err = s2.Write(ctx, &cdc.Batch{Table: narrowed, Snapshot: c.Snapshot, Messages: []cdc.Message{{ID: "x", Op: cdc.OpCreate, Value: v}}})
 	if err == nil || !cdc.IsPermanent(err) || !strings.Contains(err.Error(), "target audit.orders_changes: column id is long in the target and int in the source") {

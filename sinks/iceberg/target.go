@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // splitName splits a target name into namespace and table.
@@ -189,7 +190,7 @@ type rowMeta struct {
 }
 
 // add appends one row: image's values and m.
-func (l *layout) add(image cdc.Row, m *rowMeta) error {
+func (l *layout) add(image values.Row, m *rowMeta) error {
 	for j, k := range l.from {
 		if k < 0 {
 			if k == -1 {

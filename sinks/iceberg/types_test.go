@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/values"
 )
 
 // allTypes is a source schema with a column of each kind of value the
@@ -40,17 +41,17 @@ func allTypes() *iceberg.Schema {
 	)
 }
 
-func allValues(k int64) cdc.Row {
-	return cdc.Row{k%2 == 0, int32(k), k, float32(k) + 0.5, float64(k) / 3, "s\u00e9" + strings.Repeat("x", int(k)),
-		[]byte{0, byte(k), 255}, cdc.Decimal{Unscaled: "-12345678901234", Scale: 4}, cdc.Date(19000 + k), cdc.Time(3_600_000_000 + k),
-		cdc.Timestamp(1_700_000_000_000_000 + k), cdc.TimestampTZ(1_700_000_000_000_001 + k), cdc.UUID{1, 2, 3, byte(k)},
-		[]byte{byte(k), 2, 3}, []any{"a", nil, "c"}, []cdc.MapEntry{{Key: "n", Value: k}},
-		cdc.Row{"Zürich", int32(8000 + k)}, cdc.TimestampNano(1_700_000_000_000_000_123 + k), cdc.VariantJSON(`{"a":[1,"x",null]}`)}
+func allValues(k int64) values.Row {
+	return values.Row{k%2 == 0, int32(k), k, float32(k) + 0.5, float64(k) / 3, "s\u00e9" + strings.Repeat("x", int(k)),
+		[]byte{0, byte(k), 255}, values.Decimal{Unscaled: "-12345678901234", Scale: 4}, values.Date(19000 + k), values.Time(3_600_000_000 + k),
+		values.Timestamp(1_700_000_000_000_000 + k), values.TimestampTZ(1_700_000_000_000_001 + k), values.UUID{1, 2, 3, byte(k)},
+		[]byte{byte(k), 2, 3}, []any{"a", nil, "c"}, []values.MapEntry{{Key: "n", Value: k}},
+		values.Row{"Zürich", int32(8000 + k)}, values.TimestampNano(1_700_000_000_000_000_123 + k), values.VariantJSON(`{"a":[1,"x",null]}`)}
 }
 
 // TestEveryType: each kind of value survives the encoder, the Arrow
 // builders and a v3 target table's Parquet files, read back by
-// iceberg-go's scan as cdc.ArrowValue reads a source; nulls too.
+// iceberg-go's scan as values.ArrowValue reads a source; nulls too.
 func TestEveryType(t *testing.T) {
 	r := newRig(t)
 	cfg := r.config()
@@ -61,7 +62,7 @@ func TestEveryType(t *testing.T) {
 	}
 	ctx := context.Background()
 	info := cdc.TableInfo{Namespace: "shop", Name: "kinds", UUID: "00000000-0000-4000-8000-00000000000b", Schema: allTypes()}
-	rows := []cdc.Row{allValues(1), allValues(2), make(cdc.Row, len(allTypes().Fields()))}
+	rows := []values.Row{allValues(1), allValues(2), make(values.Row, len(allTypes().Fields()))}
 	rows[2][2] = int64(3) // the required column; every other one null
 	c := &cdc.Commit{Table: info, Snapshot: cdc.SnapshotInfo{ID: 7, SequenceNumber: 1, TimestampMs: 1_700_000_000_000}}
 	b := &cdc.Batch{Table: info, Snapshot: c.Snapshot, Checkpoint: cdc.Checkpoint{TableUUID: info.UUID, Seq: 1, Done: true}}
@@ -87,15 +88,15 @@ func TestEveryType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[int64]cdc.Row{}
+	got := map[int64]values.Row{}
 	for rec, err := range recs {
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range int(rec.NumRows()) {
-			row := make(cdc.Row, len(allTypes().Fields()))
+			row := make(values.Row, len(allTypes().Fields()))
 			for k, f := range allTypes().Fields() {
-				v, err := cdc.ArrowValue(rec.Column(rec.Schema().FieldIndices(f.Name)[0]), i, f.Type)
+				v, err := values.ArrowValue(rec.Column(rec.Schema().FieldIndices(f.Name)[0]), i, f.Type)
 				if err != nil {
 					t.Fatalf("column %s: %v", f.Name, err)
 				}
@@ -117,7 +118,7 @@ func TestEveryType(t *testing.T) {
 func TestCodecRefuses(t *testing.T) {
 	info := ordersInfo()
 	c := &cdc.Commit{Table: info, Snapshot: cdc.SnapshotInfo{SequenceNumber: 4}}
-	e := cdc.Event{Op: cdc.OpCreate, RowID: 9, After: cdc.Row{int64(1), struct{}{}, nil}}
+	e := cdc.Event{Op: cdc.OpCreate, RowID: 9, After: values.Row{int64(1), struct{}{}, nil}}
 	if _, err := (Encoder{}).AppendValue(nil, c, &e, 0); err == nil || !strings.Contains(err.Error(), "encode event "+info.UUID+":4:9:c: value of Go type struct {}") {
 		t.Errorf("unknown value: %v", err)
 	}
@@ -150,7 +151,7 @@ func TestV3TypeInV2Target(t *testing.T) {
 	info := cdc.TableInfo{Namespace: "shop", Name: "docs", UUID: "00000000-0000-4000-8000-00000000000c",
 		Schema: iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "doc", Type: iceberg.VariantType{}})}
 	c := &cdc.Commit{Table: info, Snapshot: cdc.SnapshotInfo{ID: 1, SequenceNumber: 1}}
-	e := cdc.Event{Op: cdc.OpCreate, RowID: 1, After: cdc.Row{cdc.VariantJSON(`1`)}}
+	e := cdc.Event{Op: cdc.OpCreate, RowID: 1, After: values.Row{values.VariantJSON(`1`)}}
 	v, _ := Encoder{}.AppendValue(nil, c, &e, 0)
 	err = s.Write(context.Background(), &cdc.Batch{Table: info, Snapshot: c.Snapshot, Messages: []cdc.Message{{ID: "x", Op: cdc.OpCreate, Value: v}}})
 	t.Logf("%v", err)

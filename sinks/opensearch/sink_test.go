@@ -15,6 +15,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/values"
 )
 
 var itemsSchema = iceberg.NewSchemaWithIdentifiers(1, []int{1},
@@ -64,13 +65,13 @@ func (h *history) commit(chunk int, changes ...change) []*cdc.Batch {
 			e := cdc.Event{Op: ch.op, RowID: h.rowID, Index: i}
 			switch ch.op {
 			case cdc.OpDelete:
-				e.Before = cdc.Row{ch.id, h.rows[ch.id]}
+				e.Before = values.Row{ch.id, h.rows[ch.id]}
 				delete(h.rows, ch.id)
 			case cdc.OpUpdate:
-				e.Before = cdc.Row{ch.id, h.rows[ch.id]}
+				e.Before = values.Row{ch.id, h.rows[ch.id]}
 				fallthrough
 			default:
-				e.After = cdc.Row{ch.id, ch.name}
+				e.After = values.Row{ch.id, ch.name}
 				h.rows[ch.id] = ch.name
 			}
 			k, err := h.enc.AppendKey(nil, c, &e)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/values"
 )
 
 // Stream makes the batches of one table's change stream, the way the
@@ -176,7 +177,7 @@ func (s *Stream) message(c *cdc.Commit, e *cdc.Event) cdc.Message {
 			pad /= 2
 		}
 		note := strings.Repeat("x", pad)
-		for _, img := range []cdc.Row{e.Before, e.After} {
+		for _, img := range []values.Row{e.Before, e.After} {
 			if img != nil {
 				img[4] = note
 			}
@@ -192,8 +193,8 @@ func (s *Stream) message(c *cdc.Commit, e *cdc.Event) cdc.Message {
 	}
 }
 
-func (s *Stream) image(r row) cdc.Row {
-	return cdc.Row{r.order, "customer-" + strconv.FormatInt(r.order%97, 10), r.status, cdc.Decimal{Unscaled: strconv.FormatInt(r.cents, 10), Scale: 2}, ""}
+func (s *Stream) image(r row) values.Row {
+	return values.Row{r.order, "customer-" + strconv.FormatInt(r.order%97, 10), r.status, values.Decimal{Unscaled: strconv.FormatInt(r.cents, 10), Scale: 2}, ""}
 }
 
 func nextStatus(s string) string {
