@@ -1,7 +1,9 @@
 // Package cdc is the pipeline of icecdc: the event model, the per-snapshot
 // driver that turns a commit into ordered row events, the Encoder interfaces
 // its wire formats implement (package debezium has them), and the Source /
-// Sink / Store interfaces that the concrete packages implement.
+// Sink / Store interfaces that the concrete packages implement. An event's
+// row images hold the values of package values; a schema-change event's
+// differences come from package schemadiff.
 //
 // The model: a table is a sequence of snapshots in ascending sequence number
 // along one branch. Each snapshot yields a Commit, whose events follow the
@@ -16,7 +18,8 @@
 // rowfilter) and the column and row shaping (Shaping, package shape).
 //
 // Faults that are retried (a sink answering 5xx, a broker down, a catalog
-// or a table that cannot be loaded) are followed per table by Health: logged
-// when they begin, summed up at most once per interval, logged when they
-// end, and shown to the daemon's /readyz and /status.
+// or a table that cannot be loaded) are followed per table by the
+// Pipeline's Health (package health): logged when they begin, summed up at
+// most once per interval, logged when they end, and shown to the daemon's
+// /readyz and /status.
 package cdc

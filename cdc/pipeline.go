@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -110,7 +111,7 @@ type Pipeline struct {
 	// Health follows each table's ongoing fault: it logs a fault when it
 	// begins, sums it up at most once per Health.Interval, and logs its
 	// end (default: a Health logging to Log).
-	Health *Health
+	Health *health.Health
 	// Ready is closed once every table has loaded its start position.
 	Ready chan struct{}
 	// Once makes each table stop, without error, as soon as it delivered
@@ -212,7 +213,7 @@ func (p *Pipeline) defaults() {
 		p.Metrics = NewMetrics(nil)
 	}
 	if p.Health == nil {
-		p.Health = &Health{}
+		p.Health = &health.Health{}
 	}
 	if p.Health.Log == nil {
 		p.Health.Log = p.Log
@@ -455,7 +456,7 @@ func (f *follower) loop() {
 				return
 			}
 			continue
-		case IsThrottled(err):
+		case health.IsThrottled(err):
 			// The catalog's doing, not the table's: the whole schedule
 			// slows down, and the table is not failing.
 			h.Throttle(err, f.p.Poll, max(f.p.MaxPoll, f.p.RetryMax))
@@ -882,7 +883,7 @@ func (f *follower) lag(pending []SnapshotInfo) {
 	}
 	m.SecondsBehind.WithLabelValues(f.spec.Name).Set(behind)
 	head, _ := f.spec.Source.Head()
-	f.p.Health.Lag(f.spec.Name, head, pending)
+	f.p.Health.Lag(f.spec.Name, tableLag(head, pending))
 	f.held.report(f)
 }
 
@@ -1185,7 +1186,7 @@ func (f *follower) saveConfirmed(ctx context.Context, cp Checkpoint) error {
 			return err
 		}
 		failed = true
-		f.p.Health.Fail(f.spec.Name, InState, err)
+		f.p.Health.Fail(f.spec.Name, health.InState, err)
 		f.p.Metrics.Retries.WithLabelValues(f.spec.Name).Inc()
 		if !sleep(ctx, jitter(backoff)) {
 			return err
@@ -1338,7 +1339,7 @@ func encodeError(err error) error {
 // sendBatch writes an encoded batch to the sink and counts it.
 func (f *follower) sendBatch(ctx context.Context, c *Commit, b *Batch, ops *opCounts) error {
 	name := f.spec.Name
-	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, InSink, err) })
+	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, health.InSink, err) })
 	stopHold := f.keepHold(ctx)
 	err := f.p.Sink.Write(report, b)
 	stopHold()
@@ -1376,9 +1377,9 @@ func component(err error) string {
 	var st *stateError
 	switch {
 	case errors.As(err, &se):
-		return InSink
+		return health.InSink
 	case errors.As(err, &st):
-		return InState
+		return health.InState
 	}
-	return InSource
+	return health.InSource
 }

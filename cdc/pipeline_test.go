@@ -18,6 +18,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
@@ -330,9 +331,9 @@ func TestPipelineTableIsolation(t *testing.T) {
 	earliest, _ := cdc.ParseStart("earliest")
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	health := &cdc.Health{}
+	tracker := &health.Health{}
 	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: 20 * time.Millisecond, RetryInitial: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond,
-		Health: health,
+		Health: tracker,
 		Tables: []cdc.TableSpec{
 			{Name: "shop.missing", Source: open("shop.missing"), Start: earliest},
 			{Name: "shop.old", Source: open("shop.old"), Start: earliest},
@@ -353,17 +354,17 @@ func TestPipelineTableIsolation(t *testing.T) {
 	if n := len(h.events()); n != 3 {
 		t.Fatalf("%d events of shop.orders, want 3", n)
 	}
-	states := map[string]cdc.TableHealth{}
-	for _, th := range health.Tables() {
+	states := map[string]health.TableHealth{}
+	for _, th := range tracker.Tables() {
 		states[th.Table] = th
 	}
-	if s := states["shop.old"]; s.State != cdc.StateFailing || !strings.Contains(s.LastError, "format version 2") {
+	if s := states["shop.old"]; s.State != health.StateFailing || !strings.Contains(s.LastError, "format version 2") {
 		t.Fatalf("the v2 table must be failing with a clear error: %+v", s)
 	}
-	if s := states["shop.missing"]; s.State != cdc.StateStopped || s.Component != cdc.InSource || !strings.HasPrefix(s.LastError, "table shop.missing does not exist in sql catalog") {
+	if s := states["shop.missing"]; s.State != health.StateStopped || s.Component != health.InSource || !strings.HasPrefix(s.LastError, "table shop.missing does not exist in sql catalog") {
 		t.Fatalf("a table the catalog does not know is stopped in the source: %+v", s)
 	}
-	if s := states["shop.orders"]; s.State != cdc.StateOK {
+	if s := states["shop.orders"]; s.State != health.StateOK {
 		t.Fatalf("shop.orders: %+v", s)
 	}
 
@@ -391,7 +392,7 @@ func TestPipelineTableIsolation(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shop.old was not followed after its upgrade to v3: %+v", health.Tables())
+			t.Fatalf("shop.old was not followed after its upgrade to v3: %+v", tracker.Tables())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -47,7 +48,7 @@ func TestCoveredSQLTableLoadsOnlyOnChange(t *testing.T) {
 	earliest, _ := cdc.ParseStart("earliest")
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
-	health := &cdc.Health{}
+	health := &health.Health{}
 	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: time.Millisecond, MaxPoll: time.Millisecond,
 		WatchedReload: time.Hour, Health: health, Tables: []cdc.TableSpec{{Name: "shop.orders", Source: cs, Start: earliest}}}
 	done := make(chan error, 1)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -88,14 +89,14 @@ func TestStateWriteFault(t *testing.T) {
 	if n := sink.Writes(); n != 1 {
 		t.Errorf("%d writes while the state failed, want 1 (the confirmed batch is not written again)", n)
 	}
-	var h cdc.TableHealth
+	var h health.TableHealth
 	for _, x := range p.Health.Tables() {
 		if x.Table == "shop.orders" {
 			h = x
 		}
 	}
-	if h.State != cdc.StateFailing || h.Component != cdc.InState || !strings.Contains(h.LastError, "no space left") {
-		t.Errorf("health while the state fails: %+v, want failing in %q", h, cdc.InState)
+	if h.State != health.StateFailing || h.Component != health.InState || !strings.Contains(h.LastError, "no space left") {
+		t.Errorf("health while the state fails: %+v, want failing in %q", h, health.InState)
 	}
 	if l := logs.String(); !strings.Contains(l, `msg="state failing; retrying"`) || strings.Contains(l, "source failing") {
 		t.Errorf("log while the state fails:\n%s", l)

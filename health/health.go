@@ -1,4 +1,4 @@
-package cdc
+package health
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ type Health struct {
 	mu     sync.Mutex
 	tables map[string]*fault
 	// catalogChecked is the last successful bulk check of the catalog
-	// (see schedule.go), which checked every watched table.
+	// (see CatalogChecked), which checked every watched table.
 	catalogChecked time.Time
 	throttle       throttleState
 }
@@ -69,12 +69,19 @@ type TableHealth struct {
 // TableLag is a table's branch head and the part of it not yet delivered,
 // as the table saw them at its last load.
 type TableLag struct {
-	Head    SnapshotInfo // zero ID: the branch has no snapshot
-	Pending int          // snapshots on the branch not yet delivered
+	Head    Head // zero ID: the branch has no snapshot
+	Pending int  // snapshots on the branch not yet delivered
 	// OldestMs is the commit time of the oldest snapshot not yet
 	// delivered (0 when caught up): the seconds behind grow from it.
 	OldestMs int64
-	At       time.Time // when it was measured
+	At       time.Time // when it was measured (Lag sets it)
+}
+
+// Head is what /status shows of a branch head snapshot.
+type Head struct {
+	ID             int64 // 0: the branch has no snapshot
+	SequenceNumber int64
+	TimestampMs    int64 // its commit time
 }
 
 type fault struct {
@@ -214,16 +221,13 @@ func (h *Health) PausedNotes() []string {
 	return out
 }
 
-// Lag records the branch head a table loaded and the snapshots of it not
-// yet delivered (oldest first), for /status.
-func (h *Health) Lag(table string, head SnapshotInfo, pending []SnapshotInfo) {
-	l := &TableLag{Head: head, Pending: len(pending), At: h.now()}
-	if len(pending) > 0 {
-		l.OldestMs = pending[0].TimestampMs
-	}
+// Lag records the branch head a table loaded and the part of it not yet
+// delivered, for /status.
+func (h *Health) Lag(table string, l TableLag) {
+	l.At = h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.table(table).lag = l
+	h.table(table).lag = &l
 }
 
 // Forget drops a table this process no longer follows (cluster mode:

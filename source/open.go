@@ -24,6 +24,7 @@ import (
 	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 )
 
 // Options say where a table is.
@@ -338,8 +339,8 @@ func (ct *catalogTable) loadError(ctx, lctx context.Context, err error, opened b
 		// Never loaded: a name to correct, not a wait (missing.go).
 		return missingTable(lctx, h, *o, ct.ident, err)
 	case isThrottle(err):
-		// Not the table's fault: see cdc.ErrThrottled.
-		return cdc.Throttled(cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err))))
+		// Not the table's fault: see health.ErrThrottled.
+		return health.Throttled(cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err))))
 	}
 	return cdc.NamedIn(o.Table, fmt.Errorf("load table %s: %w", o.Table, st.explainLoad(ctx, *o, err)))
 }

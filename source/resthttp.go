@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/redact"
 )
 
@@ -167,7 +167,7 @@ func (t *catalogTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if resp.StatusCode == http.StatusTooManyRequests {
 		u := *req.URL
 		u.User, u.RawQuery, u.Fragment = nil, "", ""
-		a.cut(cdc.Throttled(fmt.Errorf("%s %s: %s", req.Method, redact.URL(u.String()), resp.Status)))
+		a.cut(health.Throttled(fmt.Errorf("%s %s: %s", req.Method, redact.URL(u.String()), resp.Status)))
 	}
 	boundBody(resp, req.URL, t.limit, a)
 	return resp, nil

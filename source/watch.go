@@ -24,6 +24,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/redact"
 )
 
@@ -164,7 +165,7 @@ func (w *watchSet) applyLocations(es []*watchEntry, locs map[string]string, fold
 // wakes those whose metadata location is not the one they loaded. For a
 // catalog type that has no bulk check it does nothing (its tables stay
 // uncovered). A catalog that throttles returns an error marked
-// cdc.Throttled.
+// health.Throttled.
 func (c *Catalog) CheckChanges(ctx context.Context) error {
 	h := c.h
 	es := h.watch.entries()
@@ -192,11 +193,11 @@ func (c *Catalog) CheckChanges(ctx context.Context) error {
 // from the tables' own loads.
 var checkTimeout = 30 * time.Second
 
-// throttledIf marks err as cdc.Throttled when it is a catalog
+// throttledIf marks err as health.Throttled when it is a catalog
 // throttling (isThrottle).
 func throttledIf(err error) error {
 	if isThrottle(err) {
-		return cdc.Throttled(err)
+		return health.Throttled(err)
 	}
 	return err
 }
@@ -526,7 +527,7 @@ func isThrottle(err error) bool {
 	if err == nil {
 		return false
 	}
-	if cdc.IsThrottled(err) {
+	if health.IsThrottled(err) {
 		return true
 	}
 	var api smithy.APIError

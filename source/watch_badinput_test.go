@@ -17,7 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
 )
@@ -179,7 +179,7 @@ func TestSQLCheckSlowCatalog(t *testing.T) {
 	// SQLite's busy wait outlasts a context that ends: a check still
 	// waiting at its deadline would end at the busy timeout, with the
 	// context's error.
-	if !cdc.IsThrottled(err) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `check sql catalog "local" for changes`) {
+	if !health.IsThrottled(err) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `check sql catalog "local" for changes`) {
 		t.Fatalf("check under an exclusive lock: %v, want the catalog busy (throttled) at the check's deadline, naming the catalog", err)
 	}
 	if _, err := writer.ExecContext(ctx, "ROLLBACK"); err != nil {

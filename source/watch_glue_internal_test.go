@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/moto"
 )
 
@@ -43,7 +43,7 @@ func glueTable(name, loc string) map[string]any {
 // the same one again), sends a page longer than the answer bound, or
 // throttles fails the change check with one line naming the database and
 // the endpoint, after a bounded number of requests; a throttled check is
-// cdc.Throttled. A well-behaved answer of two pages covers the table.
+// health.Throttled. A well-behaved answer of two pages covers the table.
 func TestGlueCheckBounds(t *testing.T) {
 	moto.Isolate(t)
 	defer func(n int) { glueMaxPages = n }(glueMaxPages)
@@ -131,7 +131,7 @@ func TestGlueCheckBounds(t *testing.T) {
 			if strings.Contains(msg, "\n") || strings.Contains(msg, moto.SecretKey) {
 				t.Errorf("error on more than a line or with the secret: %q", msg)
 			}
-			if got := cdc.IsThrottled(err); got != tc.throttled {
+			if got := health.IsThrottled(err); got != tc.throttled {
 				t.Errorf("throttled %v, want %v", got, tc.throttled)
 			}
 			if _, covered := tbl.Changes(); covered {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 )
 
 // TestThrottleErrors: a real SQLITE_BUSY (a read while another
@@ -69,8 +69,8 @@ func TestThrottleErrors(t *testing.T) {
 		if got := isThrottle(tc.err); got != tc.want {
 			t.Errorf("isThrottle(%v) = %v, want %v", tc.err, got, tc.want)
 		}
-		if tc.want && !cdc.IsThrottled(cdc.Throttled(tc.err)) {
-			t.Errorf("cdc.Throttled(%v) is not throttled", tc.err)
+		if tc.want && !health.IsThrottled(health.Throttled(tc.err)) {
+			t.Errorf("health.Throttled(%v) is not throttled", tc.err)
 		}
 	}
 }

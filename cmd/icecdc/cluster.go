@@ -12,6 +12,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/redact"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/source"
@@ -22,7 +23,7 @@ import (
 // checkpoint topic.
 func runCluster(ctx context.Context, d *runBase, out io.Writer) (err error) {
 	cfg, log := d.cfg, d.log
-	m := &memberRun{runBase: d, health: &cdc.Health{Log: log, Sink: cfg.Sink.Type},
+	m := &memberRun{runBase: d, health: &health.Health{Log: log, Sink: cfg.Sink.Type},
 		targets: &memberTargets{byTable: map[string]*cdc.Pipeline{}}, gate: &heartbeatGate{}}
 	eo := exactlyOnce(cfg)
 	if m.enc, err = runEncoder(cfg); err != nil {
@@ -111,7 +112,7 @@ func runCluster(ctx context.Context, d *runBase, out io.Writer) (err error) {
 // the member's callbacks use.
 type memberRun struct {
 	*runBase
-	health   *cdc.Health
+	health   *health.Health
 	enc      cdc.Encoder
 	shared   cdc.Sink // the sink of every table, but with exactly-once delivery
 	member   *cluster.Member
@@ -187,10 +188,10 @@ func clusterTables(ts []tableSource, cat *source.Catalog) []cluster.Table {
 
 // clusterStatus is /status in cluster mode: this member's tables.
 type clusterStatus struct {
-	Member     string            `json:"member"`
-	Generation int32             `json:"generation"`
-	Tables     []string          `json:"tables"`
-	Health     []cdc.TableHealth `json:"health,omitempty"`
+	Member     string               `json:"member"`
+	Generation int32                `json:"generation"`
+	Tables     []string             `json:"tables"`
+	Health     []health.TableHealth `json:"health,omitempty"`
 }
 
 // configFingerprint digests what every member of a cluster must share:

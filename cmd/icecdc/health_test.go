@@ -23,6 +23,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -163,7 +164,7 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 		Name: "p", Sink: sink, Store: store, Poll: 20 * time.Millisecond, Log: log, Metrics: metrics,
 		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}},
 		Tables:  []cdc.TableSpec{{Name: "bookshop.orders", Source: src, Start: earliest}},
-		Health:  &cdc.Health{Log: log, Sink: "webhook", Interval: interval},
+		Health:  &health.Health{Log: log, Sink: "webhook", Interval: interval},
 		Ready:   make(chan struct{}),
 	}
 	listen := freeAddr(t)
@@ -219,7 +220,7 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 	if err := json.Unmarshal([]byte(body), &statuses); code != http.StatusOK || err != nil || len(statuses) != 1 {
 		t.Fatalf("/status: %d %v %s", code, err, body)
 	}
-	if h := statuses[0].Health; h == nil || h.State != cdc.StateFailing || h.Component != cdc.InSink || h.Since.IsZero() ||
+	if h := statuses[0].Health; h == nil || h.State != health.StateFailing || h.Component != health.InSink || h.Since.IsZero() ||
 		!strings.Contains(h.LastError, want) || h.Failures < 3 {
 		t.Fatalf("/status health while failing: %+v", h)
 	}

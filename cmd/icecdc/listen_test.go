@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 )
 
 // httpDaemon runs the daemon on the demo table with the given http
@@ -131,7 +131,7 @@ func TestHTTPServerErrorLog(t *testing.T) {
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	listen := freeAddr(t)
-	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, endpoints{reg: prometheus.NewRegistry(), ready: make(chan struct{}), health: &cdc.Health{Log: log},
+	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, endpoints{reg: prometheus.NewRegistry(), ready: make(chan struct{}), health: &health.Health{Log: log},
 		status: func() (any, error) { panic("status went wrong") }, snapshot: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func listener(t *testing.T, max int, block <-chan struct{}, busy chan<- struct{}
 		<-block
 		return "ok", nil
 	}
-	srv, err := serveHTTP(HTTPConfig{Listen: listen, MaxConnections: max}, log, endpoints{reg: prometheus.NewRegistry(), ready: ready, health: &cdc.Health{Log: log}, status: status, snapshot: http.NotFoundHandler()})
+	srv, err := serveHTTP(HTTPConfig{Listen: listen, MaxConnections: max}, log, endpoints{reg: prometheus.NewRegistry(), ready: ready, health: &health.Health{Log: log}, status: status, snapshot: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}

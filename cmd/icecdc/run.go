@@ -27,6 +27,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
@@ -125,7 +126,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	defer stopHeartbeats() // before the sink closes: a webhook ping uses it
 	r.cat = openCatalog(cfg, log)
 	defer r.cat.Close()
-	p := d.pipeline(enc, &cdc.Health{Log: log, Sink: cfg.Sink.Type})
+	p := d.pipeline(enc, &health.Health{Log: log, Sink: cfg.Sink.Type})
 	p.Sink, p.Store, p.Once = sink, store, once
 	p.Progress = cdc.NewProgress(terminal(logOut))
 	p.Ready = make(chan struct{})
@@ -177,7 +178,7 @@ func runEncoder(cfg *Config) (cdc.Encoder, error) {
 
 // pipeline is a pipeline of d's config that encodes with enc and reports
 // to health; its tables, sink and store are the caller's to set.
-func (d *runBase) pipeline(enc cdc.Encoder, health *cdc.Health) *cdc.Pipeline {
+func (d *runBase) pipeline(enc cdc.Encoder, health *health.Health) *cdc.Pipeline {
 	cfg := d.cfg
 	p := &cdc.Pipeline{
 		Name:      cfg.Name,
@@ -656,7 +657,7 @@ func (h *httpServer) stop() {
 type endpoints struct {
 	reg      *prometheus.Registry
 	ready    <-chan struct{} // closed once the pipeline is ready: /readyz
-	health   *cdc.Health
+	health   *health.Health
 	status   func() (any, error) // /status's answer
 	snapshot http.Handler        // POST /snapshot
 }
@@ -728,7 +729,7 @@ func serveHTTP(cfg HTTPConfig, log *slog.Logger, ep endpoints) (*httpServer, err
 
 // pausedNotes are /readyz's lines on paused tables: at most 10, and
 // how many more.
-func pausedNotes(health *cdc.Health) []string {
+func pausedNotes(health *health.Health) []string {
 	notes := health.PausedNotes()
 	if len(notes) > 10 {
 		notes = append(notes[:10:10], fmt.Sprintf("and %d more tables with a paused on-demand snapshot", len(notes)-10))

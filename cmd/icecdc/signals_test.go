@@ -19,6 +19,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/debezium"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/state"
@@ -197,7 +198,7 @@ func TestReadyzSaysPaused(t *testing.T) {
 	listen := freeAddr(t)
 	ready := make(chan struct{})
 	close(ready)
-	health := &cdc.Health{Log: log}
+	health := &health.Health{Log: log}
 	srv, err := serveHTTP(HTTPConfig{Listen: listen}, log, endpoints{reg: prometheus.NewRegistry(), ready: ready, health: health, status: func() (any, error) { return "ok", nil }, snapshot: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -75,7 +76,7 @@ type tableStatus struct {
 	Lag        *lagStatus      `json:"lag,omitempty"`
 	// Health is the running daemon's view: state, the last error and
 	// since when.
-	Health *cdc.TableHealth `json:"health,omitempty"`
+	Health *health.TableHealth `json:"health,omitempty"`
 	// Error is why `icecdc status` could not read the table itself.
 	Error string `json:"error,omitempty"`
 	// In cluster mode: the member that owns the table now, and the member
@@ -111,7 +112,7 @@ func newLag(pending int, oldestMs int64, now time.Time) *lagStatus {
 
 // failing reports whether the table needs someone's attention.
 func (s *tableStatus) failing() bool {
-	return s.Error != "" || s.Health != nil && s.Health.State != cdc.StateOK
+	return s.Error != "" || s.Health != nil && s.Health.State != health.StateOK
 }
 
 // cmdStatus prints each table's checkpoint, the branch head and the lag.
@@ -282,7 +283,7 @@ func printStatus(out io.Writer, rows []tableStatus, cluster bool) error {
 	}
 	sep := "\n"
 	for _, r := range rows {
-		if h := r.Health; h != nil && h.State != cdc.StateOK {
+		if h := r.Health; h != nil && h.State != health.StateOK {
 			fmt.Fprintf(out, "%s%s\n", sep, oneLine(h.String()))
 			sep = ""
 		}
@@ -300,7 +301,7 @@ func dash(s string) string {
 // tableStatuses lists the tables with a checkpoint, then those the daemon
 // follows without one yet; health may be nil. From a daemon, each table
 // has the head and lag it measured at its last load.
-func tableStatuses(store *state.Store, pipeline string, health *cdc.Health) ([]tableStatus, error) {
+func tableStatuses(store *state.Store, pipeline string, health *health.Health) ([]tableStatus, error) {
 	stored, err := store.Tables(pipeline)
 	if err != nil {
 		return nil, err
@@ -324,7 +325,7 @@ func tableStatuses(store *state.Store, pipeline string, health *cdc.Health) ([]t
 		}
 		if l := h.Lag; l != nil {
 			if l.Head.ID != 0 {
-				out[i].Head = newHead(l.Head)
+				out[i].Head = newHead(cdc.SnapshotInfo{ID: l.Head.ID, SequenceNumber: l.Head.SequenceNumber, TimestampMs: l.Head.TimestampMs})
 			}
 			pending, oldest := l.Pending, l.OldestMs
 			if cp := out[i].Checkpoint; cp != nil && cp.Done && l.Head.ID != 0 && cp.Seq >= l.Head.SequenceNumber {
