@@ -305,9 +305,9 @@ func (f *changesFlags) checkHead(src *source.Table) error {
 	return nil
 }
 
-// shapeAndSubscribe is the shaping of --config and the subscription of --columns
-// (nil without them). Shaped first, as the daemon shapes: a subscription
-// projects the shaped images.
+// shapeAndSubscribe is the shaping of --config and the subscription of
+// --columns (nil without them). Shaped first, as the daemon shapes: a
+// subscription projects the shaped images.
 func shapeAndSubscribe(cc *changesConfig, src *source.Table, cols []string) (cdc.Stage, *subscribe.Subscription, error) {
 	shaping, err := cc.shaper(src.Info())
 	if err != nil {
