@@ -18,10 +18,11 @@ func Changes(ctx context.Context, src Source, fromSeq, toSeq int64, log *slog.Lo
 // ChangesOptions say which changes ChangesOf computes, and how.
 type ChangesOptions struct {
 	FromSeq, ToSeq int64 // the range: FromSeq < sequence number <= ToSeq (ToSeq <= 0: the head)
-	// Net hands over the net changes of the range (see Net), cut where
-	// the schema changes; more than NetMaxRows changed rows (default
-	// 100,000) in one stretch is an error wrapping ErrNetTooLarge.
-	Net        bool
+	// NewNet, when set, makes the reducers that hand over the net
+	// changes of the range (package netchange's), cut where the schema
+	// changes; more than NetMaxRows changed rows (default 100,000) in one
+	// stretch is an error wrapping ErrNetTooLarge.
+	NewNet     func() NetChanges
 	NetMaxRows int
 	Log        *slog.Logger
 	// Progress, when set, counts the snapshots, their files (see
@@ -35,7 +36,7 @@ type ChangesOptions struct {
 var ErrNetTooLarge = errors.New("too many changed rows for net changes")
 
 // ChangesOf computes the changes of a range of src's snapshots and hands
-// them to emit in order: each snapshot's commit, or with o.Net the net
+// them to emit in order: each snapshot's commit, or with o.NewNet the net
 // commits of the range.
 func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Commit) error) error {
 	snaps, err := src.Snapshots(ctx, o.FromSeq, o.ToSeq)
@@ -57,23 +58,26 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 		limit = defaultNetMaxRows
 	}
 	var (
-		n     = NewNet()
+		n     NetChanges   // of the stretch; nil before its first snapshot
 		first SnapshotInfo // of the stretch n holds
 	)
+	net := o.NewNet != nil
 	flush := func() error {
-		for _, c := range n.Commits() {
-			if err := emit(c); err != nil {
-				return err
+		if n != nil {
+			for _, c := range n.Commits() {
+				if err := emit(c); err != nil {
+					return err
+				}
 			}
 		}
-		n = NewNet()
+		n = nil
 		return nil
 	}
 	for _, s := range snaps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if o.Net && n.Snapshots() > 0 && s.SchemaID != first.SchemaID {
+		if n != nil && s.SchemaID != first.SchemaID {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -83,15 +87,15 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 			return err
 		}
 		LogAnomalies(o.Log, c)
-		if !o.Net {
+		if !net {
 			if err := emit(c); err != nil {
 				return err
 			}
 			o.Progress.Add(1, readFiles(s), int64(c.Len()))
 			continue
 		}
-		if n.Snapshots() == 0 {
-			first = s
+		if n == nil {
+			first, n = s, o.NewNet()
 		}
 		if err := n.Add(ctx, c); err != nil {
 			return err
@@ -101,7 +105,7 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 		}
 		o.Progress.Add(1, readFiles(s), int64(c.Len()))
 	}
-	if o.Net {
+	if net {
 		return flush()
 	}
 	return nil

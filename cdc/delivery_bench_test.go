@@ -20,6 +20,7 @@ import (
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/subscribe"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -162,8 +163,8 @@ func BenchmarkDelivery(b *testing.B) {
 		name    string
 		enc     func(testing.TB) cdc.Encoder
 		durable bool
-		shaping cdc.Shaping
-		columns []string
+		shaping cdc.Policy
+		columns subscribe.Columns
 		chunk   int // ChunkBytes; 0: the default
 	}
 	stages := []stage{
@@ -214,8 +215,15 @@ func BenchmarkDelivery(b *testing.B) {
 					counted = &countingStore{Store: s}
 					store = counted
 				}
-				p := &cdc.Pipeline{Name: "bench", Encoder: enc, Sink: sink, Store: store, Once: true, Shaping: st.shaping, ChunkBytes: st.chunk,
-					Tables:       []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}, Columns: st.columns}},
+				var policies []cdc.Policy
+				if st.shaping != nil {
+					policies = append(policies, st.shaping)
+				}
+				if st.columns != nil {
+					policies = append(policies, st.columns)
+				}
+				p := &cdc.Pipeline{Name: "bench", Encoder: enc, Sink: sink, Store: store, Once: true, ChunkBytes: st.chunk,
+					Tables:       []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}, Policies: policies}},
 					Poll:         time.Millisecond,
 					RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
 				runtime.GC()

@@ -14,8 +14,12 @@
 //
 // The per-event policies that are not the model's own live in packages
 // of their own, which cmd/icecdc builds and hands to the Pipeline as the
-// interfaces of policy.go: a read's row filter (RowFilters, package
-// rowfilter) and the column and row shaping (Shaping, package shape).
+// interfaces of policy.go: a table's Policies (the column and row shaping
+// of package shape, the column subscription of package subscribe), each
+// resolved into a Stage when the table is loaded, through which every
+// chunk passes in order; a read's row filter (RowFilters, package
+// rowfilter), bound per read and run before them; and the reducer of net
+// changes (NetChanges, package netchange).
 //
 // Faults that are retried (a sink answering 5xx, a broker down, a catalog
 // or a table that cannot be loaded) are followed per table by the

@@ -25,8 +25,9 @@ const (
 // String returns the one-letter code used in the envelope and event ids.
 func (o Op) String() string { return string(rune(o)) }
 
-// phase orders the ops inside one snapshot: deletes, then updates, then inserts.
-func (o Op) phase() int {
+// Phase orders the ops inside one snapshot (docs/contract.md): deletes,
+// then updates, then inserts.
+func (o Op) Phase() int {
 	switch o {
 	case OpDelete:
 		return 0
@@ -109,7 +110,7 @@ type TableInfo struct {
 	Schema    *iceberg.Schema // schema of the events (the snapshot's schema)
 	KeyFields []string        // identifier fields, or empty for {_row_id}
 	// MaskedFields are the top-level field ids whose values a column mask
-	// or hash replaced (Shaper): changed_fields never names them.
+	// or hash replaced (package shape): changed_fields never names them.
 	MaskedFields []int
 }
 

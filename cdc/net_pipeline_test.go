@@ -17,8 +17,10 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/netchange"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/subscribe"
 )
 
 func (h *harness) mutate(fn func(context.Context, *table.Table) (*table.Table, error)) {
@@ -72,6 +74,9 @@ func (h *harness) replayed() (replay.State, []replay.Event) {
 // crash inside a range resumes that very range after the confirmed
 // chunks even though the head moved on, and the consumer ends with the
 // table's rows.
+// newNet is the pipeline's reducer of net changes, as cmd/icecdc's.
+func newNet() cdc.NetChanges { return netchange.New() }
+
 func TestPipelineNetResumesInsideARange(t *testing.T) {
 	h := newHarness(t)
 	h.spec = func(s *cdc.TableSpec) { s.Net = true }
@@ -183,7 +188,7 @@ func TestPipelineUnknownSubscribedColumn(t *testing.T) {
 	store, fs := h.storeAndFile()
 	st, _ := cdc.ParseStart("earliest")
 	p := &cdc.Pipeline{Name: "p", Sink: fs, Store: store, Encoder: newEncoder("p"), Poll: 20 * time.Millisecond,
-		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Columns: []string{"status", "colour"}}}}
+		Tables: []cdc.TableSpec{{Name: "shop.orders", Source: src, Start: st, Policies: []cdc.Policy{subscribe.Columns{"status", "colour"}}}}}
 	err = p.Run(h.ctx)
 	want := `table shop.orders: columns: unknown column "colour" (the table's columns: order_id, customer, status, amount)`
 	if err == nil || err.Error() != want {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// A table with Net delivers, at each poll, the net changes (see Net) of
+// A table with Net delivers, at each poll, the net changes (NetChanges) of
 // the backlog present then: the snapshots after its checkpoint up to the
 // head, cut into ranges where the schema changes and where a range would
 // hold more than NetMaxRows rows. A range's net events are delivered in
@@ -107,7 +107,10 @@ func (f *follower) finishNetRange(ctx context.Context) error {
 		return fmt.Errorf("%w: the net range of checkpoint %s no longer ends with snapshot %d: the table was rolled back; to follow the new head, run 'icecdc reset --table %s' and restart",
 			ErrHistory, f.cp, f.cp.SnapshotID, f.spec.Name)
 	}
-	n := NewNet()
+	n, err := f.newNet()
+	if err != nil {
+		return err
+	}
 	for _, si := range snaps {
 		c, err := f.commit(ctx, si)
 		if err != nil {
@@ -124,7 +127,10 @@ func (f *follower) finishNetRange(ctx context.Context) error {
 // share a schema and hold at most limit events, and returns how many it
 // took. A first snapshot larger than limit is delivered alone, as it is.
 func (f *follower) netRange(ctx context.Context, snaps []SnapshotInfo, limit int) (used int, err error) {
-	n := NewNet()
+	n, err := f.newNet()
+	if err != nil {
+		return 0, err
+	}
 	for used < len(snaps) {
 		si := snaps[used]
 		if used > 0 && si.SchemaID != snaps[0].SchemaID {
@@ -147,6 +153,14 @@ func (f *follower) netRange(ctx context.Context, snaps []SnapshotInfo, limit int
 		used++
 	}
 	return used, f.deliverNet(ctx, n, f.cp.Seq, snaps[used-1], 0)
+}
+
+// newNet is the reducer of a net range.
+func (f *follower) newNet() (NetChanges, error) {
+	if f.p.NewNet == nil {
+		return nil, Permanent(errors.New("net changes, but the pipeline has no reducer (Pipeline.NewNet)"))
+	}
+	return f.p.NewNet(), nil
 }
 
 // commit computes one snapshot's commit and reports its anomalies.
@@ -176,7 +190,7 @@ func (f *follower) historyHint(err error) error {
 // deliverNet delivers the net events of the range after sequence number
 // from up to snapshot end, skipping the first skip of them, in chunks of
 // one commit each, and checkpoints after each confirmed chunk.
-func (f *follower) deliverNet(ctx context.Context, n *Net, from int64, end SnapshotInfo, skip int) error {
+func (f *follower) deliverNet(ctx context.Context, n NetChanges, from int64, end SnapshotInfo, skip int) error {
 	commits := n.Commits()
 	total := 0
 	for _, c := range commits {

@@ -27,10 +27,12 @@ type TableSpec struct {
 	// WarnStart, when set, says why starting the table from Start
 	// deserves a warning rather than the usual info line.
 	WarnStart string
-	// Columns, when set, subscribes to these columns (see Subscription):
-	// checked against the table's schema when the table is loaded.
-	Columns []string
-	// Net delivers the net changes of each backlog (see netfollow.go).
+	// Policies are the table's per-event policies, in the order they
+	// apply (cmd/icecdc: the shaping, then the column subscription), each
+	// resolved against the table's schema when the table is loaded.
+	Policies []Policy
+	// Net delivers the net changes of each backlog (see netfollow.go),
+	// reduced by Pipeline.NewNet.
 	Net bool
 	// NetMaxRows bounds the rows a net range holds (default 100,000).
 	NetMaxRows int
@@ -138,12 +140,13 @@ type Pipeline struct {
 	// have a kind (see SnapshotNotice), on the table's goroutines; it must
 	// not block.
 	Notify func(SnapshotNotice)
+	// NewNet makes the reducer of a net range (package netchange's), for
+	// the tables with Net and a checkpoint left inside a net range; nil
+	// stops such a table.
+	NewNet func() NetChanges
 	// RowFilters is the language of the row filters of on-demand
 	// snapshots (package rowfilter's); nil refuses a request with one.
 	RowFilters RowFilters
-	// Shaping, when set, shapes every table's columns and drops skipped
-	// operations (see Shaping) before the encoder sees an event.
-	Shaping Shaping
 	// Tracer, when set, traces every commit of every table (trace.go):
 	// OpenTelemetry's tracer provider. Nil: no spans, at no cost.
 	Tracer trace.TracerProvider
@@ -318,8 +321,7 @@ type follower struct {
 	// synced: every snapshot of the metadata the source last loaded was
 	// delivered, so an unchanged metadata needs no further work.
 	synced bool
-	sub    *Subscription // nil: every column
-	shaper Shaper        // nil: as the table has them
+	stages []Stage // the table's policies, resolved by load
 	// perEvent is the key and value bytes per event of the last batch,
 	// which sizes the next (ChunkBytes).
 	perEvent atomic.Int64
@@ -584,6 +586,23 @@ func (f *follower) rewindStore(ctx context.Context, cp Checkpoint) error {
 	return nil
 }
 
+// resolveStages resolves the table's policies against its current schema.
+func (f *follower) resolveStages() error {
+	info := f.spec.Source.Info()
+	var stages []Stage
+	for _, p := range f.spec.Policies {
+		st, err := p.ForTable(f.spec.Name, info.Schema, info.KeyFields, stages)
+		if err != nil {
+			return Permanent(err)
+		}
+		if st != nil {
+			stages = append(stages, st)
+		}
+	}
+	f.stages = stages
+	return nil
+}
+
 // load (re)reads the table's position: from a checkpointing sink, else the
 // store, else the configured start. After any error the position is
 // reloaded from there, never trusted from memory.
@@ -593,26 +612,8 @@ func (f *follower) load(ctx context.Context) error {
 	if _, err := src.Refresh(ctx); err != nil {
 		return err
 	}
-	if len(f.spec.Columns) > 0 {
-		sub, err := NewSubscription("", src.Info().Schema, f.spec.Columns)
-		if err != nil {
-			return Permanent(err)
-		}
-		f.sub = sub
-	}
-	info := src.Info()
-	var shaper Shaper
-	if f.p.Shaping != nil {
-		var err error
-		if shaper, err = f.p.Shaping.ForTable(f.spec.Name, info.Schema, info.KeyFields); err != nil {
-			return Permanent(err)
-		}
-	}
-	f.shaper = shaper
-	for _, col := range f.spec.Columns {
-		if shaper != nil && shaper.Excludes(col) {
-			return Permanent(fmt.Errorf("tables[].columns: %q is a column debezium.column.include.list or column.exclude.list leaves out", col))
-		}
+	if err := f.resolveStages(); err != nil {
+		return err
 	}
 	if cs, ok := f.p.Sink.(CheckpointSink); ok {
 		cp, found, err := cs.Restore(ctx, f.p.Name, src.Info())
@@ -1251,8 +1252,11 @@ func (f *follower) write(ctx context.Context, ch chunk) error {
 func (f *follower) encode(bb *batchBuilder, ch chunk) (*Batch, error) {
 	marker := ch.marker
 	resync := marker != SnapshotNone && ch.cp.Resync
-	filtered := marker != SnapshotNone && f.readFilter != ""
-	left, err := f.applyPolicies(&ch, filtered)
+	stages := f.stages
+	if marker != SnapshotNone && f.readFilter != "" {
+		stages = append([]Stage{readFilter{f, f.readFilter}}, stages...)
+	}
+	left, err := applyStages(&ch, stages)
 	if err != nil || !left {
 		return nil, err // nothing left: only the chunk's checkpoint moves
 	}
@@ -1261,8 +1265,8 @@ func (f *follower) encode(bb *batchBuilder, ch chunk) (*Batch, error) {
 	bb.start(c, len(evs))
 	for k := range evs {
 		e, i := &evs[k], ch.lo+k
-		if f.sub != nil || filtered || f.shaper != nil {
-			i = e.Index // the subscription, the filter or skipped operations left events out; indexes stay those of the commit
+		if len(stages) > 0 {
+			i = e.Index // a stage may have left events out; indexes stay those of the commit
 		}
 		e.Snapshot, e.Resync = marker, resync
 		if marker != SnapshotNone && i == ch.total-1 {
@@ -1286,40 +1290,22 @@ func (f *follower) encode(bb *batchBuilder, ch chunk) (*Batch, error) {
 	return b, nil
 }
 
-// applyPolicies applies the table's policies to ch in place: the read's
-// row filter (filtered), the shaper, the subscription. It reports whether
-// anything is left to write. The row filter (a signal's
-// additional-conditions) reads the table's own values, as Debezium's runs
-// on the source table; then shaping. Shaped first: a subscription
-// projects the shaped images, and a column it leaves out is not mistaken
-// for one a schema dropped.
-func (f *follower) applyPolicies(ch *chunk, filtered bool) (bool, error) {
-	var err error
-	if filtered {
-		if ch.evs, err = f.filterRows(ch.c, ch.evs, f.readFilter); err != nil {
-			return false, Permanent(err)
-		}
-		if len(ch.evs) == 0 && ch.change == nil {
-			return false, nil // no row of this chunk passed
-		}
-	}
-	if f.shaper != nil {
-		if ch.c, ch.evs, err = f.shaper.Apply(ch.c, ch.evs); err != nil {
+// applyStages passes ch through stages in order, in place, and reports
+// whether anything is left to write. The order is the table's: the read's
+// row filter first (it reads the table's own values), then shaping, then
+// the subscription (it projects the shaped images, and a column it leaves
+// out is not mistaken for one a schema dropped).
+func applyStages(ch *chunk, stages []Stage) (bool, error) {
+	for _, s := range stages {
+		var err error
+		if ch.c, ch.evs, err = s.Apply(ch.c, ch.evs); err != nil {
 			return false, err
 		}
-		if ch.change, err = f.shaper.SchemaChange(ch.change); err != nil {
+		if ch.change, err = s.SchemaChange(ch.change); err != nil {
 			return false, err
 		}
 		if len(ch.evs) == 0 && ch.change == nil {
-			return false, nil // every event skipped
-		}
-	}
-	if f.sub != nil {
-		if ch.c, ch.evs, err = f.sub.Apply(ch.c, ch.evs); err != nil {
-			return false, err
-		}
-		if len(ch.evs) == 0 && ch.change == nil {
-			return false, nil // nothing subscribed in this chunk
+			return false, nil // nothing of this chunk passed
 		}
 	}
 	return true, nil

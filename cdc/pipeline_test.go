@@ -134,7 +134,7 @@ func (h *harness) run(start string, chunk int, stopAfter int) {
 		h.spec(&spec)
 	}
 	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{spec}, Encoder: newEncoder("p"),
-		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: chunk, RetryInitial: 10 * time.Millisecond}
+		Sink: sink, Store: store, Poll: 20 * time.Millisecond, ChunkSize: chunk, RetryInitial: 10 * time.Millisecond, NewNet: newNet}
 	head := h.tbl.CurrentSnapshot().SequenceNumber
 	go func() {
 		for ctx.Err() == nil {

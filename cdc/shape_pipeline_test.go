@@ -13,6 +13,7 @@ import (
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/subscribe"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -54,9 +55,10 @@ func TestPipelineShapesBeforeTheSubscription(t *testing.T) {
 	sink := &cdctest.Sink{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard only
 	defer cancel()
-	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.users", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest}, Columns: []string{"plan"}}},
+	p := &cdc.Pipeline{Name: "p", Tables: []cdc.TableSpec{{Name: "shop.users", Source: src, Start: cdc.Start{Kind: cdc.StartEarliest},
+		Policies: []cdc.Policy{sh, subscribe.Columns{"plan"}}}},
 		Encoder: newEncoder("p"), Sink: sink, Store: store, Poll: time.Millisecond,
-		RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Once: true, Shaping: sh}
+		RetryInitial: time.Millisecond, RetryMax: time.Millisecond, Once: true}
 	if err := p.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestPipelineShapesBeforeTheSubscription(t *testing.T) {
 	}
 
 	// A subscription to a column the shaping leaves out is refused.
-	p.Tables[0].Columns = []string{"ssn"}
+	p.Tables[0].Policies = []cdc.Policy{sh, subscribe.Columns{"ssn"}}
 	p.Tables[0].Source = cdctest.New(info)
 	err = p.Run(ctx)
 	if err == nil || !strings.Contains(err.Error(), `tables[].columns: "ssn" is a column debezium.column.include.list or column.exclude.list leaves out`) {

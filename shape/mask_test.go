@@ -44,7 +44,7 @@ func TestMasksEqualDebeziums(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", v.Option, err)
 		}
-		s, err := sh.ForTable("ns.t", sc, nil)
+		s, err := sh.ForTable("ns.t", sc, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,8 +21,8 @@ import (
 var errNoSchema = errors.New("no schema")
 
 var (
-	_ cdc.Shaping = (*Shaping)(nil)
-	_ cdc.Shaper  = (*Shaper)(nil)
+	_ cdc.Policy = (*Shaping)(nil)
+	_ cdc.Stage  = (*Shaper)(nil)
 )
 
 // Shaping is a pipeline's column and row shaping, with Debezium's options:
@@ -324,9 +324,9 @@ type shapeView struct {
 
 // ForTable resolves s for table (namespace.table) against its current
 // schema sc and key columns keys (empty: the row id): a *Shaper, or nil
-// when s shapes nothing. Its errors name the option; the pipeline names
-// the table.
-func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string) (cdc.Shaper, error) {
+// when s shapes nothing. Shaping runs first: it reads no stage before it.
+// Its errors name the option; the pipeline names the table.
+func (s *Shaping) ForTable(table string, sc *iceberg.Schema, keys []string, _ []cdc.Stage) (cdc.Stage, error) {
 	if s.Empty() {
 		return nil, nil
 	}

@@ -41,7 +41,7 @@ func TestShaperRefusesWithOneLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = sh.ForTable("shop.users", sc, tc.keys)
+		_, err = sh.ForTable("shop.users", sc, tc.keys, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: got %v, want one line starting %q", tc.opts, err, tc.want)
 		}
@@ -49,7 +49,7 @@ func TestShaperRefusesWithOneLine(t *testing.T) {
 	// A pattern of another table, or a regular expression, names no
 	// column in particular.
 	sh, _ := Parse(map[string]string{"column.mask.with.4.chars": `shop\.other\.x,shop\.users\.e.*`})
-	if _, err := sh.ForTable("shop.users", sc, nil); err != nil {
+	if _, err := sh.ForTable("shop.users", sc, nil, nil); err != nil {
 		t.Errorf("a pattern of another table: %v", err)
 	}
 }
@@ -69,7 +69,7 @@ func TestShaperFollowsTheSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	s0 := shapeSchema(0, fID, fEmail, fSSN)
-	s, err := sh.ForTable("shop.users", s0, []string{"id"})
+	s, err := sh.ForTable("shop.users", s0, []string{"id"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/source"
+	"github.com/icecdc/icecdc/subscribe"
 )
 
 // changesFlags are the flags of changes.
@@ -146,7 +147,7 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	if err := f.checkHead(src); err != nil {
 		return err
 	}
-	if pr.shaping, pr.sub, err = subscribe(cc, src, cols); err != nil {
+	if pr.shaping, pr.sub, err = shapeAndSubscribe(cc, src, cols); err != nil {
 		return err
 	}
 	pr.w = bufio.NewWriterSize(stdout, 1<<16)
@@ -157,7 +158,10 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	if f.progress == "auto" {
 		prog = cdc.NewProgress(terminal(stderr))
 	}
-	opts := cdc.ChangesOptions{FromSeq: f.from, ToSeq: f.to, Net: f.net, NetMaxRows: f.netMax, Log: log, Progress: prog, What: "changes"}
+	opts := cdc.ChangesOptions{FromSeq: f.from, ToSeq: f.to, NetMaxRows: f.netMax, Log: log, Progress: prog, What: "changes"}
+	if f.net {
+		opts.NewNet = newNet
+	}
 	err = cdc.ChangesOf(ctx, src, opts, func(c *cdc.Commit) error { return pr.commit(ctx, c) })
 	if ferr := pr.w.Flush(); err == nil {
 		err = ferr
@@ -301,23 +305,24 @@ func (f *changesFlags) checkHead(src *source.Table) error {
 	return nil
 }
 
-// subscribe is the shaping of --config and the subscription of --columns
-// (nil without them). Shaped first, as the daemon shapes: a subscription
-// projects the shaped images.
-func subscribe(cc *changesConfig, src *source.Table, cols []string) (cdc.Shaper, *cdc.Subscription, error) {
+// shapeAndSubscribe is the shaping of --config and the subscription of
+// --columns (nil without them). Shaped first, as the daemon shapes: a
+// subscription projects the shaped images.
+func shapeAndSubscribe(cc *changesConfig, src *source.Table, cols []string) (cdc.Stage, *subscribe.Subscription, error) {
 	shaping, err := cc.shaper(src.Info())
 	if err != nil {
 		return nil, nil, err
 	}
+	ex, _ := shaping.(interface{ Excludes(col string) bool })
 	for _, col := range cols {
-		if shaping != nil && shaping.Excludes(col) {
+		if ex != nil && ex.Excludes(col) {
 			return nil, nil, fmt.Errorf("changes: --columns %q: a column debezium.column.include.list or column.exclude.list of --config leaves out", col)
 		}
 	}
-	var sub *cdc.Subscription
+	var sub *subscribe.Subscription
 	if len(cols) > 0 {
 		info := src.Info()
-		if sub, err = cdc.NewSubscription(info.Namespace+"."+info.Name, info.Schema, cols); err != nil {
+		if sub, err = subscribe.New(info.Namespace+"."+info.Name, info.Schema, cols); err != nil {
 			return nil, nil, fmt.Errorf("changes: --%w", err)
 		}
 	}
@@ -343,10 +348,10 @@ type changesPrinter struct {
 	w       *bufio.Writer
 	tf      *debezium.TableFormat // --format table: the events as a table, no encoder
 	enc     cdc.Encoder
-	avroOut *avroPrinter      // debezium-avro: the records as JSON
-	shaper  cdc.RecordShaper  // the encoder's, when it drops some records
-	shaping cdc.Shaper        // of --config
-	sub     *cdc.Subscription // of --columns
+	avroOut *avroPrinter            // debezium-avro: the records as JSON
+	shaper  cdc.RecordShaper        // the encoder's, when it drops some records
+	shaping cdc.Stage               // of --config
+	sub     *subscribe.Subscription // of --columns
 	// withKey prints each event's key and a tab first; withID adds the
 	// event id to a debezium-json value; tombstones prints a Kafka
 	// tombstone after a delete.

@@ -156,12 +156,12 @@ func (cc *changesConfig) route() func(string) string {
 }
 
 // shaper resolves the shaping for the table of info; nil without any.
-func (cc *changesConfig) shaper(info cdc.TableInfo) (cdc.Shaper, error) {
+func (cc *changesConfig) shaper(info cdc.TableInfo) (cdc.Stage, error) {
 	if cc == nil || cc.shaping == nil {
 		return nil, nil
 	}
 	table := info.Namespace + "." + info.Name
-	sh, err := cc.shaping.ForTable(table, info.Schema, info.KeyFields)
+	sh, err := cc.shaping.ForTable(table, info.Schema, info.KeyFields, nil)
 	if err != nil {
 		return nil, fmt.Errorf("changes: --config %s: table %s: debezium.%w", cc.path, table, err)
 	}

@@ -28,11 +28,14 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/health"
+	"github.com/icecdc/icecdc/netchange"
 	"github.com/icecdc/icecdc/rowfilter"
+	"github.com/icecdc/icecdc/shape"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
+	"github.com/icecdc/icecdc/subscribe"
 )
 
 func runCommand(e *cli) *cobra.Command {
@@ -195,13 +198,9 @@ func (d *runBase) pipeline(enc cdc.Encoder, health *health.Health) *cdc.Pipeline
 		SchemaChanges: cfg.Debezium.IncludeSchemaChanges,
 		// The language of the signals' additional-conditions.
 		RowFilters: rowfilter.Language{},
+		NewNet:     newNet,
 	}
 	p.OnHistoryLoss, _ = cdc.ParseHistoryLossPolicy(cfg.OnHistoryLoss)
-	// A nil *shape.Shaping must stay a nil cdc.Shaping, not an interface
-	// holding a nil pointer (checked by validate).
-	if sh, _ := cfg.Debezium.shaping(); sh != nil {
-		p.Shaping = sh
-	}
 	return p
 }
 
@@ -446,6 +445,7 @@ type tableSource struct {
 func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tableSource, error) {
 	base := sourceOptions(cfg, log)
 	keys, _ := cfg.Debezium.keyColumns() // checked by validate
+	sh, _ := cfg.Debezium.shaping()      // checked by validate
 	var out []tableSource
 	for _, t := range cfg.Tables {
 		start, err := cdc.ParseStart(t.Start)
@@ -468,11 +468,28 @@ func listTableSources(ctx context.Context, cfg *Config, log *slog.Logger) ([]tab
 				o.KeyFields = k
 			}
 			o.MaxMemory = int64(t.MaxMemory)
-			out = append(out, tableSource{spec: cdc.TableSpec{Name: name, Start: start, Hold: t.Hold, Columns: t.Columns, Net: t.Net,
-				NetMaxRows: cfg.NetMaxRows}, opts: o})
+			out = append(out, tableSource{spec: cdc.TableSpec{Name: name, Start: start, Hold: t.Hold, Net: t.Net,
+				NetMaxRows: cfg.NetMaxRows, Policies: policies(sh, t.Columns)}, opts: o})
 		}
 	}
 	return out, nil
+}
+
+// newNet is the reducer of net changes, for the daemon's tables with net
+// and `changes --net`.
+func newNet() cdc.NetChanges { return netchange.New() }
+
+// policies are a table's per-event policies in the order they apply: the
+// shaping, then the column subscription, which projects the shaped images.
+func policies(sh *shape.Shaping, cols []string) []cdc.Policy {
+	var out []cdc.Policy
+	if sh != nil { // a nil *shape.Shaping would be a Policy holding a nil pointer
+		out = append(out, sh)
+	}
+	if len(cols) > 0 {
+		out = append(out, subscribe.Columns(cols))
+	}
+	return out
 }
 
 // sourceOptions are the options every table's source shares: where the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/netchange"
 )
 
 // CheckNet checks net changes against full replay: for every range
@@ -67,7 +67,7 @@ func CheckNet(ctx context.Context, steps []Step, tbl *table.Table) (int, error) 
 }
 
 func checkNetRange(ctx context.Context, rng []Step, from, to State, tbl *table.Table, fromSchema int) error {
-	n := cdc.NewNet()
+	n := netchange.New()
 	for _, st := range rng {
 		if err := n.Add(ctx, st.Commit); err != nil {
 			return err

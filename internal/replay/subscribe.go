@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/subscribe"
 )
 
 // CheckSubscription checks a column subscription against full replay: at
@@ -24,7 +25,7 @@ func CheckSubscription(ctx context.Context, steps []Step, tbl *table.Table, colu
 		return 0, nil
 	}
 	info := steps[0].Commit.Table
-	sub, err := cdc.NewSubscription(info.Namespace+"."+info.Name, info.Schema, columns)
+	sub, err := subscribe.New(info.Namespace+"."+info.Name, info.Schema, columns)
 	if err != nil {
 		return 0, err
 	}

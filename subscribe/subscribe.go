@@ -1,4 +1,4 @@
-package cdc
+package subscribe
 
 import (
 	"errors"
@@ -8,8 +8,39 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/values"
 )
+
+var (
+	_ cdc.Policy = Columns(nil)
+	_ cdc.Stage  = (*Subscription)(nil)
+)
+
+// Columns is a table's column subscription as configured
+// (tables[].columns), the Policy cmd/icecdc hands the table.
+type Columns []string
+
+// ForTable resolves the subscription against sc, the table's current
+// schema; nil without columns. A column a stage before it (the shaping)
+// leaves out is refused: it could never change.
+func (cols Columns) ForTable(_ string, sc *iceberg.Schema, _ []string, before []cdc.Stage) (cdc.Stage, error) {
+	if len(cols) == 0 {
+		return nil, nil
+	}
+	sub, err := New("", sc, cols)
+	if err != nil {
+		return nil, err
+	}
+	for _, col := range cols {
+		for _, st := range before {
+			if ex, ok := st.(interface{ Excludes(col string) bool }); ok && ex.Excludes(col) {
+				return nil, fmt.Errorf("tables[].columns: %q is a column debezium.column.include.list or column.exclude.list leaves out", col)
+			}
+		}
+	}
+	return sub, nil
+}
 
 // Subscription is a table's column subscription (tables[].columns): only
 // the updates that change one of the columns are emitted, inserts and
@@ -42,9 +73,9 @@ type subProjection struct {
 	hasKey bool
 }
 
-// NewSubscription resolves columns against sc, the table's current schema.
+// New resolves columns against sc, the table's current schema.
 // table names the table in errors (empty: the caller names it).
-func NewSubscription(table string, sc *iceberg.Schema, columns []string) (*Subscription, error) {
+func New(table string, sc *iceberg.Schema, columns []string) (*Subscription, error) {
 	if len(columns) == 0 {
 		return nil, fmt.Errorf("%scolumns: empty subscription", tablePrefix(table))
 	}
@@ -68,20 +99,20 @@ func (s *Subscription) Columns() []string { return s.columns }
 // Apply filters and projects events of c. It returns the commit the kept
 // events are to be encoded with (c with the projected schema) and the
 // kept events, which keep their event indexes.
-func (s *Subscription) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
+func (s *Subscription) Apply(c *cdc.Commit, evs []cdc.Event) (*cdc.Commit, []cdc.Event, error) {
 	p, err := s.projection(c)
 	if err != nil {
 		return nil, nil, err
 	}
 	sc := c.Table.Schema
-	kept := make([]Event, 0, len(evs))
-	var slab RowSlab
+	kept := make([]cdc.Event, 0, len(evs))
+	var slab cdc.RowSlab
 	for _, e := range evs {
 		// The projection makes new Rows: the images are taken as Rows.
 		if err := e.MaterializeRows(); err != nil {
 			return nil, nil, fmt.Errorf("event %d: %w", e.Index, err)
 		}
-		if e.Op == OpUpdate && e.Source == "" && !p.touches(ChangedFields(sc, e.Before, e.After)) {
+		if e.Op == cdc.OpUpdate && e.Source == "" && !p.touches(cdc.ChangedFields(sc, e.Before, e.After)) {
 			continue
 		}
 		e.Before, e.After = p.project(&slab, e.Before), p.project(&slab, e.After)
@@ -93,9 +124,13 @@ func (s *Subscription) Apply(c *Commit, evs []Event) (*Commit, []Event, error) {
 	return &pc, kept, nil
 }
 
+// SchemaChange returns ch as it is: a schema change record describes the
+// table's schema, whatever the subscription projects.
+func (s *Subscription) SchemaChange(ch *cdc.SchemaChange) (*cdc.SchemaChange, error) { return ch, nil }
+
 var errNoSchema = errors.New("no schema")
 
-func (s *Subscription) projection(c *Commit) (*subProjection, error) {
+func (s *Subscription) projection(c *cdc.Commit) (*subProjection, error) {
 	sc := c.Table.Schema
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,7 +145,7 @@ func (s *Subscription) projection(c *Commit) (*subProjection, error) {
 	for i, id := range s.ids {
 		path := fieldPath(sc, id)
 		if path == "" {
-			return nil, Permanent(fmt.Errorf("%scolumns: the subscribed column %q (field id %d) is not in the schema of snapshot %d (schema %d): it was dropped; change tables[].columns and restart",
+			return nil, cdc.Permanent(fmt.Errorf("%scolumns: the subscribed column %q (field id %d) is not in the schema of snapshot %d (schema %d): it was dropped; change tables[].columns and restart",
 				tablePrefix(s.table), s.columns[i], id, c.Snapshot.ID, sc.ID))
 		}
 		p.paths = append(p.paths, path)
@@ -152,15 +187,23 @@ func (p *subProjection) touches(changed []string) bool {
 	return false
 }
 
-func (p *subProjection) project(slab *RowSlab, r values.Row) values.Row {
+func (p *subProjection) project(slab *cdc.RowSlab, r values.Row) values.Row {
 	if r == nil {
 		return nil
 	}
 	out := slab.Row(len(p.keep))
 	for i, k := range p.keep {
-		out[i] = rowValue(r, k)
+		out[i] = valueAt(r, k)
 	}
 	return out
+}
+
+// valueAt is r[i], or nil (null) past the end of r.
+func valueAt(r values.Row, i int) any {
+	if i < len(r) {
+		return r[i]
+	}
+	return nil
 }
 
 // fieldPath returns the path of field id through structs only, or "" when

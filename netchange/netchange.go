@@ -1,4 +1,4 @@
-package cdc
+package netchange
 
 import (
 	"context"
@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/values"
 )
+
+var _ cdc.NetChanges = (*Net)(nil)
 
 // Net reduces the commits of a range of snapshots to their net changes:
 // one event per row for the whole range. A row inserted in the range is a
@@ -27,12 +30,12 @@ import (
 //
 // A Net holds, per changed row, its first before and its last after image:
 // memory grows with the number of distinct rows the range changed, never
-// with the number of events. Callers bound it with Len (see NetRanges).
+// with the number of events. Callers bound it with Len.
 // All commits of one Net must share a schema: images of different schemas
 // are not comparable, so a range is cut where the schema changes.
 type Net struct {
 	rows  map[int64]*netRow // keyed by the row's current row id
-	snaps []*Commit         // the ingested commits (events dropped), in order
+	snaps []*cdc.Commit     // the ingested commits (events dropped), in order
 }
 
 type netRow struct {
@@ -52,25 +55,22 @@ type netRow struct {
 // update of a row id never seen inserted or present).
 var ErrNetContract = errors.New("events break the change contract")
 
-// NewNet returns an empty reducer.
-func NewNet() *Net { return &Net{rows: map[int64]*netRow{}} }
+// New returns an empty reducer.
+func New() *Net { return &Net{rows: map[int64]*netRow{}} }
 
 // Len returns the number of rows the reducer holds.
 func (n *Net) Len() int { return len(n.rows) }
 
-// Snapshots returns the number of commits added.
-func (n *Net) Snapshots() int { return len(n.snaps) }
-
 // Add ingests the next commit of the range, streaming its events.
-func (n *Net) Add(ctx context.Context, c *Commit) error {
+func (n *Net) Add(ctx context.Context, c *cdc.Commit) error {
 	if len(n.snaps) > 0 {
 		if prev := n.snaps[len(n.snaps)-1]; prev.Snapshot.SequenceNumber >= c.Snapshot.SequenceNumber {
 			return fmt.Errorf("net: snapshot %d (sequence number %d) added after sequence number %d", c.Snapshot.ID, c.Snapshot.SequenceNumber, prev.Snapshot.SequenceNumber)
 		}
 	}
 	si := len(n.snaps)
-	n.snaps = append(n.snaps, &Commit{Table: c.Table, Snapshot: c.Snapshot})
-	return c.EachBatch(ctx, 0, func(evs []Event) error {
+	n.snaps = append(n.snaps, &cdc.Commit{Table: c.Table, Snapshot: c.Snapshot})
+	return c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
 		for i := range evs {
 			if err := n.add(si, &evs[i]); err != nil {
 				return fmt.Errorf("net: snapshot %d (sequence number %d), event %d: %w", c.Snapshot.ID, c.Snapshot.SequenceNumber, evs[i].Index, err)
@@ -80,7 +80,7 @@ func (n *Net) Add(ctx context.Context, c *Commit) error {
 	})
 }
 
-func (n *Net) add(si int, e *Event) error {
+func (n *Net) add(si int, e *cdc.Event) error {
 	key := e.RowID
 	if e.Source != "" {
 		key = e.PairedRowID // the row the pairing replaced
@@ -90,9 +90,9 @@ func (n *Net) add(si int, e *Event) error {
 	case !seen:
 		r = &netRow{origID: key}
 		switch e.Op {
-		case OpCreate:
+		case cdc.OpCreate:
 			r.inserted, r.origID = true, 0
-		case OpUpdate, OpDelete:
+		case cdc.OpUpdate, cdc.OpDelete:
 			before, err := e.BeforeRow()
 			if err != nil {
 				return err
@@ -104,9 +104,9 @@ func (n *Net) add(si int, e *Event) error {
 		n.rows[key] = r
 	case r.deleted:
 		return fmt.Errorf("%w: %s of row %d after its delete", ErrNetContract, e.Op, key)
-	case e.Op == OpCreate:
+	case e.Op == cdc.OpCreate:
 		return fmt.Errorf("%w: insert of row %d, which is live", ErrNetContract, key)
-	case e.Op != OpUpdate && e.Op != OpDelete:
+	case e.Op != cdc.OpUpdate && e.Op != cdc.OpDelete:
 		return fmt.Errorf("%w: op %s in a change stream", ErrNetContract, e.Op)
 	}
 	if e.Source != "" && e.RowID != key {
@@ -121,7 +121,7 @@ func (n *Net) add(si int, e *Event) error {
 	if err != nil {
 		return err
 	}
-	r.deleted = e.Op == OpDelete
+	r.deleted = e.Op == cdc.OpDelete
 	r.after = after
 	r.lusn, r.snap, r.index = e.LUSN, si, e.Index
 	return nil
@@ -130,31 +130,31 @@ func (n *Net) add(si int, e *Event) error {
 // Commits returns the net events as one commit per snapshot that last
 // touched a row, in snapshot order; snapshots whose rows all cancelled out
 // give no commit. Event indexes count from 0 in each commit.
-func (n *Net) Commits() []*Commit {
+func (n *Net) Commits() []*cdc.Commit {
 	type item struct {
 		snap, phase, index int
-		ev                 Event
+		ev                 cdc.Event
 	}
 	items := make([]item, 0, len(n.rows))
 	for id, r := range n.rows {
-		var ev Event
+		var ev cdc.Event
 		switch {
 		case r.inserted && r.deleted:
 			continue
 		case r.inserted:
-			ev = Event{Op: OpCreate, RowID: id, After: r.after}
+			ev = cdc.Event{Op: cdc.OpCreate, RowID: id, After: r.after}
 		case r.deleted:
-			ev = Event{Op: OpDelete, RowID: r.origID, Before: r.before}
+			ev = cdc.Event{Op: cdc.OpDelete, RowID: r.origID, Before: r.before}
 		default:
-			ev = Event{Op: OpUpdate, RowID: id, Before: r.before, After: r.after}
+			ev = cdc.Event{Op: cdc.OpUpdate, RowID: id, Before: r.before, After: r.after}
 			if id != r.origID {
 				ev.Source, ev.PairedRowID = r.paired, r.origID
-			} else if len(ChangedFields(n.snaps[r.snap].Table.Schema, r.before, r.after)) == 0 {
+			} else if len(cdc.ChangedFields(n.snaps[r.snap].Table.Schema, r.before, r.after)) == 0 {
 				continue // back where it started
 			}
 		}
 		ev.LUSN = r.lusn
-		items = append(items, item{r.snap, ev.Op.phase(), r.index, ev})
+		items = append(items, item{r.snap, ev.Op.Phase(), r.index, ev})
 	}
 	slices.SortFunc(items, func(a, b item) int {
 		if a.snap != b.snap {
@@ -165,11 +165,11 @@ func (n *Net) Commits() []*Commit {
 		}
 		return a.index - b.index
 	})
-	var out []*Commit
+	var out []*cdc.Commit
 	for _, it := range items {
 		if len(out) == 0 || out[len(out)-1].Snapshot.ID != n.snaps[it.snap].Snapshot.ID {
 			s := n.snaps[it.snap]
-			out = append(out, &Commit{Table: s.Table, Snapshot: s.Snapshot})
+			out = append(out, &cdc.Commit{Table: s.Table, Snapshot: s.Snapshot})
 		}
 		c := out[len(out)-1]
 		it.ev.Index = len(c.Events)

@@ -1,4 +1,4 @@
-package cdc
+package subscribe
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -28,7 +29,7 @@ func TestSubscriptionRefusesBadColumns(t *testing.T) {
 		"nope":         `table shop.people: columns: unknown column "nope" (the table's columns: id, name, address, tags)`,
 		"tags.element": `table shop.people: columns: "tags.element" is inside a list or a map; subscribe to the column that holds it`,
 	} {
-		_, err := NewSubscription("shop.people", sc, []string{"name", col})
+		_, err := New("shop.people", sc, []string{"name", col})
 		if err == nil || err.Error() != want {
 			t.Errorf("columns [name %s]: %v, want %s", col, err, want)
 		}
@@ -37,19 +38,19 @@ func TestSubscriptionRefusesBadColumns(t *testing.T) {
 
 func TestSubscriptionNestedColumn(t *testing.T) {
 	sc := addressSchema()
-	sub, err := NewSubscription("shop.people", sc, []string{"address.city"})
+	sub, err := New("shop.people", sc, []string{"address.city"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := func(name, street, city string) values.Row {
 		return values.Row{int64(1), name, values.Row{street, city}, []any{"a"}}
 	}
-	c := &Commit{Table: TableInfo{Schema: sc, KeyFields: []string{"id"}}}
-	evs := []Event{
-		{Op: OpUpdate, RowID: 1, Before: row("a", "s", "x"), After: row("b", "s", "x"), Index: 0},                  // name only: dropped
-		{Op: OpUpdate, RowID: 2, Before: row("a", "s", "x"), After: row("a", "s", "y"), Index: 1},                  // city: kept
-		{Op: OpUpdate, RowID: 3, Before: row("a", "s", "x"), After: values.Row{int64(1), "a", nil, nil}, Index: 2}, // address nulled: kept
-		{Op: OpDelete, RowID: 4, Before: row("a", "s", "x"), Index: 3},
+	c := &cdc.Commit{Table: cdc.TableInfo{Schema: sc, KeyFields: []string{"id"}}}
+	evs := []cdc.Event{
+		{Op: cdc.OpUpdate, RowID: 1, Before: row("a", "s", "x"), After: row("b", "s", "x"), Index: 0},                  // name only: dropped
+		{Op: cdc.OpUpdate, RowID: 2, Before: row("a", "s", "x"), After: row("a", "s", "y"), Index: 1},                  // city: kept
+		{Op: cdc.OpUpdate, RowID: 3, Before: row("a", "s", "x"), After: values.Row{int64(1), "a", nil, nil}, Index: 2}, // address nulled: kept
+		{Op: cdc.OpDelete, RowID: 4, Before: row("a", "s", "x"), Index: 3},
 	}
 	pc, kept, err := sub.Apply(c, evs)
 	if err != nil {
@@ -69,12 +70,12 @@ func TestSubscriptionNestedColumn(t *testing.T) {
 	if strings.Join(names, ",") != "id,address" || len(kept[0].After) != 2 || kept[2].Index != 3 {
 		t.Fatalf("projection: columns %v, images %v, index %d", names, kept[0].After, kept[2].Index)
 	}
-	if got := ChangedFields(pc.Table.Schema, kept[0].Before, kept[0].After); !slices.Equal(got, []string{"address.city"}) {
+	if got := cdc.ChangedFields(pc.Table.Schema, kept[0].Before, kept[0].After); !slices.Equal(got, []string{"address.city"}) {
 		t.Fatalf("changed_fields of the projected update: %v", got)
 	}
 	// The column dropped by a later schema stops the table, naming it.
 	later := iceberg.NewSchema(1, sc.Fields()[:2]...)
-	c2 := &Commit{Table: TableInfo{Schema: later}, Snapshot: SnapshotInfo{ID: 77}}
+	c2 := &cdc.Commit{Table: cdc.TableInfo{Schema: later}, Snapshot: cdc.SnapshotInfo{ID: 77}}
 	if _, _, err := sub.Apply(c2, nil); err == nil || !strings.Contains(err.Error(), `subscribed column "address.city"`) {
 		t.Fatalf("dropped column: %v", err)
 	}
