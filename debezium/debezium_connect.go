@@ -287,7 +287,7 @@ func (f *ConnectJSON) appendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs 
 	dst = appendSourceTail(dst, cb, e, true)
 	dst = append(dst, `},"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
-	dst = appendConnectTimes(dst, tsMs)
+	dst = cc.appendTimes(dst, tsMs)
 	order := int64(e.Index) + 1
 	dst = append(dst, cb.transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
@@ -306,6 +306,26 @@ type connectCommit struct {
 	// db and sequence up to the event's index; times closes sequence and
 	// holds source's ts_us and ts_ns.
 	head, sequence, times []byte
+	// now holds the envelope's processing times last written, the same
+	// for every event of a batch.
+	now atomic.Pointer[connectNow]
+}
+
+// connectNow is the text of a processing time's ts_ms, ts_us and ts_ns.
+type connectNow struct {
+	ms   int64
+	text []byte
+}
+
+// appendTimes appends the processing time's ts_ms, ts_us and ts_ns.
+func (cc *connectCommit) appendTimes(dst []byte, ms int64) []byte {
+	if n := cc.now.Load(); n != nil && n.ms == ms {
+		return append(dst, n.text...)
+	}
+	start := len(dst)
+	dst = appendConnectTimes(dst, ms)
+	cc.now.Store(&connectNow{ms: ms, text: append([]byte(nil), dst[start:]...)})
+	return dst
 }
 
 type connectCommitKey struct {
