@@ -31,10 +31,32 @@ import (
 // for byte. Schema-change and transaction records, one per commit at
 // most, stay on the transcoder.
 
-// avroEnc carries one encoding's options and scratch buffer.
+// avroEnc carries one encoding's options and scratch buffer. The buffer
+// is taken from scratchPool when a value needs it (take) and given back
+// by release: the direct writer needs none, and a pool's Get and Put for
+// every key and value cost more than a small key's encoding.
 type avroEnc struct {
 	o       *ConnectOptions
 	scratch []byte
+	bp      *[]byte // scratch's pool entry, nil before take
+}
+
+// take returns the scratch buffer, empty.
+func (w *avroEnc) take() []byte {
+	if w.bp == nil {
+		w.bp = scratchPool.Get().(*[]byte)
+		w.scratch = *w.bp
+	}
+	return w.scratch[:0]
+}
+
+// release gives the scratch buffer back to the pool, if taken.
+func (w *avroEnc) release() {
+	if w.bp != nil {
+		*w.bp = w.scratch[:0]
+		scratchPool.Put(w.bp)
+		w.bp, w.scratch = nil, nil
+	}
 }
 
 // avroNullError is a null where the Avro schema has no null branch.
@@ -113,7 +135,7 @@ func (w *avroEnc) value(dst []byte, t *jsonType, v *avroValue, val any) ([]byte,
 		return out, err
 	}
 	var err error
-	if w.scratch, err = appendConnectValue(w.scratch[:0], t, val, w.o); err != nil {
+	if w.scratch, err = appendConnectValue(w.take(), t, val, w.o); err != nil {
 		return dst, err
 	}
 	return v.transcoded(dst, w.scratch)
@@ -307,7 +329,7 @@ func (w *avroEnc) arrowField(dst []byte, f *jsonField, v *avroValue, col arrow.A
 			return out, nil
 		}
 		var ok bool
-		if w.scratch, ok = appendConnectArrow(w.scratch[:0], f.typ, col, i, w.o, f.required); ok {
+		if w.scratch, ok = appendConnectArrow(w.take(), f.typ, col, i, w.o, f.required); ok {
 			return v.transcoded(dst, w.scratch)
 		}
 	}
@@ -492,9 +514,8 @@ func (f *Avro) appendEnvelope(dst []byte, v *avroValue, ct *connectTable, c *cdc
 	if err != nil {
 		return dst, err
 	}
-	bp := scratchPool.Get().(*[]byte)
-	w := avroEnc{o: &f.conn.opts, scratch: (*bp)[:0]}
-	defer func() { *bp = w.scratch[:0]; scratchPool.Put(bp) }()
+	w := avroEnc{o: &f.conn.opts}
+	defer w.release()
 	row := &ct.row.row
 	if dst, err = w.image(dst, row, v.fields[0].v, before); err != nil {
 		return dst, fmt.Errorf("before: %w", err)
@@ -615,9 +636,8 @@ func (f *Avro) appendKeyBody(dst []byte, v *avroValue, ct *connectTable, c *cdc.
 	if err != nil {
 		return dst, err
 	}
-	bp := scratchPool.Get().(*[]byte)
-	w := avroEnc{o: &f.conn.opts, scratch: (*bp)[:0]}
-	defer func() { *bp = w.scratch[:0]; scratchPool.Put(bp) }()
+	w := avroEnc{o: &f.conn.opts}
+	defer w.release()
 	start := len(dst)
 	dst = v.tag(dst)
 	if im.arrow != nil {
@@ -657,7 +677,14 @@ func (w *avroEnc) arrowKey(dst []byte, v *avroValue, ct *connectTable, im image)
 		if !found || null {
 			return dst, false
 		}
-		if w.scratch, ok = appendConnectArrow(w.scratch[:0], p.typ, arr, im.pos, w.o, true); !ok {
+		// The value path's direct writer first: a key field is a
+		// required field of the key record.
+		f := jsonField{name: p.name, typ: p.typ, required: true}
+		if out, direct := w.arrowDirect(dst, &f, v.fields[i].v, arr, im.pos); direct {
+			dst = out
+			continue
+		}
+		if w.scratch, ok = appendConnectArrow(w.take(), p.typ, arr, im.pos, w.o, true); !ok {
 			return dst, false
 		}
 		var err error

@@ -356,6 +356,13 @@ func (cc *commitCache) get(c *cdc.Commit) *commitBytes {
 	if cb := slot.Load(); cb != nil && cb.key == k {
 		return cb
 	}
+	cb := newCommitBytes(c)
+	slot.Store(cb)
+	return cb
+}
+
+// newCommitBytes builds c's commitBytes.
+func newCommitBytes(c *cdc.Commit) *commitBytes {
 	var b []byte
 	b = append(b, `,"schema":`...)
 	b = appendJSONString(b, c.Table.Namespace)
@@ -375,9 +382,7 @@ func (cc *commitCache) get(c *cdc.Commit) *commitBytes {
 	t = append(t, ':')
 	t = strconv.AppendInt(t, c.Snapshot.SequenceNumber, 10)
 	t = append(t, `","total_order":`...)
-	cb := &commitBytes{key: k, source: b, transaction: t}
-	slot.Store(cb)
-	return cb
+	return &commitBytes{key: keyOf(c), source: b, transaction: t}
 }
 
 // VariantHandlingMode is the debezium-json format's variant.handling.mode.

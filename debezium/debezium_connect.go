@@ -2,6 +2,7 @@ package debezium
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -71,8 +72,19 @@ type connectCacheKey struct {
 type connectCache struct {
 	mu     sync.Mutex
 	tables map[connectCacheKey]*connectTable
-	// commits holds the envelope parts of the commits being encoded.
-	commits commitCache
+	// recent holds the tables found last, a few slots chosen by schema
+	// id and name, read without the lock: every event asks for its table
+	// twice (key and value), and the lock and the map's hashing of two
+	// names cost more than the rest of a small key.
+	recent [16]atomic.Pointer[connectHit]
+	// connCommits holds the envelope parts of the commits being encoded.
+	connCommits connectCommits
+}
+
+// connectHit is an entry of connectCache.recent.
+type connectHit struct {
+	key connectCacheKey
+	ct  *connectTable
 }
 
 const connectCacheMax = 256
@@ -82,6 +94,19 @@ func (f *ConnectJSON) table(t *cdc.TableInfo) (*connectTable, error) {
 		return nil, errNoSchema
 	}
 	k := connectCacheKey{t.Schema, t.Namespace, t.Name}
+	slot := &f.cache.recent[uint(t.Schema.ID+len(t.Namespace)+len(t.Name))%uint(len(f.cache.recent))]
+	if h := slot.Load(); h != nil && h.key == k && slices.Equal(h.ct.keyNames, t.KeyFields) {
+		return h.ct, nil
+	}
+	ct, err := f.tableLocked(k, t)
+	if err == nil {
+		slot.Store(&connectHit{key: k, ct: ct})
+	}
+	return ct, err
+}
+
+// tableLocked finds or compiles the table of k under the cache's lock.
+func (f *ConnectJSON) tableLocked(k connectCacheKey, t *cdc.TableInfo) (*connectTable, error) {
 	c := f.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -245,46 +270,122 @@ func (f *ConnectJSON) appendValue(dst []byte, c *cdc.Commit, e *cdc.Event, tsMs 
 	if dst, err = row.appendConnectImage(dst, after, &f.opts); err != nil {
 		return dst, fmt.Errorf("after: %w", err)
 	}
-	dst = append(dst, `,"source":{"version":`...)
-	dst = appendJSONString(dst, f.Version)
-	dst = append(dst, `,"connector":"icecdc","name":`...)
-	dst = appendJSONString(dst, f.Pipeline)
-	commitMs := c.Snapshot.TimestampMs
-	dst = append(dst, `,"ts_ms":`...)
-	dst = strconv.AppendInt(dst, commitMs, 10)
-	dst = append(dst, `,"snapshot":`...)
+	cc := f.cache.connCommits.get(c, &f.Envelope)
+	dst = append(dst, cc.head...) // source … ts_ms
 	dst = append(dst, snapshotMarkers[e.Snapshot]...)
 	if e.Resync {
 		dst = append(dst, `,"resync":true`...)
 	} else {
 		dst = append(dst, `,"resync":null`...)
 	}
-	dst = append(dst, `,"db":`...)
-	dst = appendJSONString(dst, c.Table.Catalog)
 	// sequence orders a table's events as Debezium's does: the commit's
 	// sequence number, then the event's index inside it.
-	dst = append(dst, `,"sequence":"[\"`...)
-	dst = strconv.AppendInt(dst, c.Snapshot.SequenceNumber, 10)
-	dst = append(dst, `\",\"`...)
+	dst = append(dst, cc.sequence...) // db, sequence up to the index
 	dst = strconv.AppendInt(dst, int64(e.Index), 10)
-	dst = append(dst, `\"]","ts_us":`...)
-	dst = strconv.AppendInt(dst, commitMs*1000, 10)
-	dst = append(dst, `,"ts_ns":`...)
-	dst = strconv.AppendInt(dst, commitMs*1_000_000, 10)
-	cb := f.cache.commits.get(c)
+	dst = append(dst, cc.times...) // ts_us, ts_ns
+	cb := cc.commitBytes
 	dst = appendSourceTail(dst, cb, e, true)
 	dst = append(dst, `},"op":"`...)
 	dst = append(dst, byte(e.Op), '"')
-	dst = append(dst, `,"ts_ms":`...)
-	dst = strconv.AppendInt(dst, tsMs, 10)
-	dst = append(dst, `,"ts_us":`...)
-	dst = strconv.AppendInt(dst, tsMs*1000, 10)
-	dst = append(dst, `,"ts_ns":`...)
-	dst = strconv.AppendInt(dst, tsMs*1_000_000, 10)
+	dst = cc.appendTimes(dst, tsMs)
 	order := int64(e.Index) + 1
 	dst = append(dst, cb.transaction...)
 	dst = strconv.AppendInt(dst, order, 10)
 	dst = append(dst, `,"data_collection_order":`...)
 	dst = strconv.AppendInt(dst, order, 10)
 	return append(dst, "}}}"...), nil
+}
+
+// connectCommit holds the envelope's parts that depend on the commit (and
+// the encoder's envelope) only, as commitBytes does for both JSON forms:
+// five of an event's thirteen numbers are the commit's.
+type connectCommit struct {
+	*commitBytes
+	key connectCommitKey
+	// head is the source block up to the snapshot marker; sequence is
+	// db and sequence up to the event's index; times closes sequence and
+	// holds source's ts_us and ts_ns.
+	head, sequence, times []byte
+	// now holds the envelope's processing times last written, the same
+	// for every event of a batch.
+	now atomic.Pointer[connectNow]
+}
+
+// connectNow is the text of a processing time's ts_ms, ts_us and ts_ns.
+type connectNow struct {
+	ms   int64
+	text []byte
+}
+
+// appendTimes appends the processing time's ts_ms, ts_us and ts_ns.
+func (cc *connectCommit) appendTimes(dst []byte, ms int64) []byte {
+	if n := cc.now.Load(); n != nil && n.ms == ms {
+		return append(dst, n.text...)
+	}
+	start := len(dst)
+	dst = appendConnectTimes(dst, ms)
+	cc.now.Store(&connectNow{ms: ms, text: append([]byte(nil), dst[start:]...)})
+	return dst
+}
+
+type connectCommitKey struct {
+	commitKey
+	catalog string
+	tsMs    int64
+}
+
+// connectCommits is commitCache for connectCommit.
+type connectCommits struct {
+	slots [16]atomic.Pointer[connectCommit]
+}
+
+func (cc *connectCommits) get(c *cdc.Commit, env *Envelope) *connectCommit {
+	slot := &cc.slots[uint64(c.Snapshot.ID^c.Snapshot.SequenceNumber)%uint64(len(cc.slots))]
+	k := connectCommitKey{keyOf(c), c.Table.Catalog, c.Snapshot.TimestampMs}
+	if cb := slot.Load(); cb != nil && cb.key == k {
+		return cb
+	}
+	ms := c.Snapshot.TimestampMs
+	h := append([]byte(nil), `,"source":{"version":`...)
+	h = appendJSONString(h, env.Version)
+	h = append(h, `,"connector":"icecdc","name":`...)
+	h = appendJSONString(h, env.Pipeline)
+	h = append(h, `,"ts_ms":`...)
+	h = strconv.AppendInt(h, ms, 10)
+	h = append(h, `,"snapshot":`...)
+	q := append([]byte(nil), `,"db":`...)
+	q = appendJSONString(q, c.Table.Catalog)
+	q = append(q, `,"sequence":"[\"`...)
+	q = strconv.AppendInt(q, c.Snapshot.SequenceNumber, 10)
+	q = append(q, `\",\"`...)
+	t := append([]byte(nil), `\"]","ts_us":`...)
+	t = strconv.AppendInt(t, ms*1000, 10)
+	t = append(t, `,"ts_ns":`...)
+	t = strconv.AppendInt(t, ms*1_000_000, 10)
+	cb := &connectCommit{commitBytes: newCommitBytes(c), key: k, head: h, sequence: q, times: t}
+	slot.Store(cb)
+	return cb
+}
+
+// appendConnectTimes appends the envelope's ts_ms, ts_us and ts_ns of
+// the processing time ms. A time in microseconds or nanoseconds is the
+// digits of its milliseconds and three or six zeros, so the number is
+// formatted once.
+func appendConnectTimes(dst []byte, ms int64) []byte {
+	dst = append(dst, `,"ts_ms":`...)
+	if ms == 0 || ms > math.MaxInt64/1_000_000 || ms < math.MinInt64/1_000_000 {
+		dst = strconv.AppendInt(dst, ms, 10)
+		dst = append(dst, `,"ts_us":`...)
+		dst = strconv.AppendInt(dst, ms*1000, 10)
+		dst = append(dst, `,"ts_ns":`...)
+		return strconv.AppendInt(dst, ms*1_000_000, 10)
+	}
+	start := len(dst)
+	dst = strconv.AppendInt(dst, ms, 10)
+	end := len(dst)
+	dst = append(dst, `,"ts_us":`...)
+	dst = append(dst, dst[start:end]...)
+	dst = append(dst, `000,"ts_ns":`...)
+	dst = append(dst, dst[start:end]...)
+	return append(dst, `000000`...)
 }

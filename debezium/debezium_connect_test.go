@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -644,6 +645,19 @@ func TestUnscaledBytes(t *testing.T) {
 		}
 		if len(b) > 1 && (b[0] == 0 && b[1]&0x80 == 0 || b[0] == 0xff && b[1]&0x80 != 0) {
 			t.Errorf("%s: % x is not minimal", v, b)
+		}
+	}
+}
+
+// appendConnectTimes writes what formatting each product writes,
+// including at zero, below it and where the products overflow.
+func TestAppendConnectTimes(t *testing.T) {
+	for _, ms := range []int64{0, 1, -1, 9, 1_717_331_701_234, -1_717_331_701_234,
+		math.MaxInt64 / 1_000_000, math.MaxInt64/1_000_000 + 1, math.MinInt64 / 1_000_000, math.MinInt64, math.MaxInt64} {
+		want := `,"ts_ms":` + strconv.FormatInt(ms, 10) + `,"ts_us":` + strconv.FormatInt(ms*1000, 10) +
+			`,"ts_ns":` + strconv.FormatInt(ms*1_000_000, 10)
+		if got := string(appendConnectTimes([]byte("x"), ms)); got != "x"+want {
+			t.Errorf("%d: got %s, want x%s", ms, got, want)
 		}
 	}
 }
