@@ -344,16 +344,8 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record, rb *re
 			// No headers: a tombstone is not an event, and an id
 			// header would make consumers that drop repeated ids drop
 			// it as a copy of the delete.
-			t := &backing[next]
+			recs = append(recs, p.tombstone(&backing[next], topic, m.Key, now))
 			next++
-			t.Topic, t.Key, t.Timestamp = topic, m.Key, now
-			if len(p.cfg.TombstoneHeaders) > 0 {
-				t.Headers = make([]kgo.RecordHeader, len(p.cfg.TombstoneHeaders))
-				for i, x := range p.cfg.TombstoneHeaders {
-					t.Headers[i] = kgo.RecordHeader{Key: x.Key, Value: x.Value}
-				}
-			}
-			recs = append(recs, t)
 		}
 	}
 	if r := p.transactionRecord(end); r != nil {
@@ -364,6 +356,18 @@ func (p *producer) records(topic string, b *cdc.Batch, extra *kgo.Record, rb *re
 	}
 	rb.recs, rb.backing, rb.headers, rb.ids = recs, backing, headers, ids
 	return recs
+}
+
+// tombstone fills t as the tombstone of a delete of key.
+func (p *producer) tombstone(t *kgo.Record, topic string, key []byte, now time.Time) *kgo.Record {
+	t.Topic, t.Key, t.Timestamp = topic, key, now
+	if len(p.cfg.TombstoneHeaders) > 0 {
+		t.Headers = make([]kgo.RecordHeader, len(p.cfg.TombstoneHeaders))
+		for i, x := range p.cfg.TombstoneHeaders {
+			t.Headers[i] = kgo.RecordHeader{Key: x.Key, Value: x.Value}
+		}
+	}
+	return t
 }
 
 // recordBufs are the arrays a batch's records are built in (records),
