@@ -25,5 +25,6 @@
 // or a table that cannot be loaded) are followed per table by the
 // Pipeline's Health (package health): logged when they begin, summed up at
 // most once per interval, logged when they end, and shown to the daemon's
-// /readyz and /status.
+// /readyz and /status. The series it observes per table are the Pipeline's
+// Metrics (package metrics).
 package cdc

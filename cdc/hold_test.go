@@ -28,6 +28,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -59,7 +60,7 @@ type runOpts struct {
 	// holdInterval is the pipeline's HoldInterval (default 10ms).
 	holdInterval time.Duration
 	// metrics and progress, when set, are the pipeline's.
-	metrics  *cdc.Metrics
+	metrics  *metrics.Metrics
 	progress *cdc.Progress
 }
 
@@ -852,7 +853,7 @@ func TestPipelineHoldIntervalAndAge(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		before := metadataFiles()
 		start := time.Now()
-		if err := h.runWith(runOpts{start: "earliest", hold: true, chunk: 2, holdInterval: time.Hour, metrics: cdc.NewMetrics(reg)}); err != nil {
+		if err := h.runWith(runOpts{start: "earliest", hold: true, chunk: 2, holdInterval: time.Hour, metrics: metrics.NewMetrics(reg)}); err != nil {
 			t.Fatal(err)
 		}
 		end := time.Now()

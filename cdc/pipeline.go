@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/icecdc/icecdc/health"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -109,7 +110,7 @@ type Pipeline struct {
 	// (defaults 500ms and 30s).
 	RetryInitial, RetryMax time.Duration
 	Log                    *slog.Logger
-	Metrics                *Metrics
+	Metrics                *metrics.Metrics
 	// Health follows each table's ongoing fault: it logs a fault when it
 	// begins, sums it up at most once per Health.Interval, and logs its
 	// end (default: a Health logging to Log).
@@ -213,7 +214,7 @@ func (p *Pipeline) defaults() {
 		p.Log = slog.New(slog.DiscardHandler)
 	}
 	if p.Metrics == nil {
-		p.Metrics = NewMetrics(nil)
+		p.Metrics = metrics.NewMetrics(nil)
 	}
 	if p.Health == nil {
 		p.Health = &health.Health{}
