@@ -17,6 +17,7 @@ import (
 
 	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/metrics"
+	"github.com/icecdc/icecdc/retryreport"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -1326,7 +1327,7 @@ func encodeError(err error) error {
 // sendBatch writes an encoded batch to the sink and counts it.
 func (f *follower) sendBatch(ctx context.Context, c *Commit, b *Batch, ops *opCounts) error {
 	name := f.spec.Name
-	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, health.InSink, err) })
+	report := retryreport.WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, health.InSink, err) })
 	stopHold := f.keepHold(ctx)
 	err := f.p.Sink.Write(report, b)
 	stopHold()
