@@ -30,6 +30,7 @@ import (
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/sinks/file"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
@@ -594,7 +595,7 @@ func TestPipelineOnDemandSnapshot(t *testing.T) {
 	// and checkpointed, so the next run resumes it.
 	err := h.runWith(runOpts{start: "earliest", chunk: 2, stopAfter: 1, until: func(*state.Store) bool { return false },
 		during: func(ctx context.Context, p *cdc.Pipeline) {
-			if _, err := p.RequestSnapshot(ctx, "shop.nope"); !errors.Is(err, cdc.ErrUnknownTable) || !strings.Contains(err.Error(), "shop.nope") {
+			if _, err := p.RequestSnapshot(ctx, "shop.nope"); !errors.Is(err, snapreq.ErrUnknownTable) || !strings.Contains(err.Error(), "shop.nope") {
 				t.Errorf("unknown table: %v", err)
 			}
 			var err error

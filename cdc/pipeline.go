@@ -18,6 +18,7 @@ import (
 	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/retryreport"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -139,9 +140,9 @@ type Pipeline struct {
 	// delivered again after a restart mid-way does not repeat it.
 	SchemaChanges bool
 	// Notify, when set, is told the steps of the on-demand snapshots that
-	// have a kind (see SnapshotNotice), on the table's goroutines; it must
-	// not block.
-	Notify func(SnapshotNotice)
+	// have a kind (see snapreq.SnapshotNotice), on the table's goroutines;
+	// it must not block.
+	Notify func(snapreq.SnapshotNotice)
 	// NewNet makes the reducer of a net range (package netchange's), for
 	// the tables with Net and a checkpoint left inside a net range; nil
 	// stops such a table.
@@ -1004,9 +1005,9 @@ type delivery struct {
 	initial bool
 	resync  bool
 	epoch   int64
-	signal  string      // Checkpoint.Signal
-	mark    *SignalMark // Checkpoint.SignalMark
-	kind    string      // Checkpoint.Kind and Filter of a read
+	signal  string              // Checkpoint.Signal
+	mark    *snapreq.SignalMark // Checkpoint.SignalMark
+	kind    string              // Checkpoint.Kind and Filter of a read
 	filter  string
 	turn    int // which of the builders' send encodes the next chunk
 	s       *sender
@@ -1155,15 +1156,15 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 	f.cp = o.cp
 	f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(o.cp.Seq))
 	if o.kind != "" && f.p.Notify != nil {
-		n := SnapshotNotice{Table: f.spec.Name, ID: o.cp.Signal, Kind: o.kind, SnapshotID: o.cp.SnapshotID, Next: o.cp.Next, Total: o.total}
+		n := snapreq.SnapshotNotice{Table: f.spec.Name, ID: o.cp.Signal, Kind: o.kind, SnapshotID: o.cp.SnapshotID, Next: o.cp.Next, Total: o.total}
 		if !o.cp.Initial {
 			n.Next = o.total
-			for _, typ := range []string{NoticeTableScanCompleted, NoticeCompleted} {
+			for _, typ := range []string{snapreq.NoticeTableScanCompleted, snapreq.NoticeCompleted} {
 				n.Type = typ
 				f.p.Notify(n)
 			}
 		} else {
-			n.Type = NoticeInProgress
+			n.Type = snapreq.NoticeInProgress
 			f.p.Notify(n)
 		}
 	}
