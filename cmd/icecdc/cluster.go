@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/icecdc/icecdc/catalogwatch"
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/health"
@@ -69,7 +70,7 @@ func runCluster(ctx context.Context, d *runBase, out io.Writer) (err error) {
 	m.notifier = notifier
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, m.health, log)
+	go catalogwatch.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, m.health, log)
 	tables := clusterTables(ts, cat)
 	names := make([]string, len(ts))
 	for i, t := range ts {

@@ -25,6 +25,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/icecdc/icecdc/catalogwatch"
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/health"
@@ -238,7 +239,7 @@ func (r *daemonRun) follow(ctx context.Context) (err error) {
 	// others wait up to poll.max_interval (see cdc.Watched).
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go cdc.WatchCatalog(wctx, r.cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
+	go catalogwatch.WatchCatalog(wctx, r.cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
 	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "format", cfg.Format, "state", cfg.State.Path, "version", version)
 	r.started = true
 	notifier, closeNotifier, err := newNotifier(ctx, cfg, log)
