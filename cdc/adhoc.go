@@ -9,101 +9,19 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/values"
 )
 
-// ErrUnknownTable is a snapshot request for a table the pipeline does not
-// follow.
-var ErrUnknownTable = errors.New("the pipeline follows no such table")
-
-// ErrNotServing is a snapshot request the table cannot take: the pipeline
-// is starting or stopping, or the table stopped on an error.
-var ErrNotServing = errors.New("the table is not being followed")
-
-// ErrNothingToRead is an on-demand snapshot of a table that is followed
-// but has no rows to read now (no commit delivered yet, a snapshot from
-// before row lineage, or the checkpoint's snapshot gone). Such an error
-// is ErrNotServing too, with the same text: it tells a table that
-// refuses the request from one not served at all (starting, stopped, on
-// another member).
-var ErrNothingToRead = errors.New("nothing to read")
-
-// notReadable is ErrNotServing that is also ErrNothingToRead.
+// notReadable is snapreq.ErrNotServing that is also
+// snapreq.ErrNothingToRead.
 type notReadable struct{}
 
-func (notReadable) Error() string { return ErrNotServing.Error() }
+func (notReadable) Error() string { return snapreq.ErrNotServing.Error() }
 
 func (notReadable) Is(target error) bool {
-	return target == ErrNotServing || target == ErrNothingToRead
+	return target == snapreq.ErrNotServing || target == snapreq.ErrNothingToRead
 }
-
-// ErrBadSnapshotRequest is an on-demand snapshot the table refuses as
-// asked (a filter naming an unknown column): nothing changed.
-var ErrBadSnapshotRequest = errors.New("bad snapshot request")
-
-// ErrSnapshotStopped answers a request that a stop removed before its
-// read began.
-var ErrSnapshotStopped = errors.New("stopped before it started")
-
-// SnapshotRequest says which rows an on-demand snapshot reads and who
-// asked for it.
-type SnapshotRequest struct {
-	// ID names the request (a signal's id). Its notices carry it, and a
-	// request whose ID the table's checkpoint already names is not read
-	// again: a signal read a second time after a crash changes nothing.
-	ID string
-	// Kind is the snapshot's type as a signal gave it (incremental or
-	// blocking); a request with a kind gets notices (Pipeline.Notify).
-	Kind string
-	// Filter, when set, keeps the rows it holds for (in the language of
-	// Pipeline.RowFilters), checked against the table's schema when the
-	// read starts.
-	Filter string
-	// Mark, when set, is where the request was read (a signal record). A
-	// table's requests with marks must come in their topic's order: the
-	// checkpoint keeps the last mark taken, and a request at or below it
-	// is answered as read already.
-	Mark *SignalMark
-}
-
-// SignalMark is a signal record's place in its topic, and its id.
-type SignalMark struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	ID        string `json:"id,omitempty"`
-}
-
-// taken reports whether a request at m was taken by a table whose
-// checkpoint holds mark cp (nil: none): the same topic and partition,
-// at or below it.
-func (m *SignalMark) taken(cp *SignalMark) bool {
-	return m != nil && cp != nil && m.Topic == cp.Topic && m.Partition == cp.Partition && m.Offset <= cp.Offset
-}
-
-// SnapshotNotice is a step of an on-demand snapshot with a kind, for
-// Pipeline.Notify. It is told after the step is checkpointed.
-type SnapshotNotice struct {
-	Table      string
-	ID         string
-	Kind       string
-	Type       string // STARTED, IN_PROGRESS, PAUSED, RESUMED, TABLE_SCAN_COMPLETED, COMPLETED, ABORTED
-	SnapshotID int64
-	// Next is the index of the read's next row, Total its rows (before
-	// the filter).
-	Next, Total int
-}
-
-// The notice types, as Debezium names them.
-const (
-	NoticeStarted            = "STARTED"
-	NoticeInProgress         = "IN_PROGRESS"
-	NoticePaused             = "PAUSED"
-	NoticeResumed            = "RESUMED"
-	NoticeTableScanCompleted = "TABLE_SCAN_COMPLETED"
-	NoticeCompleted          = "COMPLETED"
-	NoticeAborted            = "ABORTED"
-)
 
 // RequestSnapshot asks for the table's rows as 'r' events in its stream
 // (Debezium's ad-hoc snapshot): the rows of the snapshot the checkpoint
@@ -113,14 +31,14 @@ const (
 // that a crash resumes the read by index; a request that arrives while
 // one waits joins it.
 func (p *Pipeline) RequestSnapshot(ctx context.Context, table string) (SnapshotInfo, error) {
-	return p.Snapshot(ctx, table, SnapshotRequest{})
+	return p.Snapshot(ctx, table, snapreq.SnapshotRequest{})
 }
 
 // Snapshot is RequestSnapshot with a request's id, kind and filter. It
 // returns once the read's start is checkpointed (or once the table found
 // the request's ID in its checkpoint: read already); a waiting request
 // joins one with the same ID and filter.
-func (p *Pipeline) Snapshot(ctx context.Context, table string, req SnapshotRequest) (SnapshotInfo, error) {
+func (p *Pipeline) Snapshot(ctx context.Context, table string, req snapreq.SnapshotRequest) (SnapshotInfo, error) {
 	wait, err := p.QueueSnapshot(table, req)
 	if err != nil {
 		return SnapshotInfo{}, err
@@ -131,7 +49,7 @@ func (p *Pipeline) Snapshot(ctx context.Context, table string, req SnapshotReque
 // QueueSnapshot is Snapshot in two steps: it queues the request at once
 // (behind the table's earlier ones; a stop drops it), and wait answers
 // as Snapshot does.
-func (p *Pipeline) QueueSnapshot(table string, req SnapshotRequest) (wait func(context.Context) (SnapshotInfo, error), err error) {
+func (p *Pipeline) QueueSnapshot(table string, req snapreq.SnapshotRequest) (wait func(context.Context) (SnapshotInfo, error), err error) {
 	reply, err := p.requests.add(table, req)
 	if err != nil {
 		return nil, err
@@ -146,46 +64,31 @@ func (p *Pipeline) QueueSnapshot(table string, req SnapshotRequest) (wait func(c
 	}, nil
 }
 
-// SnapshotControl is what a signal asks of a table's on-demand snapshot.
-type SnapshotControl int
-
-const (
-	// PauseSnapshot holds the read after its current chunk, the table's
-	// stream with it (its rows come before the next commit's); a restart
-	// keeps it paused.
-	PauseSnapshot SnapshotControl = iota + 1
-	// ResumeSnapshot goes on with a paused read.
-	ResumeSnapshot
-	// StopSnapshot ends the read after its current chunk, and drops the
-	// requests not started; the stream goes on after the read's snapshot.
-	StopSnapshot
-)
-
 // ControlSnapshot pauses, resumes or stops the table's on-demand
 // snapshot. It returns at once: the read acts on it between two chunks
 // and notifies.
-func (p *Pipeline) ControlSnapshot(table string, c SnapshotControl) error {
+func (p *Pipeline) ControlSnapshot(table string, c snapreq.SnapshotControl) error {
 	p.requests.mu.Lock()
 	defer p.requests.mu.Unlock()
 	if p.requests.tables == nil {
-		return fmt.Errorf("snapshot of table %s: %w: the pipeline is starting", table, ErrNotServing)
+		return fmt.Errorf("snapshot of table %s: %w: the pipeline is starting", table, snapreq.ErrNotServing)
 	}
 	t, ok := p.requests.tables[table]
 	if !ok {
-		return fmt.Errorf("snapshot of table %s: %w", table, ErrUnknownTable)
+		return fmt.Errorf("snapshot of table %s: %w", table, snapreq.ErrUnknownTable)
 	}
 	if t.stopped != nil {
-		return fmt.Errorf("snapshot of table %s: %w: %v", table, ErrNotServing, t.stopped)
+		return fmt.Errorf("snapshot of table %s: %w: %v", table, snapreq.ErrNotServing, t.stopped)
 	}
 	switch c {
-	case PauseSnapshot:
+	case snapreq.PauseSnapshot:
 		t.paused = true
-	case ResumeSnapshot:
+	case snapreq.ResumeSnapshot:
 		t.paused = false
-	case StopSnapshot:
+	case snapreq.StopSnapshot:
 		t.stop, t.paused = true, false
 		for _, r := range t.pending {
-			r.reply <- snapshotReply{err: fmt.Errorf("snapshot of table %s: %w", table, ErrSnapshotStopped)}
+			r.reply <- snapshotReply{err: fmt.Errorf("snapshot of table %s: %w", table, snapreq.ErrSnapshotStopped)}
 		}
 		t.pending = nil
 	}
@@ -235,7 +138,7 @@ type tableRequests struct {
 }
 
 type pendingSnapshot struct {
-	req   SnapshotRequest
+	req   snapreq.SnapshotRequest
 	reply chan snapshotReply
 }
 
@@ -253,18 +156,18 @@ func (r *snapshotRequests) open(specs []TableSpec) {
 	}
 }
 
-func (r *snapshotRequests) add(table string, req SnapshotRequest) (<-chan snapshotReply, error) {
+func (r *snapshotRequests) add(table string, req snapreq.SnapshotRequest) (<-chan snapshotReply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tables == nil {
-		return nil, fmt.Errorf("snapshot of table %s: %w: the pipeline is starting", table, ErrNotServing)
+		return nil, fmt.Errorf("snapshot of table %s: %w: the pipeline is starting", table, snapreq.ErrNotServing)
 	}
 	t, ok := r.tables[table]
 	if !ok {
-		return nil, fmt.Errorf("snapshot of table %s: %w", table, ErrUnknownTable)
+		return nil, fmt.Errorf("snapshot of table %s: %w", table, snapreq.ErrUnknownTable)
 	}
 	if t.stopped != nil {
-		return nil, fmt.Errorf("snapshot of table %s: %w: %v", table, ErrNotServing, t.stopped)
+		return nil, fmt.Errorf("snapshot of table %s: %w: %v", table, snapreq.ErrNotServing, t.stopped)
 	}
 	c := make(chan snapshotReply, 1)
 	t.pending = append(t.pending, pendingSnapshot{req, c})
@@ -371,7 +274,7 @@ func (r *snapshotRequests) stopped(table string, err error) {
 		return
 	}
 	for _, p := range t.pending {
-		p.reply <- snapshotReply{err: fmt.Errorf("snapshot of table %s: %w: %v", table, ErrNotServing, err)}
+		p.reply <- snapshotReply{err: fmt.Errorf("snapshot of table %s: %w: %v", table, snapreq.ErrNotServing, err)}
 	}
 	t.pending, t.stopped = nil, err
 }
@@ -414,7 +317,7 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 			mark = p.req.Mark
 		}
 	}
-	if mark.taken(f.cp.SignalMark) || req.ID != "" && req.ID == f.cp.Signal && (mark == nil || f.cp.SignalMark == nil) {
+	if mark.Taken(f.cp.SignalMark) || req.ID != "" && req.ID == f.cp.Signal && (mark == nil || f.cp.SignalMark == nil) {
 		// Read already (the signal came again after a crash or a move):
 		// the first read stands, resumed from its checkpoint.
 		answer(snapshotReply{snap: SnapshotInfo{ID: f.cp.SnapshotID, SequenceNumber: f.cp.Seq}})
@@ -422,7 +325,7 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 	}
 	if req.Filter != "" {
 		if _, err := f.bindFilter(f.spec.Source.Info().Schema, req.Filter); err != nil {
-			answer(snapshotReply{err: fmt.Errorf("snapshot of table %s: %w: %v", f.spec.Name, ErrBadSnapshotRequest, err)})
+			answer(snapshotReply{err: fmt.Errorf("snapshot of table %s: %w: %v", f.spec.Name, snapreq.ErrBadSnapshotRequest, err)})
 			return nil
 		}
 	}
@@ -446,7 +349,7 @@ func (f *follower) serveSnapshot(ctx context.Context, reqs []pendingSnapshot) er
 	f.p.Metrics.Snapshots.WithLabelValues(f.spec.Name).Inc()
 	f.logger().Info("on-demand snapshot: emitting the table's rows", "snapshot", si.ID, "sequence_number", si.SequenceNumber, "requests", len(reqs),
 		"signal", req.ID, "filter", f.p.redactFilter(req.Filter))
-	f.notice(NoticeStarted, 0, 0)
+	f.notice(snapreq.NoticeStarted, 0, 0)
 	answer(snapshotReply{snap: si})
 	return f.initialRead(ctx)
 }
@@ -457,7 +360,7 @@ func (f *follower) notice(typ string, next, total int) {
 	if f.p.Notify == nil || f.cp.Kind == "" {
 		return
 	}
-	f.p.Notify(SnapshotNotice{Table: f.spec.Name, ID: f.cp.Signal, Kind: f.cp.Kind, Type: typ, SnapshotID: f.cp.SnapshotID, Next: next, Total: total})
+	f.p.Notify(snapreq.SnapshotNotice{Table: f.spec.Name, ID: f.cp.Signal, Kind: f.cp.Kind, Type: typ, SnapshotID: f.cp.SnapshotID, Next: next, Total: total})
 }
 
 // holdRead applies a stop or a pause asked of the read f.cp is in: a
@@ -487,7 +390,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 		}
 		f.logger().Info("on-demand snapshot stopped", "snapshot", cp.SnapshotID, "at_row", f.cp.Next, "signal", cp.Signal)
 		f.cp.Kind = kind // for the notice alone
-		f.notice(NoticeAborted, 0, 0)
+		f.notice(snapreq.NoticeAborted, 0, 0)
 		f.cp.Kind = ""
 		return nil
 	case paused:
@@ -498,7 +401,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 				return err
 			}
 			f.logger().Info("on-demand snapshot paused", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
-			f.notice(NoticePaused, cp.Next, 0)
+			f.notice(snapreq.NoticePaused, cp.Next, 0)
 		}
 		f.showPaused(true)
 		return errReadHeld
@@ -509,7 +412,7 @@ func (f *follower) holdRead(ctx context.Context) error {
 			return err
 		}
 		f.logger().Info("on-demand snapshot resumed", "snapshot", cp.SnapshotID, "at_row", cp.Next, "signal", cp.Signal)
-		f.notice(NoticeResumed, cp.Next, 0)
+		f.notice(snapreq.NoticeResumed, cp.Next, 0)
 		f.showPaused(false)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -72,19 +73,19 @@ func TestSnapshotMarks(t *testing.T) {
 		}
 		return n
 	}
-	mark := func(topic string, offset int64) *cdc.SignalMark {
-		return &cdc.SignalMark{Topic: topic, Offset: offset, ID: "x"}
+	mark := func(topic string, offset int64) *snapreq.SignalMark {
+		return &snapreq.SignalMark{Topic: topic, Offset: offset, ID: "x"}
 	}
-	ask := func(id string, m *cdc.SignalMark) cdc.SnapshotInfo {
+	ask := func(id string, m *snapreq.SignalMark) cdc.SnapshotInfo {
 		t.Helper()
-		si, err := p.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: id, Kind: "incremental", Mark: m})
+		si, err := p.Snapshot(t.Context(), "shop.orders", snapreq.SnapshotRequest{ID: id, Kind: "incremental", Mark: m})
 		if err != nil {
 			t.Fatalf("Snapshot %s: %v", id, err)
 		}
 		return si
 	}
 	done := func(id string) func() bool {
-		return func() bool { return strings.HasSuffix(strings.Join(ns.types(id), ","), cdc.NoticeCompleted) }
+		return func() bool { return strings.HasSuffix(strings.Join(ns.types(id), ","), snapreq.NoticeCompleted) }
 	}
 
 	stop := start()
@@ -118,12 +119,12 @@ func TestSnapshotMarks(t *testing.T) {
 		t.Fatal("Ready closed while the table fails to start")
 	default:
 	}
-	if err := p.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); err != nil {
+	if err := p.ControlSnapshot("shop.orders", snapreq.ResumeSnapshot); err != nil {
 		t.Fatalf("a control while the table starts: %v", err)
 	}
 	answered := make(chan cdc.SnapshotInfo, 1)
 	go func() {
-		si, _ := p.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: "a", Kind: "incremental", Mark: mark("sig", 5)})
+		si, _ := p.Snapshot(t.Context(), "shop.orders", snapreq.SnapshotRequest{ID: "a", Kind: "incremental", Mark: mark("sig", 5)})
 		answered <- si
 	}()
 	failing.Store(false)
@@ -140,7 +141,7 @@ func TestSnapshotMarks(t *testing.T) {
 		t.Errorf("%d rows read, want %d (a, b, then other-topic and c only); notices %+v", n, 40+2*41, ns.got)
 	}
 	for id, want := range map[string]int{"a": 1, "b": 1, "between": 0, "other-topic": 1, "c": 1} {
-		if n := strings.Count(strings.Join(ns.types(id), ","), cdc.NoticeStarted); n != want {
+		if n := strings.Count(strings.Join(ns.types(id), ","), snapreq.NoticeStarted); n != want {
 			t.Errorf("%s started %d times, want %d", id, n, want)
 		}
 	}
@@ -178,13 +179,13 @@ func TestPausedReadResumesWithoutCommit(t *testing.T) {
 	})
 	for _, c := range []struct {
 		id      string
-		control cdc.SnapshotControl
+		control snapreq.SnapshotControl
 		want    string
-	}{{"r", cdc.ResumeSnapshot, "STARTED,PAUSED,RESUMED,TABLE_SCAN_COMPLETED,COMPLETED"}, {"s", cdc.StopSnapshot, "STARTED,PAUSED,ABORTED"}} {
-		if err := p.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+	}{{"r", snapreq.ResumeSnapshot, "STARTED,PAUSED,RESUMED,TABLE_SCAN_COMPLETED,COMPLETED"}, {"s", snapreq.StopSnapshot, "STARTED,PAUSED,ABORTED"}} {
+		if err := p.ControlSnapshot("shop.orders", snapreq.PauseSnapshot); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: c.id, Kind: "incremental"}); err != nil {
+		if _, err := p.Snapshot(t.Context(), "shop.orders", snapreq.SnapshotRequest{ID: c.id, Kind: "incremental"}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, c.id+" paused", func() bool { return strings.Join(ns.types(c.id), ",") == "STARTED,PAUSED" })

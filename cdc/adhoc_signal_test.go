@@ -15,16 +15,17 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/rowfilter"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/state"
 )
 
 // notices records a pipeline's snapshot notices.
 type notices struct {
 	mu  sync.Mutex
-	got []cdc.SnapshotNotice
+	got []snapreq.SnapshotNotice
 }
 
-func (n *notices) add(x cdc.SnapshotNotice) {
+func (n *notices) add(x snapreq.SnapshotNotice) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.got = append(n.got, x)
@@ -36,7 +37,7 @@ func (n *notices) types(id string) []string {
 	defer n.mu.Unlock()
 	var out []string
 	for _, x := range n.got {
-		if x.ID == id && x.Type != cdc.NoticeInProgress {
+		if x.ID == id && x.Type != snapreq.NoticeInProgress {
 			out = append(out, x.Type)
 		}
 	}
@@ -113,11 +114,11 @@ func TestSignalSnapshot(t *testing.T) {
 	ctx := t.Context()
 
 	// A filtered read.
-	si, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s1", Kind: "incremental", Filter: "id > 50 AND NOT (id > 80) OR id IN (3, 7)"})
+	si, err := p.Snapshot(ctx, "shop.orders", snapreq.SnapshotRequest{ID: "s1", Kind: "incremental", Filter: "id > 50 AND NOT (id > 80) OR id IN (3, 7)"})
 	if err != nil || si.ID != first.ID {
 		t.Fatalf("Snapshot s1 = %+v, %v; want a read of snapshot %d", si, err, first.ID)
 	}
-	waitFor(t, "s1 completed", func() bool { return strings.HasSuffix(strings.Join(ns.types("s1"), ","), cdc.NoticeCompleted) })
+	waitFor(t, "s1 completed", func() bool { return strings.HasSuffix(strings.Join(ns.types("s1"), ","), snapreq.NoticeCompleted) })
 	if got := strings.Join(ns.types("s1"), ","); got != "STARTED,TABLE_SCAN_COMPLETED,COMPLETED" {
 		t.Errorf("s1 notices %s", got)
 	}
@@ -133,8 +134,8 @@ func TestSignalSnapshot(t *testing.T) {
 
 	// A filter on an unknown column: refused, nothing changes.
 	before := checkpoint()
-	_, err = p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "bad", Kind: "incremental", Filter: "price > 3"})
-	if !errors.Is(err, cdc.ErrBadSnapshotRequest) || !strings.Contains(err.Error(), `unknown column "price"`) || !strings.Contains(err.Error(), "shop.orders") {
+	_, err = p.Snapshot(ctx, "shop.orders", snapreq.SnapshotRequest{ID: "bad", Kind: "incremental", Filter: "price > 3"})
+	if !errors.Is(err, snapreq.ErrBadSnapshotRequest) || !strings.Contains(err.Error(), `unknown column "price"`) || !strings.Contains(err.Error(), "shop.orders") {
 		t.Fatalf("Snapshot with a filter on an unknown column: %v", err)
 	}
 	if after := checkpoint(); after != before {
@@ -142,10 +143,10 @@ func TestSignalSnapshot(t *testing.T) {
 	}
 
 	// A paused read holds the stream, across a restart.
-	if err := p.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+	if err := p.ControlSnapshot("shop.orders", snapreq.PauseSnapshot); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s2", Kind: "blocking"}); err != nil {
+	if _, err := p.Snapshot(ctx, "shop.orders", snapreq.SnapshotRequest{ID: "s2", Kind: "blocking"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "s2 paused", func() bool { return strings.Join(ns.types("s2"), ",") == "STARTED,PAUSED" })
@@ -175,7 +176,7 @@ func TestSignalSnapshot(t *testing.T) {
 	if ids, _ := rRows(sink, first.ID); len(ids) != 32 {
 		t.Fatalf("the paused read emitted %d rows", len(ids)-32)
 	}
-	if err := p.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); err != nil {
+	if err := p.ControlSnapshot("shop.orders", snapreq.ResumeSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the commit after s2", caughtUp(second.ID))
@@ -188,14 +189,14 @@ func TestSignalSnapshot(t *testing.T) {
 	}
 
 	// A stopped read: the stream goes on after it.
-	if err := p.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+	if err := p.ControlSnapshot("shop.orders", snapreq.PauseSnapshot); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s3", Kind: "incremental"}); err != nil {
+	if _, err := p.Snapshot(ctx, "shop.orders", snapreq.SnapshotRequest{ID: "s3", Kind: "incremental"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "s3 paused", func() bool { return strings.Join(ns.types("s3"), ",") == "STARTED,PAUSED" })
-	if err := p.ControlSnapshot("shop.orders", cdc.StopSnapshot); err != nil {
+	if err := p.ControlSnapshot("shop.orders", snapreq.StopSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	third := src.Append(cdctest.Inserts(106, 1)...)
@@ -209,7 +210,7 @@ func TestSignalSnapshot(t *testing.T) {
 	}
 
 	// s3 again (a signal read twice): the checkpoint names it, no read.
-	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s3", Kind: "incremental"}); err != nil {
+	if _, err := p.Snapshot(ctx, "shop.orders", snapreq.SnapshotRequest{ID: "s3", Kind: "incremental"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(ns.types("s3"), ","); got != "STARTED,PAUSED,ABORTED" {
@@ -231,8 +232,8 @@ func TestSignalStopSparesInitialRead(t *testing.T) {
 	refreshes := 0
 	f.src.OnRefresh = func() error {
 		if refreshes++; refreshes == 2 { // the catch-up's, before the read
-			p.ControlSnapshot("shop.orders", cdc.StopSnapshot)
-			p.ControlSnapshot("shop.orders", cdc.PauseSnapshot)
+			p.ControlSnapshot("shop.orders", snapreq.StopSnapshot)
+			p.ControlSnapshot("shop.orders", snapreq.PauseSnapshot)
 		}
 		return nil
 	}

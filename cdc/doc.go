@@ -25,5 +25,14 @@
 // or a table that cannot be loaded) are followed per table by the
 // Pipeline's Health (package health): logged when they begin, summed up at
 // most once per interval, logged when they end, and shown to the daemon's
-// /readyz and /status.
+// /readyz and /status. The series it observes per table are the Pipeline's
+// Metrics (package metrics).
+//
+// Around the follower, in packages of their own: the report of the
+// attempts a sink retries by itself, passed in Write's context (package
+// retryreport); what an on-demand snapshot request is made of (package
+// snapreq), which the Pipeline queues per table and serves between two
+// commits; the catalog's change checks that wake Watched tables (package
+// catalogwatch); and the one-shot changes of a range of snapshots, for
+// `icecdc changes` (package changes).
 package cdc

@@ -28,7 +28,9 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/sinks/file"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
 )
@@ -59,7 +61,7 @@ type runOpts struct {
 	// holdInterval is the pipeline's HoldInterval (default 10ms).
 	holdInterval time.Duration
 	// metrics and progress, when set, are the pipeline's.
-	metrics  *cdc.Metrics
+	metrics  *metrics.Metrics
 	progress *cdc.Progress
 }
 
@@ -593,7 +595,7 @@ func TestPipelineOnDemandSnapshot(t *testing.T) {
 	// and checkpointed, so the next run resumes it.
 	err := h.runWith(runOpts{start: "earliest", chunk: 2, stopAfter: 1, until: func(*state.Store) bool { return false },
 		during: func(ctx context.Context, p *cdc.Pipeline) {
-			if _, err := p.RequestSnapshot(ctx, "shop.nope"); !errors.Is(err, cdc.ErrUnknownTable) || !strings.Contains(err.Error(), "shop.nope") {
+			if _, err := p.RequestSnapshot(ctx, "shop.nope"); !errors.Is(err, snapreq.ErrUnknownTable) || !strings.Contains(err.Error(), "shop.nope") {
 				t.Errorf("unknown table: %v", err)
 			}
 			var err error
@@ -852,7 +854,7 @@ func TestPipelineHoldIntervalAndAge(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		before := metadataFiles()
 		start := time.Now()
-		if err := h.runWith(runOpts{start: "earliest", hold: true, chunk: 2, holdInterval: time.Hour, metrics: cdc.NewMetrics(reg)}); err != nil {
+		if err := h.runWith(runOpts{start: "earliest", hold: true, chunk: 2, holdInterval: time.Hour, metrics: metrics.NewMetrics(reg)}); err != nil {
 			t.Fatal(err)
 		}
 		end := time.Now()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/scenario"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/sinks/file"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -39,8 +40,8 @@ const maxSeriesPerTable = 10
 // table.
 func TestMetricsSeriesPerTable(t *testing.T) {
 	const nTables = 3
-	essential := seriesPerTable(t, nTables, cdc.NewMetrics)
-	full := seriesPerTable(t, nTables, cdc.NewFullMetrics)
+	essential := seriesPerTable(t, nTables, metrics.NewMetrics)
+	full := seriesPerTable(t, nTables, metrics.NewFullMetrics)
 
 	wantEssential := []string{"icecdc_events_published_total", "icecdc_hold_age_seconds", "icecdc_retries_total",
 		"icecdc_seconds_behind", "icecdc_snapshots_behind", "icecdc_table_up"}
@@ -96,7 +97,7 @@ type scrape struct {
 	values   map[string]float64
 }
 
-func seriesPerTable(t *testing.T, nTables int, newMetrics func(prometheus.Registerer) *cdc.Metrics) scrape {
+func seriesPerTable(t *testing.T, nTables int, newMetrics func(prometheus.Registerer) *metrics.Metrics) scrape {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -21,7 +21,9 @@ import (
 // delivered as it is (its events are already one per row), streamed and
 // checkpointed as without Net.
 
-const defaultNetMaxRows = 100_000
+// DefaultNetMaxRows is the changed rows a net range holds at most when
+// NetMaxRows is not set.
+const DefaultNetMaxRows = 100_000
 
 // catchUpNet finishes a net range a checkpoint left open, and with Net
 // delivers the whole backlog; done is true when it did, false when the
@@ -64,7 +66,7 @@ func (f *follower) catchUpNet(ctx context.Context) (done bool, err error) {
 	f.lag(snaps)
 	limit := f.spec.NetMaxRows
 	if limit <= 0 {
-		limit = defaultNetMaxRows
+		limit = DefaultNetMaxRows
 	}
 	if err := f.hold(ctx); err != nil {
 		return false, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkFollowedTables(b *testing.B) {
 		sink := &tallySink{}
 		p := &cdc.Pipeline{Name: "p", Encoder: newEncoder("p"), Sink: sink, Store: store,
 			Poll: time.Millisecond, MaxPoll: time.Hour, IdleAfter: time.Hour, Warm: 16,
-			Metrics: cdc.NewMetrics(nil), RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
+			Metrics: metrics.NewMetrics(nil), RetryInitial: time.Millisecond, RetryMax: time.Millisecond}
 		for i := range tables {
 			name := fmt.Sprintf("t%d", i)
 			src := &notifySource{watchedSource: &watchedSource{Source: cdctest.New(cdctest.Info("shop", name)), wake: make(chan struct{}, 1), covered: true}}

@@ -16,6 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/icecdc/icecdc/health"
+	"github.com/icecdc/icecdc/metrics"
+	"github.com/icecdc/icecdc/retryreport"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/values"
 )
 
@@ -109,7 +112,7 @@ type Pipeline struct {
 	// (defaults 500ms and 30s).
 	RetryInitial, RetryMax time.Duration
 	Log                    *slog.Logger
-	Metrics                *Metrics
+	Metrics                *metrics.Metrics
 	// Health follows each table's ongoing fault: it logs a fault when it
 	// begins, sums it up at most once per Health.Interval, and logs its
 	// end (default: a Health logging to Log).
@@ -137,9 +140,9 @@ type Pipeline struct {
 	// delivered again after a restart mid-way does not repeat it.
 	SchemaChanges bool
 	// Notify, when set, is told the steps of the on-demand snapshots that
-	// have a kind (see SnapshotNotice), on the table's goroutines; it must
-	// not block.
-	Notify func(SnapshotNotice)
+	// have a kind (see snapreq.SnapshotNotice), on the table's goroutines;
+	// it must not block.
+	Notify func(snapreq.SnapshotNotice)
 	// NewNet makes the reducer of a net range (package netchange's), for
 	// the tables with Net and a checkpoint left inside a net range; nil
 	// stops such a table.
@@ -213,7 +216,7 @@ func (p *Pipeline) defaults() {
 		p.Log = slog.New(slog.DiscardHandler)
 	}
 	if p.Metrics == nil {
-		p.Metrics = NewMetrics(nil)
+		p.Metrics = metrics.NewMetrics(nil)
 	}
 	if p.Health == nil {
 		p.Health = &health.Health{}
@@ -1002,9 +1005,9 @@ type delivery struct {
 	initial bool
 	resync  bool
 	epoch   int64
-	signal  string      // Checkpoint.Signal
-	mark    *SignalMark // Checkpoint.SignalMark
-	kind    string      // Checkpoint.Kind and Filter of a read
+	signal  string              // Checkpoint.Signal
+	mark    *snapreq.SignalMark // Checkpoint.SignalMark
+	kind    string              // Checkpoint.Kind and Filter of a read
 	filter  string
 	turn    int // which of the builders' send encodes the next chunk
 	s       *sender
@@ -1153,15 +1156,15 @@ func (f *follower) send(ctx context.Context, o *outgoing) error {
 	f.cp = o.cp
 	f.p.Metrics.CheckpointSeq.WithLabelValues(f.spec.Name).Set(float64(o.cp.Seq))
 	if o.kind != "" && f.p.Notify != nil {
-		n := SnapshotNotice{Table: f.spec.Name, ID: o.cp.Signal, Kind: o.kind, SnapshotID: o.cp.SnapshotID, Next: o.cp.Next, Total: o.total}
+		n := snapreq.SnapshotNotice{Table: f.spec.Name, ID: o.cp.Signal, Kind: o.kind, SnapshotID: o.cp.SnapshotID, Next: o.cp.Next, Total: o.total}
 		if !o.cp.Initial {
 			n.Next = o.total
-			for _, typ := range []string{NoticeTableScanCompleted, NoticeCompleted} {
+			for _, typ := range []string{snapreq.NoticeTableScanCompleted, snapreq.NoticeCompleted} {
 				n.Type = typ
 				f.p.Notify(n)
 			}
 		} else {
-			n.Type = NoticeInProgress
+			n.Type = snapreq.NoticeInProgress
 			f.p.Notify(n)
 		}
 	}
@@ -1325,7 +1328,7 @@ func encodeError(err error) error {
 // sendBatch writes an encoded batch to the sink and counts it.
 func (f *follower) sendBatch(ctx context.Context, c *Commit, b *Batch, ops *opCounts) error {
 	name := f.spec.Name
-	report := WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, health.InSink, err) })
+	report := retryreport.WithRetryReport(ctx, func(err error) { f.p.Health.Fail(name, health.InSink, err) })
 	stopHold := f.keepHold(ctx)
 	err := f.p.Sink.Write(report, b)
 	stopHold()

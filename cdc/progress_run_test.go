@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/changes"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
 )
@@ -46,7 +47,7 @@ func TestProgressOfRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := cdc.ChangesOf(h.ctx, src, cdc.ChangesOptions{Progress: prog, What: "changes"}, func(*cdc.Commit) error { return nil }); err != nil {
+	if err := changes.ChangesOf(h.ctx, src, changes.ChangesOptions{Progress: prog, What: "changes"}, func(*cdc.Commit) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	lines := progressLines(out.String())

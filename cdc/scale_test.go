@@ -11,6 +11,7 @@ import (
 
 	"github.com/uptrace/bun/driver/sqliteshim"
 
+	"github.com/icecdc/icecdc/catalogwatch"
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
 	"github.com/icecdc/icecdc/health"
@@ -53,7 +54,7 @@ func TestCoveredSQLTableLoadsOnlyOnChange(t *testing.T) {
 		WatchedReload: time.Hour, Health: health, Tables: []cdc.TableSpec{{Name: "shop.orders", Source: cs, Start: earliest}}}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	go cdc.WatchCatalog(ctx, cat, time.Millisecond, time.Millisecond, health, nil)
+	go catalogwatch.WatchCatalog(ctx, cat, time.Millisecond, time.Millisecond, health, nil)
 	delivered := func(seq int64) func() bool {
 		return func() bool {
 			cp, ok, _ := store.Load(ctx, "p", "shop.orders")

@@ -2,15 +2,14 @@ package cdc
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/icecdc/icecdc/health"
 )
 
 // Watched is a Source whose catalog learns in bulk which of its tables
-// changed (see WatchCatalog), so that an idle table need not be loaded
-// every poll.
+// changed (see package catalogwatch), so that an idle table need not be
+// loaded every poll.
 type Watched interface {
 	// Changes returns the channel that receives a value when the catalog
 	// names a metadata location other than the one the source loaded,
@@ -19,68 +18,6 @@ type Watched interface {
 	// value is a hint: the follower still Refreshes, and a lost one is
 	// made up for by Pipeline.MaxPoll.
 	Changes() (<-chan struct{}, bool)
-}
-
-// ChangeChecker checks, in one call or a few, every watched table of a
-// catalog and wakes those whose metadata location changed.
-type ChangeChecker interface {
-	CheckChanges(ctx context.Context) error
-}
-
-// CheckFailer is a ChangeChecker told when a check failed (not
-// throttled): its tables are then no longer covered, so that they poll on
-// their own until a check succeeds again.
-type CheckFailer interface {
-	CheckFailed()
-}
-
-// WatchCatalog runs c's checks every interval, slowed down while the
-// catalog throttles, until ctx ends. A failed check is logged (its first
-// failure at WARN, then at DEBUG until one succeeds) and uncovers the
-// tables it watches (CheckFailer): they are polled at their max interval
-// meanwhile.
-func WatchCatalog(ctx context.Context, c ChangeChecker, interval, maxInterval time.Duration, h *health.Health, log *slog.Logger) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	failing := false
-	// The checks start on a grid of interval, not interval after the last
-	// check ended: a change waits for its check half an interval on
-	// average, whatever a check takes. A check that took longer than
-	// interval is followed by a whole one.
-	next := time.Now()
-	for {
-		iv := max(interval, h.ThrottleDelay())
-		next = next.Add(iv)
-		wait := time.Until(next)
-		if wait <= 0 {
-			next, wait = time.Now().Add(iv), iv
-		}
-		if !sleep(ctx, wait) {
-			return
-		}
-		err := c.CheckChanges(ctx)
-		if cf, ok := c.(CheckFailer); ok && err != nil && !health.IsThrottled(err) && ctx.Err() == nil {
-			cf.CheckFailed()
-		}
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err == nil:
-			h.CatalogChecked()
-			if failing {
-				log.Info("catalog change check recovered")
-			}
-			failing = false
-		case health.IsThrottled(err):
-			h.Throttle(err, interval, maxInterval)
-		case !failing:
-			failing = true
-			log.Warn("catalog change check failing; its tables are polled at poll.max_interval meanwhile", "err", err)
-		default:
-			log.Debug("catalog change check failing", "err", err)
-		}
-	}
 }
 
 // Idler is a Source that can drop what it keeps only to read its next

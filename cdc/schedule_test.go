@@ -11,6 +11,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cdc/cdctest"
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // watchedSource is a scripted source whose catalog watches it (wake is
@@ -103,7 +104,7 @@ func TestSnapshotRequestWakesIdleTable(t *testing.T) {
 	// The deadline is a hang guard only.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := p.Snapshot(ctx, "shop.orders", cdc.SnapshotRequest{ID: "s1"}); err != nil {
+	if _, err := p.Snapshot(ctx, "shop.orders", snapreq.SnapshotRequest{ID: "s1"}); err != nil {
 		t.Fatalf("snapshot of an idle table: %v", err)
 	}
 	waitFor(t, "the snapshot's rows delivered", func() bool { return len(f.sink.IDs()) == 6 })
@@ -298,7 +299,7 @@ func TestParkedTablesHoldNoGoroutine(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
 	defer cancel()
-	if _, err := p.Snapshot(ctx, "shop.t3", cdc.SnapshotRequest{ID: "s1"}); err != nil {
+	if _, err := p.Snapshot(ctx, "shop.t3", snapreq.SnapshotRequest{ID: "s1"}); err != nil {
 		t.Fatalf("snapshot of a parked table: %v", err)
 	}
 	waitFor(t, "the snapshot's row delivered", func() bool { return len(f.sink.IDs()) == tables+2 })

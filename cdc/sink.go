@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // Checkpoint is a position in one table's change stream. Events of the
@@ -36,14 +38,15 @@ type Checkpoint struct {
 	// epoch first.
 	Epoch int64 `json:"epoch,omitempty"`
 	// Signal is the id of the request that began the epoch's on-demand
-	// snapshot (SnapshotRequest.ID), kept for the rest of the epoch so
-	// that the request read again is not read twice.
+	// snapshot (snapreq.SnapshotRequest.ID), kept for the rest of the
+	// epoch so that the request read again is not read twice.
 	Signal string `json:"signal,omitempty"`
 	// SignalMark is where the last signal this table took came from
-	// (SnapshotRequest.Mark), kept in every later position: a table takes
-	// a signal topic's requests in the topic's order, so a request at or
-	// below the mark, read again after a restart or a move, was taken.
-	SignalMark *SignalMark `json:"signal_mark,omitempty"`
+	// (snapreq.SnapshotRequest.Mark), kept in every later position: a
+	// table takes a signal topic's requests in the topic's order, so a
+	// request at or below the mark, read again after a restart or a move,
+	// was taken.
+	SignalMark *snapreq.SignalMark `json:"signal_mark,omitempty"`
 	// Kind, Filter and Paused describe the on-demand snapshot being read
 	// (Initial): its kind for notices, its row filter, and a pause.
 	Kind   string `json:"snapshot_kind,omitempty"`
@@ -264,31 +267,4 @@ type Store interface {
 	Save(ctx context.Context, pipeline, table string, cp Checkpoint) error
 	// Close releases the store (and its file lock).
 	Close() error
-}
-
-type retryReportKey struct{}
-
-// WithRetryReport returns a context under which a sink reports the failed
-// attempts it retries by itself (a webhook's backoff, a Kafka client's
-// reconnects): Write does not return them, and without a report an
-// ongoing failure would be invisible. The pipeline passes such a context
-// to Sink.Write, as httptrace passes its hooks.
-func WithRetryReport(ctx context.Context, report func(error)) context.Context {
-	return context.WithValue(ctx, retryReportKey{}, report)
-}
-
-// RetryReport returns the report function of ctx, or nil. A sink that
-// sees failures outside the Write call (in a client's connection hooks)
-// keeps it while the Write is in progress.
-func RetryReport(ctx context.Context) func(error) {
-	f, _ := ctx.Value(retryReportKey{}).(func(error))
-	return f
-}
-
-// ReportRetry reports a failed attempt that the sink retries, if ctx
-// asks for reports.
-func ReportRetry(ctx context.Context, err error) {
-	if f := RetryReport(ctx); f != nil {
-		f(err)
-	}
 }

@@ -53,7 +53,7 @@ type Options struct {
 	Metrics     *Metrics
 	// Released, if set, is called with a table's name once the member
 	// gave the table up (or lost it) and its follower stopped: the
-	// daemon drops the table's series there (cdc.Metrics.Forget).
+	// daemon drops the table's series there (metrics.Metrics.Forget).
 	Released func(table string)
 	// Ready, if set, is closed once the member joined the group and
 	// started the tables of its first assignment.

@@ -23,6 +23,7 @@ import (
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -247,7 +248,7 @@ func TestSignalAttackRestart(t *testing.T) {
 	var all []signals.Notification
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		all = notes(t, r.brokers)
-		if count(all, "last", cdc.NoticeCompleted) > 0 && count(all, "s0", cdc.NoticeCompleted) > 0 {
+		if count(all, "last", snapreq.NoticeCompleted) > 0 && count(all, "s0", snapreq.NoticeCompleted) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -256,7 +257,7 @@ func TestSignalAttackRestart(t *testing.T) {
 	}
 	again := 0
 	for i := range n {
-		if count(all, fmt.Sprintf("i%04d", i), cdc.NoticeStarted) > 1 {
+		if count(all, fmt.Sprintf("i%04d", i), snapreq.NoticeStarted) > 1 {
 			again++
 		}
 	}

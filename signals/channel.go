@@ -17,13 +17,14 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/rowfilter"
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // Target is what signals act on: a pipeline's on-demand snapshots
 // (*cdc.Pipeline), or a cluster member's.
 type Target interface {
-	Snapshot(ctx context.Context, table string, req cdc.SnapshotRequest) (cdc.SnapshotInfo, error)
-	ControlSnapshot(table string, c cdc.SnapshotControl) error
+	Snapshot(ctx context.Context, table string, req snapreq.SnapshotRequest) (cdc.SnapshotInfo, error)
+	ControlSnapshot(table string, c snapreq.SnapshotControl) error
 }
 
 // Queuer is a Target that queues a snapshot request without waiting for
@@ -31,7 +32,7 @@ type Target interface {
 // its lock held, so that a stop-snapshot read after one finds it queued
 // (and drops it) or not yet taken from the lane (and removes it).
 type Queuer interface {
-	QueueSnapshot(table string, req cdc.SnapshotRequest) (wait func(context.Context) (cdc.SnapshotInfo, error), err error)
+	QueueSnapshot(table string, req snapreq.SnapshotRequest) (wait func(context.Context) (cdc.SnapshotInfo, error), err error)
 }
 
 // ErrNotOwned is a table another member of the cluster follows: its
@@ -46,7 +47,7 @@ var ErrNotOwned = errors.New("the table is followed by another member")
 // first signal not done, and the commit's metadata names the later ones
 // not done, so a restart passes over those done past the committed
 // offset. A snapshot a signal started is named in its table's
-// checkpoint (cdc.SignalMark), so a signal read again after a crash
+// checkpoint (snapreq.SignalMark), so a signal read again after a crash
 // before its commit is not read twice either.
 type Channel struct {
 	// Opts are the Kafka client's options (brokers, TLS, SASL).
@@ -239,7 +240,7 @@ func (c *Channel) handle(ctx context.Context, rt *router, r *kgo.Record, sk *ski
 	case d.err != nil:
 		rt.reject(d.a, d.err.Error())
 	case d.a.Signal.Type != TypeExecuteSnapshot:
-		if d.a.Control == cdc.StopSnapshot {
+		if d.a.Control == snapreq.StopSnapshot {
 			for _, t := range d.a.Tables {
 				for _, w := range c.lanes.remove(t) {
 					w.drop() // an execute before the stop, not started
@@ -280,7 +281,7 @@ func (c *Channel) execute(ctx context.Context, rt *router, offset int64, a Actio
 			c.finishRecord(offset)
 		}
 	}
-	mark := &cdc.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
+	mark := &snapreq.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
 	q, _ := rt.target.(Queuer)
 	for _, t := range a.Tables {
 		var queued *queuedSnapshot
@@ -502,7 +503,7 @@ func (rt *router) logExecute(a Action, tables []string) {
 // snapshot hands a's execute-snapshot to table t (mark: where it was
 // read; nil: its id alone names it) and reports whether that is done:
 // false when ctx ended first.
-func (rt *router) snapshot(ctx context.Context, a Action, t string, mark *cdc.SignalMark, queued *queuedSnapshot) bool {
+func (rt *router) snapshot(ctx context.Context, a Action, t string, mark *snapreq.SignalMark, queued *queuedSnapshot) bool {
 	if ctx.Err() != nil {
 		return false
 	}
@@ -526,7 +527,7 @@ func (rt *router) snapshot(ctx context.Context, a Action, t string, mark *cdc.Si
 	case ctx.Err() != nil:
 		return false
 	case errors.Is(err, ErrNotOwned) && rt.retryMax == 0:
-	case errors.Is(err, cdc.ErrSnapshotStopped):
+	case errors.Is(err, snapreq.ErrSnapshotStopped):
 		rt.log.Info("signal: snapshot stopped before it started", "id", a.Signal.ID, "table", t)
 	default:
 		rt.reject(Action{Signal: a.Signal, Kind: a.Kind, Tables: []string{t}}, fmt.Sprintf("signal %s (%s): %v", quote(a.Signal.ID), a.Signal.Type, err))
@@ -535,8 +536,8 @@ func (rt *router) snapshot(ctx context.Context, a Action, t string, mark *cdc.Si
 }
 
 // request is a's snapshot request for table t.
-func (rt *router) request(a Action, t string, mark *cdc.SignalMark) cdc.SnapshotRequest {
-	return cdc.SnapshotRequest{ID: a.Signal.ID, Kind: a.Kind, Filter: a.Filters[t], Mark: mark}
+func (rt *router) request(a Action, t string, mark *snapreq.SignalMark) snapreq.SnapshotRequest {
+	return snapreq.SnapshotRequest{ID: a.Signal.ID, Kind: a.Kind, Filter: a.Filters[t], Mark: mark}
 }
 
 // retry calls f until it returns anything but ErrNotOwned or ctx ends,

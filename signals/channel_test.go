@@ -25,6 +25,7 @@ import (
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -68,14 +69,14 @@ func (o owned) own(table string) bool {
 	return false
 }
 
-func (o owned) Snapshot(ctx context.Context, table string, req cdc.SnapshotRequest) (cdc.SnapshotInfo, error) {
+func (o owned) Snapshot(ctx context.Context, table string, req snapreq.SnapshotRequest) (cdc.SnapshotInfo, error) {
 	if !o.own(table) {
 		return cdc.SnapshotInfo{}, signals.ErrNotOwned
 	}
 	return o.p.Snapshot(ctx, table, req)
 }
 
-func (o owned) ControlSnapshot(table string, c cdc.SnapshotControl) error {
+func (o owned) ControlSnapshot(table string, c snapreq.SnapshotControl) error {
 	if !o.own(table) {
 		return signals.ErrNotOwned
 	}
@@ -311,7 +312,7 @@ func TestSignals(t *testing.T) {
 	produce(t, brokers, "icecdc", values...)
 	produce(t, brokers, "icecdc", `{"id": "good", "type": "execute-snapshot", "data": {"type": "INCREMENTAL", "data-collections": ["shop\\.ord.*"],
 		"additional-conditions": [{"data-collection": "SHOP.ORDERS", "filter": "id <= 25"}]}}`)
-	all := waitNote(t, brokers, "good", cdc.NoticeCompleted)
+	all := waitNote(t, brokers, "good", snapreq.NoticeCompleted)
 
 	ids := map[string]string{"not-json": "icecdc-signal@1", "no-id": "icecdc-signal@6"}
 	for _, k := range order {
@@ -325,7 +326,7 @@ func TestSignals(t *testing.T) {
 				got = append(got, n)
 			}
 		}
-		if len(got) != 1 || got[0].Type != cdc.NoticeAborted || !strings.Contains(got[0].AdditionalData["reason"], why[k]) ||
+		if len(got) != 1 || got[0].Type != snapreq.NoticeAborted || !strings.Contains(got[0].AdditionalData["reason"], why[k]) ||
 			got[0].AggregateType != signals.AggregateIncremental || got[0].AdditionalData["connector_name"] != "icecdc" {
 			t.Errorf("signal %s: notifications %+v; want one ABORTED saying %q", k, got, why[k])
 		}
@@ -338,10 +339,10 @@ func TestSignals(t *testing.T) {
 		if n.ID == "foreign" {
 			t.Errorf("a signal for another connector was acted on: %+v", n)
 		}
-		if n.ID == "good" && n.Type != cdc.NoticeInProgress {
+		if n.ID == "good" && n.Type != snapreq.NoticeInProgress {
 			good = append(good, n.Type)
 		}
-		if n.ID == "good" && n.Type == cdc.NoticeTableScanCompleted &&
+		if n.ID == "good" && n.Type == snapreq.NoticeTableScanCompleted &&
 			(n.AdditionalData["scanned_collection"] != "shop.orders" || n.AdditionalData["total_rows_scanned"] != "100" || n.AdditionalData["status"] != "SUCCEEDED") {
 			t.Errorf("TABLE_SCAN_COMPLETED: %+v", n.AdditionalData)
 		}
@@ -370,7 +371,7 @@ func TestSignalsCluster(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		var done []string
 		for _, n := range notes(t, brokers) {
-			if n.ID == "both" && n.Type == cdc.NoticeTableScanCompleted {
+			if n.ID == "both" && n.Type == snapreq.NoticeTableScanCompleted {
 				done = append(done, n.AdditionalData["scanned_collection"])
 			}
 		}
@@ -432,6 +433,6 @@ func TestSignalOffsetWaitsForDurable(t *testing.T) {
 		t.Fatalf("%d rows read while failing", n)
 	}
 	failing.Store(false)
-	waitNote(t, brokers, "s", cdc.NoticeCompleted)
+	waitNote(t, brokers, "s", snapreq.NoticeCompleted)
 	waitCommitted(t, brokers, 1, "past the signal once its read started")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // Marks are a cluster's coordination partitions as signals see them
@@ -475,7 +476,7 @@ func (c *ClusterChannel) act(rt *router, ps *partSignals, offset int64, a Action
 	if a.Signal.Type != TypeExecuteSnapshot {
 		left.Store(1)
 		var dropped []*laneWork
-		if a.Control == cdc.StopSnapshot {
+		if a.Control == snapreq.StopSnapshot {
 			for _, t := range tables {
 				dropped = append(dropped, c.lanes.remove(t)...)
 			}
@@ -491,7 +492,7 @@ func (c *ClusterChannel) act(rt *router, ps *partSignals, offset int64, a Action
 		return
 	}
 	rt.logExecute(a, tables)
-	mark := &cdc.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
+	mark := &snapreq.SignalMark{Topic: c.Topic, Partition: 0, Offset: offset, ID: a.Signal.ID}
 	for _, t := range tables {
 		c.lanes.add(t, &laneWork{
 			run: func() { part(rt.snapshot(ps.ctx, a, t, mark, nil)) },

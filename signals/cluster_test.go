@@ -24,6 +24,7 @@ import (
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
 	"github.com/icecdc/icecdc/sinks/kafka"
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // memberPipelines is a cluster member's Target: the pipelines of the
@@ -41,13 +42,13 @@ func (m *memberPipelines) get(table string) *cdc.Pipeline {
 }
 
 func notOwned(err error) error {
-	if errors.Is(err, cdc.ErrNotServing) && !errors.Is(err, cdc.ErrNothingToRead) {
+	if errors.Is(err, snapreq.ErrNotServing) && !errors.Is(err, snapreq.ErrNothingToRead) {
 		return fmt.Errorf("%w: %v", signals.ErrNotOwned, err)
 	}
 	return err
 }
 
-func (m *memberPipelines) Snapshot(ctx context.Context, table string, req cdc.SnapshotRequest) (cdc.SnapshotInfo, error) {
+func (m *memberPipelines) Snapshot(ctx context.Context, table string, req snapreq.SnapshotRequest) (cdc.SnapshotInfo, error) {
 	p := m.get(table)
 	if p == nil {
 		return cdc.SnapshotInfo{}, signals.ErrNotOwned
@@ -56,7 +57,7 @@ func (m *memberPipelines) Snapshot(ctx context.Context, table string, req cdc.Sn
 	return si, notOwned(err)
 }
 
-func (m *memberPipelines) ControlSnapshot(table string, c cdc.SnapshotControl) error {
+func (m *memberPipelines) ControlSnapshot(table string, c snapreq.SnapshotControl) error {
 	p := m.get(table)
 	if p == nil {
 		return signals.ErrNotOwned
@@ -235,7 +236,7 @@ func TestClusterSignalsSurviveMoves(t *testing.T) {
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 	}
 	for _, id := range ids {
-		waitNote(t, brokers, id, cdc.NoticeCompleted)
+		waitNote(t, brokers, id, snapreq.NoticeCompleted)
 	}
 	// The members go on a moment: a second run of a signal would start
 	// now, with nothing else left to do.
@@ -250,7 +251,7 @@ func TestClusterSignalsSurviveMoves(t *testing.T) {
 	}
 	for _, id := range ids {
 		c := count[id]
-		if c[cdc.NoticeStarted] != 1 || c[cdc.NoticeCompleted] != 1 || c[cdc.NoticeAborted] != 0 {
+		if c[snapreq.NoticeStarted] != 1 || c[snapreq.NoticeCompleted] != 1 || c[snapreq.NoticeAborted] != 0 {
 			t.Errorf("signal %s: notifications %v, want one STARTED and one COMPLETED, no ABORTED", id, c)
 		}
 	}

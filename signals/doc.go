@@ -15,7 +15,7 @@
 // offset is the first signal not done and its metadata names the later
 // ones not done (progress), so a restart passes over those done; a
 // table's checkpoint keeps the place of the last signal it took
-// (cdc.SignalMark), so one read again after a crash before its commit,
+// (snapreq.SignalMark), so one read again after a crash before its commit,
 // or after the table moved to another member, is answered as read.
 //
 // What one producer of the topic can make the daemon hold is bounded

@@ -21,6 +21,7 @@ import (
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -166,7 +167,7 @@ func TestSignalsDoneOnceAcrossRestarts(t *testing.T) {
 	r.waitLog(`"msg":"commit delivered"`, 2)
 	r.failing["shop.orders"].Store(true)
 	produce(t, brokers, "icecdc", snap("s1", "shop.orders"), snap("s2", "shop.items"), snap("s3", "shop.items"))
-	waitNote(t, brokers, "s3", cdc.NoticeCompleted)
+	waitNote(t, brokers, "s3", snapreq.NoticeCompleted)
 	stop()
 	if got := committed(t, brokers, "kafka-signal"); got != 0 {
 		t.Fatalf("committed offset %d, want 0 (s1 is not done)", got)
@@ -178,13 +179,13 @@ func TestSignalsDoneOnceAcrossRestarts(t *testing.T) {
 	// A restart, shop.orders failing still: s2 and s3 are passed over.
 	stop = r.run(0)
 	produce(t, brokers, "icecdc", snap("s4", "shop.items"))
-	all := waitNote(t, brokers, "s4", cdc.NoticeCompleted)
+	all := waitNote(t, brokers, "s4", snapreq.NoticeCompleted)
 	stop()
 	if n := r.rows("shop.items"); n != 300 {
 		t.Errorf("after a restart shop.items has %d rows read, want 300 (s2, s3, s4 once each)", n)
 	}
 	for _, id := range []string{"s2", "s3"} {
-		if n := count(all, id, cdc.NoticeStarted); n != 1 {
+		if n := count(all, id, snapreq.NoticeStarted); n != 1 {
 			t.Errorf("signal %s started %d times, want 1", id, n)
 		}
 	}
@@ -205,8 +206,8 @@ func TestSignalsDoneOnceAcrossRestarts(t *testing.T) {
 	r.failing["shop.orders"].Store(false)
 	r.run(0)
 	produce(t, brokers, "icecdc", snap("s5", "shop.items"))
-	waitNote(t, brokers, "s5", cdc.NoticeCompleted)
-	all = waitNote(t, brokers, "s1", cdc.NoticeCompleted)
+	waitNote(t, brokers, "s5", snapreq.NoticeCompleted)
+	all = waitNote(t, brokers, "s1", snapreq.NoticeCompleted)
 	if n := r.rows("shop.items"); n != 400 {
 		t.Errorf("after a restart from offset 0 shop.items has %d rows read, want 400 (s2 to s5 once each)", n)
 	}
@@ -214,7 +215,7 @@ func TestSignalsDoneOnceAcrossRestarts(t *testing.T) {
 		t.Errorf("shop.orders has %d rows read, want 100 (s1 once)", n)
 	}
 	for _, id := range []string{"s1", "s2", "s3", "s4", "s5"} {
-		if n := count(all, id, cdc.NoticeStarted); n != 1 {
+		if n := count(all, id, snapreq.NoticeStarted); n != 1 {
 			t.Errorf("signal %s started %d times, want 1", id, n)
 		}
 	}
@@ -243,10 +244,10 @@ func TestSignalWindow(t *testing.T) {
 		t.Fatalf("%d signals read while 4 may wait", n)
 	}
 	r.failing["shop.orders"].Store(false)
-	all := waitNote(t, brokers, "w19", cdc.NoticeCompleted)
+	all := waitNote(t, brokers, "w19", snapreq.NoticeCompleted)
 	var order []string
 	for _, x := range all {
-		if x.Type == cdc.NoticeStarted {
+		if x.Type == snapreq.NoticeStarted {
 			order = append(order, x.ID)
 		}
 	}
@@ -303,9 +304,9 @@ func TestSignalsDoneKeptWhenNotReadAgain(t *testing.T) {
 	produce(t, brokers, "icecdc", snap("s5", "shop.items"))
 	// shop.items takes its signals in order: s2 to s4, read again,
 	// would have started before s5.
-	all := waitNote(t, brokers, "s5", cdc.NoticeCompleted)
+	all := waitNote(t, brokers, "s5", snapreq.NoticeCompleted)
 	for _, id := range []string{"s2", "s3", "s4"} {
-		if n := count(all, id, cdc.NoticeStarted); n != 0 {
+		if n := count(all, id, snapreq.NoticeStarted); n != 0 {
 			t.Errorf("%s, named done, started %d times", id, n)
 		}
 	}
@@ -321,15 +322,15 @@ func TestSignalStopDropsQueued(t *testing.T) {
 	r.run(0)
 	r.waitLog(`"msg":"commit delivered"`, 1)
 	produce(t, brokers, "icecdc", `{"id": "p", "type": "pause-snapshot"}`, snap("A", "shop.orders"), snap("B", "shop.orders"), snap("C", "shop.orders"))
-	waitNote(t, brokers, "A", cdc.NoticePaused)
+	waitNote(t, brokers, "A", snapreq.NoticePaused)
 	r.waitLog(`"msg":"signal","id":"C"`, 1)
 	produce(t, brokers, "icecdc", `{"id": "stop", "type": "stop-snapshot"}`, snap("D", "shop.orders"))
-	all := waitNote(t, brokers, "D", cdc.NoticeCompleted)
-	if n := count(all, "A", cdc.NoticeAborted); n != 1 {
+	all := waitNote(t, brokers, "D", snapreq.NoticeCompleted)
+	if n := count(all, "A", snapreq.NoticeAborted); n != 1 {
 		t.Errorf("A aborted %d times, want 1", n)
 	}
 	for _, id := range []string{"B", "C"} {
-		if n := count(all, id, cdc.NoticeStarted); n != 0 {
+		if n := count(all, id, snapreq.NoticeStarted); n != 0 {
 			t.Errorf("%s, before the stop, started %d times", id, n)
 		}
 		if !strings.Contains(r.log.String(), `"msg":"signal: snapshot stopped before it started","id":"`+id+`"`) {

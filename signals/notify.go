@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/icecdc/icecdc/cdc"
 )
 
 // Debezium's notification aggregates: an incremental snapshot's, and the
@@ -51,17 +50,17 @@ type Notifier struct {
 
 // Notice turns a pipeline's snapshot notice into Debezium's notification
 // and sends it; for cdc.Pipeline.Notify.
-func (n *Notifier) Notice(x cdc.SnapshotNotice) {
+func (n *Notifier) Notice(x snapreq.SnapshotNotice) {
 	data := map[string]string{}
 	switch x.Type {
-	case cdc.NoticeStarted, cdc.NoticePaused, cdc.NoticeResumed:
+	case snapreq.NoticeStarted, snapreq.NoticePaused, snapreq.NoticeResumed:
 		data["data_collections"] = x.Table
-	case cdc.NoticeInProgress:
+	case snapreq.NoticeInProgress:
 		data["data_collections"] = x.Table
 		data["current_collection_in_progress"] = x.Table
 		data["maximum_key"] = strconv.Itoa(x.Total)
 		data["last_processed_key"] = strconv.Itoa(x.Next)
-	case cdc.NoticeTableScanCompleted:
+	case snapreq.NoticeTableScanCompleted:
 		data["data_collections"] = x.Table
 		data["scanned_collection"] = x.Table
 		data["total_rows_scanned"] = strconv.Itoa(x.Total)
@@ -69,7 +68,7 @@ func (n *Notifier) Notice(x cdc.SnapshotNotice) {
 		if x.Total == 0 {
 			data["status"] = "EMPTY"
 		}
-	case cdc.NoticeAborted:
+	case snapreq.NoticeAborted:
 		data["data_collections"] = x.Table
 	}
 	n.send(Notification{ID: x.ID, AggregateType: aggregate(x.Kind), Type: x.Type, AdditionalData: data})
@@ -87,7 +86,7 @@ func (n *Notifier) Rejected(sig Signal, kind string, tables []string, reason str
 	case len(tables) > 0:
 		data["data_collections"] = strings.Join(tables, ",")
 	}
-	n.send(Notification{ID: sig.ID, AggregateType: aggregate(kind), Type: cdc.NoticeAborted, AdditionalData: data})
+	n.send(Notification{ID: sig.ID, AggregateType: aggregate(kind), Type: snapreq.NoticeAborted, AdditionalData: data})
 }
 
 func aggregate(kind string) string {
@@ -110,9 +109,9 @@ func (n *Notifier) send(x Notification) {
 	if n.Log != nil {
 		level := slog.LevelInfo
 		switch x.Type {
-		case cdc.NoticeAborted:
+		case snapreq.NoticeAborted:
 			level = slog.LevelWarn
-		case cdc.NoticeInProgress:
+		case snapreq.NoticeInProgress:
 			level = slog.LevelDebug // one per chunk: the other steps say where a read is
 		}
 		n.Log.Log(context.Background(), level, "notification", "id", x.ID, "aggregate_type", x.AggregateType, "type", x.Type, "additional_data", x.AdditionalData)

@@ -15,7 +15,7 @@ import (
 // pending). The metadata is bounded (maxMetaBytes): where the pending
 // offsets do not fit, end is lowered to the first that does not, and
 // the records from there on are read again after a restart — which the
-// tables' checkpoints recognise (cdc.SignalMark).
+// tables' checkpoints recognise (snapreq.SignalMark).
 type progress struct {
 	end     int64
 	pending []int64 // sorted

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/rowfilter"
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // The signal types icecdc acts on, as Debezium names them.
@@ -39,7 +39,7 @@ type Action struct {
 	Kind    string            // execute-snapshot: incremental or blocking
 	Tables  []string          // as the pipeline follows them
 	Filters map[string]string // table -> additional-conditions filter
-	Control cdc.SnapshotControl
+	Control snapreq.SnapshotControl
 }
 
 // snapshotData is the data of the snapshot signals.
@@ -103,7 +103,7 @@ func Parse(value []byte, tables []string) (Action, error) {
 		if t := strings.ToLower(data.Type); t != "" && t != KindIncremental && t != KindBlocking {
 			return fail("data.type %s: want incremental or blocking", quote(data.Type))
 		}
-		a.Control = map[string]cdc.SnapshotControl{TypeStopSnapshot: cdc.StopSnapshot, TypePauseSnapshot: cdc.PauseSnapshot, TypeResumeSnapshot: cdc.ResumeSnapshot}[sig.Type]
+		a.Control = map[string]snapreq.SnapshotControl{TypeStopSnapshot: snapreq.StopSnapshot, TypePauseSnapshot: snapreq.PauseSnapshot, TypeResumeSnapshot: snapreq.ResumeSnapshot}[sig.Type]
 		a.Tables = tables
 		if len(data.DataCollections) > 0 {
 			var err error

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // TestParse reads Debezium's signal values as its channels write them
@@ -24,11 +24,11 @@ func TestParse(t *testing.T) {
 		t.Errorf("case-insensitive names, the first condition per table: %+v, %v", a, err)
 	}
 	a, err = signals.Parse([]byte(`{"id": "3", "type": "stop-snapshot", "data": {"data-collections": ["shop.items"], "type": "incremental"}}`), tables)
-	if err != nil || a.Control != cdc.StopSnapshot || strings.Join(a.Tables, ",") != "shop.items" {
+	if err != nil || a.Control != snapreq.StopSnapshot || strings.Join(a.Tables, ",") != "shop.items" {
 		t.Errorf("stop-snapshot of one table: %+v, %v", a, err)
 	}
 	a, err = signals.Parse([]byte(`{"id": "4", "type": "pause-snapshot"}`), tables)
-	if err != nil || a.Control != cdc.PauseSnapshot || len(a.Tables) != 3 {
+	if err != nil || a.Control != snapreq.PauseSnapshot || len(a.Tables) != 3 {
 		t.Errorf("pause-snapshot without data: %+v, %v", a, err)
 	}
 	for _, tc := range []struct{ value, want string }{

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"github.com/icecdc/icecdc/catalogwatch"
 	"github.com/icecdc/icecdc/cdc"
 )
 
@@ -59,9 +60,9 @@ func (t *Table) warm() {
 
 var _ cdc.Idler = (*Table)(nil)
 
-// CheckFailed implements cdc.CheckFailer: a failed change check told
-// nothing about the catalog's tables, so none is covered until a check
-// succeeds again, and each polls on its own meanwhile (kept out of
+// CheckFailed implements catalogwatch.CheckFailer: a failed change check
+// told nothing about the catalog's tables, so none is covered until a
+// check succeeds again, and each polls on its own meanwhile (kept out of
 // CheckChanges, whose checks per catalog type only report).
 func (c *Catalog) CheckFailed() {
 	w := &c.h.watch
@@ -72,4 +73,4 @@ func (c *Catalog) CheckFailed() {
 	}
 }
 
-var _ cdc.CheckFailer = (*Catalog)(nil)
+var _ catalogwatch.CheckFailer = (*Catalog)(nil)

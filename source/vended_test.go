@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/changes"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -91,7 +92,7 @@ func TestVendedEndpointNeedsVendedKeys(t *testing.T) {
 			src, err := source.Open(ctx, source.Options{CatalogType: "rest", CatalogURI: catalog.URL,
 				Table: "shop.orders", Props: props})
 			if err == nil {
-				err = cdc.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(*cdc.Commit) error { return nil })
+				err = changes.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(*cdc.Commit) error { return nil })
 				src.Close()
 			}
 			if err == nil {

@@ -23,6 +23,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/aws/smithy-go"
 
+	"github.com/icecdc/icecdc/catalogwatch"
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/redact"
@@ -202,7 +203,7 @@ func throttledIf(err error) error {
 	return err
 }
 
-var _ cdc.ChangeChecker = (*Catalog)(nil)
+var _ catalogwatch.ChangeChecker = (*Catalog)(nil)
 
 // sqlCatalog is iceberg-go's sql catalog with the database handle it was
 // made with: iceberg-go has no call that reads many tables' metadata

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/changes"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/kafka"
@@ -158,11 +159,11 @@ func cmdChanges(ctx context.Context, f *changesFlags, stdout, stderr io.Writer, 
 	if f.progress == "auto" {
 		prog = cdc.NewProgress(terminal(stderr))
 	}
-	opts := cdc.ChangesOptions{FromSeq: f.from, ToSeq: f.to, NetMaxRows: f.netMax, Log: log, Progress: prog, What: "changes"}
+	opts := changes.ChangesOptions{FromSeq: f.from, ToSeq: f.to, NetMaxRows: f.netMax, Log: log, Progress: prog, What: "changes"}
 	if f.net {
 		opts.NewNet = newNet
 	}
-	err = cdc.ChangesOf(ctx, src, opts, func(c *cdc.Commit) error { return pr.commit(ctx, c) })
+	err = changes.ChangesOf(ctx, src, opts, func(c *cdc.Commit) error { return pr.commit(ctx, c) })
 	if ferr := pr.w.Flush(); err == nil {
 		err = ferr
 	}
@@ -332,7 +333,7 @@ func shapeAndSubscribe(cc *changesConfig, src *source.Table, cols []string) (cdc
 // explain adds to err what to do about it: a shorter range, or where the
 // retained history starts.
 func (f *changesFlags) explain(ctx context.Context, src *source.Table, err error) error {
-	if errors.Is(err, cdc.ErrNetTooLarge) {
+	if errors.Is(err, changes.ErrNetTooLarge) {
 		err = fmt.Errorf("changes --net: %w; raise --net-max-rows (memory grows with it) or print a shorter range", err)
 	}
 	if errors.Is(err, cdc.ErrHistory) {

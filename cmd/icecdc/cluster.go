@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/icecdc/icecdc/catalogwatch"
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
 	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/internal/redact"
 	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/source"
 )
 
@@ -68,7 +70,7 @@ func runCluster(ctx context.Context, d *runBase, out io.Writer) (err error) {
 	m.notifier = notifier
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go cdc.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, m.health, log)
+	go catalogwatch.WatchCatalog(wctx, cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, m.health, log)
 	tables := clusterTables(ts, cat)
 	names := make([]string, len(ts))
 	for i, t := range ts {
@@ -257,7 +259,7 @@ func (m *memberTargets) get(table string) *cdc.Pipeline {
 	return m.byTable[table]
 }
 
-func (m *memberTargets) Snapshot(ctx context.Context, table string, req cdc.SnapshotRequest) (cdc.SnapshotInfo, error) {
+func (m *memberTargets) Snapshot(ctx context.Context, table string, req snapreq.SnapshotRequest) (cdc.SnapshotInfo, error) {
 	p := m.get(table)
 	if p == nil {
 		return cdc.SnapshotInfo{}, signals.ErrNotOwned
@@ -267,19 +269,19 @@ func (m *memberTargets) Snapshot(ctx context.Context, table string, req cdc.Snap
 	// request, as in one process; any other table not served is starting,
 	// stopped or moving: its owner (this member once it serves it, or the
 	// next) acts on the signal.
-	if errors.Is(err, cdc.ErrNotServing) && !errors.Is(err, cdc.ErrNothingToRead) {
+	if errors.Is(err, snapreq.ErrNotServing) && !errors.Is(err, snapreq.ErrNothingToRead) {
 		return si, fmt.Errorf("%w: %v", signals.ErrNotOwned, err)
 	}
 	return si, err
 }
 
-func (m *memberTargets) ControlSnapshot(table string, c cdc.SnapshotControl) error {
+func (m *memberTargets) ControlSnapshot(table string, c snapreq.SnapshotControl) error {
 	p := m.get(table)
 	if p == nil {
 		return signals.ErrNotOwned
 	}
 	err := p.ControlSnapshot(table, c)
-	if errors.Is(err, cdc.ErrNotServing) {
+	if errors.Is(err, snapreq.ErrNotServing) {
 		return fmt.Errorf("%w: %v", signals.ErrNotOwned, err)
 	}
 	return err

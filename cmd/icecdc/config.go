@@ -12,6 +12,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/cluster"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/registry"
 	"github.com/icecdc/icecdc/sinks/kafka"
 	"github.com/icecdc/icecdc/sinks/sinkkind"
@@ -216,7 +217,7 @@ func (c *Config) defaults() {
 		c.HoldInterval = time.Minute
 	}
 	if c.Metrics.PerTable == "" {
-		c.Metrics.PerTable = cdc.PerTableEssential
+		c.Metrics.PerTable = metrics.PerTableEssential
 	}
 	for i := range c.Tables {
 		if c.Tables[i].Branch == "" {
@@ -382,8 +383,8 @@ func (c *Config) checkBounds(p *problems) {
 	if c.NetMaxRows < 0 {
 		p.bad("net_max_rows", "must not be negative")
 	}
-	if pt := c.Metrics.PerTable; pt != cdc.PerTableEssential && pt != cdc.PerTableFull {
-		p.bad("metrics.per_table", "%q: want %s or %s", pt, cdc.PerTableEssential, cdc.PerTableFull)
+	if pt := c.Metrics.PerTable; pt != metrics.PerTableEssential && pt != metrics.PerTableFull {
+		p.bad("metrics.per_table", "%q: want %s or %s", pt, metrics.PerTableEssential, metrics.PerTableFull)
 	}
 	if c.MaxHeldRows < 0 {
 		p.bad("max_held_rows", "must not be negative")

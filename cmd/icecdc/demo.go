@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/changes"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/scenario"
 	"github.com/icecdc/icecdc/source"
@@ -309,7 +310,7 @@ func printDemo(ctx context.Context, w io.Writer, opts source.Options, fromSeq in
 	enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "demo", Version: version}}
 	i := 0
 	var buf []byte
-	return cdc.Changes(ctx, src, fromSeq, 0, log, func(c *cdc.Commit) error {
+	return changes.Changes(ctx, src, fromSeq, 0, log, func(c *cdc.Commit) error {
 		if err := c.Materialize(ctx); err != nil {
 			return err
 		}

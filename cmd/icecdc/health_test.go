@@ -24,6 +24,7 @@ import (
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/health"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/sinks/webhook"
 	"github.com/icecdc/icecdc/source"
 	"github.com/icecdc/icecdc/state"
@@ -139,11 +140,11 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	metrics := cdc.NewMetrics(prometheus.NewRegistry())
+	m := metrics.NewMetrics(prometheus.NewRegistry())
 	sink, err := webhook.New(webhook.Config{
 		URL: recv.url, Secret: testSecret, Timeout: recv.timeout, Client: recv.client,
 		Retry:    webhook.RetryConfig{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond},
-		Observer: webhookMetrics{metrics},
+		Observer: webhookMetrics{m},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func sinkFailureIsVisible(t *testing.T, recv *receiver, want string) {
 	earliest, _ := cdc.ParseStart("earliest")
 	const interval = 150 * time.Millisecond
 	p := &cdc.Pipeline{
-		Name: "p", Sink: sink, Store: store, Poll: 20 * time.Millisecond, Log: log, Metrics: metrics,
+		Name: "p", Sink: sink, Store: store, Poll: 20 * time.Millisecond, Log: log, Metrics: m,
 		Encoder: &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "p"}},
 		Tables:  []cdc.TableSpec{{Name: "bookshop.orders", Source: src, Start: earliest}},
 		Health:  &health.Health{Log: log, Sink: "webhook", Interval: interval},

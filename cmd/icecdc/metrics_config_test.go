@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/metrics"
 )
 
 // TestConfigMetricsPerTable: metrics.per_table defaults to the essential
@@ -22,10 +22,10 @@ func TestConfigMetricsPerTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Metrics.PerTable != cdc.PerTableEssential {
-		t.Fatalf("metrics.per_table %q, want the default %q", c.Metrics.PerTable, cdc.PerTableEssential)
+	if c.Metrics.PerTable != metrics.PerTableEssential {
+		t.Fatalf("metrics.per_table %q, want the default %q", c.Metrics.PerTable, metrics.PerTableEssential)
 	}
-	if c, err = parseConfig([]byte(goodConfig+"metrics: {per_table: full}\n"), secret); err != nil || c.Metrics.PerTable != cdc.PerTableFull {
+	if c, err = parseConfig([]byte(goodConfig+"metrics: {per_table: full}\n"), secret); err != nil || c.Metrics.PerTable != metrics.PerTableFull {
 		t.Fatalf("metrics.per_table full: %v, %v", c, err)
 	}
 	_, err = parseConfig([]byte(goodConfig+"metrics: {per_table: some}\n"), secret)
@@ -40,7 +40,7 @@ func TestConfigMetricsPerTable(t *testing.T) {
 func TestDaemonMetricsPerTable(t *testing.T) {
 	essential := map[string]bool{"icecdc_events_published_total": true, "icecdc_snapshots_behind": true, "icecdc_seconds_behind": true,
 		"icecdc_table_up": true, "icecdc_retries_total": true, "icecdc_hold_age_seconds": true}
-	for _, set := range []string{"", cdc.PerTableFull} {
+	for _, set := range []string{"", metrics.PerTableFull} {
 		t.Run(cmp.Or(set, "default"), func(t *testing.T) {
 			dir := t.TempDir()
 			listen := freeAddr(t)
@@ -77,7 +77,7 @@ func TestDaemonMetricsPerTable(t *testing.T) {
 				var rows []tableStatus
 				caughtUp := json.Unmarshal([]byte(daemonPage(listen, "/status")), &rows) == nil && len(rows) == 1 &&
 					rows[0].Lag != nil && rows[0].Lag.SnapshotsBehind == 0 && rows[0].Checkpoint != nil && rows[0].Checkpoint.Seq > 0
-				return caughtUp && fams["icecdc_events_published_total"] > 0 && (set != cdc.PerTableFull || fams["icecdc_checkpoint_sequence_number"] > 0)
+				return caughtUp && fams["icecdc_events_published_total"] > 0 && (set != metrics.PerTableFull || fams["icecdc_checkpoint_sequence_number"] > 0)
 			})
 			d.stop(t)
 			for name, n := range fams {
@@ -85,10 +85,10 @@ func TestDaemonMetricsPerTable(t *testing.T) {
 					t.Errorf("the default set serves %d series of %s for the table, which is summed over the pipeline", n, name)
 				}
 			}
-			if full := fams["icecdc_poll_duration_seconds"] > 0 && fams["icecdc_checkpoint_sequence_number"] > 0; full != (set == cdc.PerTableFull) {
+			if full := fams["icecdc_poll_duration_seconds"] > 0 && fams["icecdc_checkpoint_sequence_number"] > 0; full != (set == metrics.PerTableFull) {
 				t.Errorf("metrics.per_table %q: the table's series are %v", set, fams)
 			}
-			if set == cdc.PerTableFull {
+			if set == metrics.PerTableFull {
 				checkDocumentedSeries(t, fams)
 			}
 		})

@@ -25,9 +25,11 @@ import (
 	"github.com/uptrace/bun"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/icecdc/icecdc/catalogwatch"
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/health"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/netchange"
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/shape"
@@ -86,7 +88,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 			return err
 		}
 		defer stopTelemetry(tel, log)
-		d := &runBase{cfg: cfg, log: log, reg: reg, metrics: cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable), tracer: tel.Tracer}
+		d := &runBase{cfg: cfg, log: log, reg: reg, metrics: metrics.NewMetricsPerTable(reg, cfg.Metrics.PerTable), tracer: tel.Tracer}
 		return runCluster(ctx, d, out)
 	}
 	store, err := state.Open(cfg.State.Path, state.Options{Pipeline: cfg.Name, Adopt: adopt})
@@ -96,13 +98,13 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	defer store.Close()
 	logOpened(log, cfg, store.Opened(), adopt)
 	reg := newRegistry()
-	metrics := cdc.NewMetricsPerTable(reg, cfg.Metrics.PerTable)
+	m := metrics.NewMetricsPerTable(reg, cfg.Metrics.PerTable)
 	tel, err := startTelemetry(ctx, cfg, osTelemetryEnv(), reg, log)
 	if err != nil {
 		return err
 	}
 	defer stopTelemetry(tel, log) // after the sink closed: the last spans end there
-	d := &runBase{cfg: cfg, log: log, reg: reg, metrics: metrics, tracer: tel.Tracer}
+	d := &runBase{cfg: cfg, log: log, reg: reg, metrics: m, tracer: tel.Tracer}
 	enc, err := runEncoder(cfg)
 	if err != nil {
 		return err
@@ -110,7 +112,7 @@ func cmdRun(ctx context.Context, cfg *Config, once, adopt bool, out io.Writer, l
 	if k, ok := cfg.Sink.kind(); ok && k.Encoder != nil {
 		enc = k.Encoder() // the sink takes rows in its own form
 	}
-	sink, err := buildSink(cfg, out, log, metrics, enc)
+	sink, err := buildSink(cfg, out, log, m, enc)
 	if err != nil {
 		return err
 	}
@@ -154,7 +156,7 @@ type runBase struct {
 	cfg     *Config
 	log     *slog.Logger
 	reg     *prometheus.Registry
-	metrics *cdc.Metrics
+	metrics *metrics.Metrics
 	tracer  trace.TracerProvider
 }
 
@@ -237,7 +239,7 @@ func (r *daemonRun) follow(ctx context.Context) (err error) {
 	// others wait up to poll.max_interval (see cdc.Watched).
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	go cdc.WatchCatalog(wctx, r.cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
+	go catalogwatch.WatchCatalog(wctx, r.cat, cfg.Poll.Interval, cfg.Poll.MaxInterval, p.Health, log)
 	log.Info("icecdc started", "pipeline", cfg.Name, "tables", len(p.Tables), "sink", cfg.Sink.Type, "format", cfg.Format, "state", cfg.State.Path, "version", version)
 	r.started = true
 	notifier, closeNotifier, err := newNotifier(ctx, cfg, log)
@@ -399,7 +401,7 @@ func exactlyOnce(cfg *Config) bool {
 
 // buildSink builds the configured sink; a sink with topics gets the
 // topics and routes the format adds to its section.
-func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *cdc.Metrics, enc cdc.Encoder) (cdc.Sink, error) {
+func buildSink(cfg *Config, out io.Writer, log *slog.Logger, m *metrics.Metrics, enc cdc.Encoder) (cdc.Sink, error) {
 	sc := cfg.Sink
 	if sc.caps().Topics {
 		kc, err := kafkaSinkConfig(cfg, enc)

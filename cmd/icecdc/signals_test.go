@@ -22,6 +22,7 @@ import (
 	"github.com/icecdc/icecdc/health"
 	"github.com/icecdc/icecdc/rowfilter"
 	"github.com/icecdc/icecdc/signals"
+	"github.com/icecdc/icecdc/snapreq"
 	"github.com/icecdc/icecdc/state"
 )
 
@@ -65,7 +66,7 @@ func TestConfigSignals(t *testing.T) {
 // (the table moved to another member), is another member's.
 func TestMemberTargets(t *testing.T) {
 	m := &memberTargets{byTable: map[string]*cdc.Pipeline{}}
-	if _, err := m.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: "1"}); !errors.Is(err, signals.ErrNotOwned) {
+	if _, err := m.Snapshot(t.Context(), "shop.orders", snapreq.SnapshotRequest{ID: "1"}); !errors.Is(err, signals.ErrNotOwned) {
 		t.Fatalf("a table the member never owned: %v", err)
 	}
 	store, err := state.Open(filepath.Join(t.TempDir(), "state.db"), state.Options{})
@@ -87,25 +88,25 @@ func TestMemberTargets(t *testing.T) {
 	defer stop()
 	// Ready is the pipeline serving, not its first commit delivered: until
 	// that commit is, the table refuses with ErrNothingToRead, so ask again.
-	si, err := m.Snapshot(hang, "shop.orders", cdc.SnapshotRequest{ID: "2", Kind: "incremental"})
-	for errors.Is(err, cdc.ErrNothingToRead) && hang.Err() == nil {
+	si, err := m.Snapshot(hang, "shop.orders", snapreq.SnapshotRequest{ID: "2", Kind: "incremental"})
+	for errors.Is(err, snapreq.ErrNothingToRead) && hang.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
-		si, err = m.Snapshot(hang, "shop.orders", cdc.SnapshotRequest{ID: "2", Kind: "incremental"})
+		si, err = m.Snapshot(hang, "shop.orders", snapreq.SnapshotRequest{ID: "2", Kind: "incremental"})
 	}
 	if err != nil || si.ID != first.ID {
 		t.Fatalf("the owned table's snapshot: %+v, %v", si, err)
 	}
-	if err := m.ControlSnapshot("shop.orders", cdc.PauseSnapshot); err != nil {
+	if err := m.ControlSnapshot("shop.orders", snapreq.PauseSnapshot); err != nil {
 		t.Fatalf("pause the owned table's read: %v", err)
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Snapshot(t.Context(), "shop.orders", cdc.SnapshotRequest{ID: "3"}); !errors.Is(err, signals.ErrNotOwned) {
+	if _, err := m.Snapshot(t.Context(), "shop.orders", snapreq.SnapshotRequest{ID: "3"}); !errors.Is(err, signals.ErrNotOwned) {
 		t.Fatalf("a table whose pipeline stopped: %v", err)
 	}
-	if err := m.ControlSnapshot("shop.orders", cdc.ResumeSnapshot); !errors.Is(err, signals.ErrNotOwned) {
+	if err := m.ControlSnapshot("shop.orders", snapreq.ResumeSnapshot); !errors.Is(err, signals.ErrNotOwned) {
 		t.Fatalf("a control for a table whose pipeline stopped: %v", err)
 	}
 	// A table the member follows that has nothing to read (no commit
@@ -120,8 +121,8 @@ func TestMemberTargets(t *testing.T) {
 	defer ecancel()
 	go func() { done <- pe.Run(ectx) }()
 	<-pe.Ready
-	_, err = m.Snapshot(hang, "shop.empty", cdc.SnapshotRequest{ID: "4", Kind: "incremental"})
-	if !errors.Is(err, cdc.ErrNothingToRead) || errors.Is(err, signals.ErrNotOwned) || !strings.Contains(err.Error(), "no commit of the table has been delivered yet") {
+	_, err = m.Snapshot(hang, "shop.empty", snapreq.SnapshotRequest{ID: "4", Kind: "incremental"})
+	if !errors.Is(err, snapreq.ErrNothingToRead) || errors.Is(err, signals.ErrNotOwned) || !strings.Contains(err.Error(), "no commit of the table has been delivered yet") {
 		t.Fatalf("a followed table with nothing to read: %v, want its refusal, not another member's", err)
 	}
 	ecancel()
@@ -150,7 +151,7 @@ func TestNotifierSinkChannel(t *testing.T) {
 	if err != nil || n == nil {
 		t.Fatalf("newNotifier: %v, %v", n, err)
 	}
-	n.Notice(cdc.SnapshotNotice{Table: "a.b", ID: "s-1", Kind: "blocking", Type: cdc.NoticeTableScanCompleted, Total: 7})
+	n.Notice(snapreq.SnapshotNotice{Table: "a.b", ID: "s-1", Kind: "blocking", Type: snapreq.NoticeTableScanCompleted, Total: 7})
 	closeN()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kf.ListenAddrs()...), kgo.ConsumeTopics("shop.notes"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/metrics"
 	"github.com/icecdc/icecdc/sinks/file"
 	icebergsink "github.com/icecdc/icecdc/sinks/iceberg"
 	"github.com/icecdc/icecdc/sinks/kafka"
@@ -124,7 +124,7 @@ func (s *SinkConfig) checkFormat(format string) error {
 }
 
 // retriesCounter counts a sink's retries by status in metrics m.
-func retriesCounter(name string, m *cdc.Metrics) func(int) {
+func retriesCounter(name string, m *metrics.Metrics) func(int) {
 	if m == nil {
 		return nil
 	}
@@ -133,7 +133,7 @@ func retriesCounter(name string, m *cdc.Metrics) func(int) {
 
 // webhookMetrics is a webhook.Observer counting retries in m, for a
 // webhook sink built by hand.
-type webhookMetrics struct{ m *cdc.Metrics }
+type webhookMetrics struct{ m *metrics.Metrics }
 
 func (w webhookMetrics) Retry(status int, _ error) { retriesCounter("webhook", w.m)(status) }
 

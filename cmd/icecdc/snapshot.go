@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/snapreq"
 )
 
 // snapshotAnswer is the body of a started on-demand snapshot.
@@ -58,10 +59,10 @@ func snapshotHandler(token string, p *cdc.Pipeline) http.Handler {
 		}
 		si, err := p.RequestSnapshot(r.Context(), table)
 		switch {
-		case errors.Is(err, cdc.ErrUnknownTable):
+		case errors.Is(err, snapreq.ErrUnknownTable):
 			fail(http.StatusNotFound, "%v", err)
 			return
-		case errors.Is(err, cdc.ErrNotServing):
+		case errors.Is(err, snapreq.ErrNotServing):
 			fail(http.StatusConflict, "%v", err)
 			return
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/changes"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/source"
 )
@@ -214,7 +215,7 @@ func runWatched(budget uint64, open func(context.Context) (*source.Table, error)
 		defer src.Close()
 		enc := &debezium.JSON{Envelope: debezium.Envelope{Pipeline: "icecdc", Version: "fuzz"}}
 		var buf []byte
-		res.err = cdc.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(c *cdc.Commit) error {
+		res.err = changes.Changes(ctx, src, 0, 0, slog.New(slog.DiscardHandler), func(c *cdc.Commit) error {
 			err := c.EachBatch(ctx, 0, func(evs []cdc.Event) error {
 				for i := range evs {
 					var err error

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/changes"
 	"github.com/icecdc/icecdc/debezium"
 	"github.com/icecdc/icecdc/internal/replay"
 	"github.com/icecdc/icecdc/internal/scenario"
@@ -99,7 +100,7 @@ func readEventFile(path string) ([]event, error) {
 }
 
 // expectedEvents computes the events of every snapshot of a table with
-// the engine (source.Open + cdc.Changes), encoded as the daemon encodes
+// the engine (source.Open + changes.Changes), encoded as the daemon encodes
 // them. It also replays them over an empty map keyed by row id, as a
 // consumer would (internal/replay), and compares the result with the
 // head's live rows read by the oracle, so that the expected stream is
@@ -120,7 +121,7 @@ func expectedEvents(ctx context.Context, env *scenario.Env, table string) ([]eve
 		snaps    []cdc.SnapshotInfo
 		consumer = replay.State{}
 	)
-	err = cdc.Changes(ctx, src, 0, 0, nil, func(c *cdc.Commit) error {
+	err = changes.Changes(ctx, src, 0, 0, nil, func(c *cdc.Commit) error {
 		if len(c.Anomalies) > 0 {
 			return fmt.Errorf("snapshot %d: lineage anomalies %v", c.Snapshot.ID, c.Anomalies)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	"github.com/icecdc/icecdc/internal/redact"
+	"github.com/icecdc/icecdc/retryreport"
 )
 
 // Defaults of a zero Retry.
@@ -146,7 +147,7 @@ func Deliver(ctx context.Context, b Batch) error {
 			return fmt.Errorf("%s: %d of %d messages not accepted after %d attempts, last: %s: %s",
 				b.Where, len(pending)-n+len(failed), len(b.Entries), failedInARow, b.Event(last.Index), last.Reason)
 		}
-		cdc.ReportRetry(ctx, fmt.Errorf("%s: %s: %s", b.Where, b.Event(last.Index), last.Reason))
+		retryreport.ReportRetry(ctx, fmt.Errorf("%s: %s: %s", b.Where, b.Event(last.Index), last.Reason))
 		// The failed entries first, in order, then those not sent yet.
 		again := make([]int, 0, len(failed)+len(pending)-n)
 		for _, f := range failed {

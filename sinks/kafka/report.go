@@ -10,16 +10,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/retryreport"
 )
 
 // watch passes the broker failures the client meets while a Write is in
-// progress to that Write's retry report (cdc.WithRetryReport). franz-go
-// retries them by itself, so during an outage Write blocks and returns
-// nothing: without the report the outage would be invisible. The returned
-// function ends the watch.
+// progress to that Write's retry report (retryreport.WithRetryReport).
+// franz-go retries them by itself, so during an outage Write blocks and
+// returns nothing: without the report the outage would be invisible. The
+// returned function ends the watch.
 func (p *producer) watch(ctx context.Context) (unwatch func()) {
-	report := cdc.RetryReport(ctx)
+	report := retryreport.RetryReport(ctx)
 	if report == nil {
 		return func() {}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/icecdc/icecdc/cdc"
+	"github.com/icecdc/icecdc/retryreport"
 	"github.com/icecdc/icecdc/sinks/sinktest"
 )
 
@@ -48,7 +48,7 @@ func TestBrokerFailuresReachTheRetryReport(t *testing.T) {
 				defer mu.Unlock()
 				reports = append(reports, err)
 			}
-			if err := s.Write(cdc.WithRetryReport(ctx, report), st.Snapshot(10, 10)[0]); err != nil {
+			if err := s.Write(retryreport.WithRetryReport(ctx, report), st.Snapshot(10, 10)[0]); err != nil {
 				t.Fatalf("Write through dropped connections: %v", err)
 			}
 			mu.Lock()

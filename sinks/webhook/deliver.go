@@ -14,6 +14,7 @@ import (
 
 	"github.com/icecdc/icecdc/cdc"
 	userinfo "github.com/icecdc/icecdc/internal/redact"
+	"github.com/icecdc/icecdc/retryreport"
 )
 
 // deliver sends r until the receiver accepts it, the failure is permanent,
@@ -46,7 +47,7 @@ func (s *Sink) deliver(ctx context.Context, r request) error {
 				err, attempt, s.now().Sub(start).Round(time.Millisecond))
 		}
 		s.obs.Retry(status, err)
-		cdc.ReportRetry(ctx, err) // the pipeline logs an ongoing failure
+		retryreport.ReportRetry(ctx, err) // the pipeline logs an ongoing failure
 		if err := s.sleep(ctx, wait); err != nil {
 			return err
 		}

@@ -1,17 +1,23 @@
-package cdc
+// Package changes computes the changes of a range of a table's snapshots
+// (ChangesOf), each snapshot's commit or the net changes of the range, for
+// `icecdc changes` and the tools that read a table's changes once rather
+// than follow it.
+package changes
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/icecdc/icecdc/cdc"
 )
 
 // Changes computes the commits of src's snapshots with
 // fromSeq < sequence number <= toSeq (toSeq <= 0: up to the head) in
 // ascending order and hands each to emit. Anomalies are logged, never
 // emitted as events.
-func Changes(ctx context.Context, src Source, fromSeq, toSeq int64, log *slog.Logger, emit func(*Commit) error) error {
+func Changes(ctx context.Context, src cdc.Source, fromSeq, toSeq int64, log *slog.Logger, emit func(*cdc.Commit) error) error {
 	return ChangesOf(ctx, src, ChangesOptions{FromSeq: fromSeq, ToSeq: toSeq, Log: log}, emit)
 }
 
@@ -22,12 +28,12 @@ type ChangesOptions struct {
 	// changes of the range (package netchange's), cut where the schema
 	// changes; more than NetMaxRows changed rows (default 100,000) in one
 	// stretch is an error wrapping ErrNetTooLarge.
-	NewNet     func() NetChanges
+	NewNet     func() cdc.NetChanges
 	NetMaxRows int
 	Log        *slog.Logger
 	// Progress, when set, counts the snapshots, their files (see
 	// readFiles) and their events done.
-	Progress *Progress
+	Progress *cdc.Progress
 	// What names the run on the progress line.
 	What string
 }
@@ -38,7 +44,7 @@ var ErrNetTooLarge = errors.New("too many changed rows for net changes")
 // ChangesOf computes the changes of a range of src's snapshots and hands
 // them to emit in order: each snapshot's commit, or with o.NewNet the net
 // commits of the range.
-func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Commit) error) error {
+func ChangesOf(ctx context.Context, src cdc.Source, o ChangesOptions, emit func(*cdc.Commit) error) error {
 	snaps, err := src.Snapshots(ctx, o.FromSeq, o.ToSeq)
 	if err != nil {
 		return err
@@ -55,11 +61,11 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 	defer o.Progress.Done()
 	limit := o.NetMaxRows
 	if limit <= 0 {
-		limit = defaultNetMaxRows
+		limit = cdc.DefaultNetMaxRows
 	}
 	var (
-		n     NetChanges   // of the stretch; nil before its first snapshot
-		first SnapshotInfo // of the stretch n holds
+		n     cdc.NetChanges   // of the stretch; nil before its first snapshot
+		first cdc.SnapshotInfo // of the stretch n holds
 	)
 	net := o.NewNet != nil
 	flush := func() error {
@@ -86,7 +92,7 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 		if err != nil {
 			return err
 		}
-		LogAnomalies(o.Log, c)
+		cdc.LogAnomalies(o.Log, c)
 		if !net {
 			if err := emit(c); err != nil {
 				return err
@@ -115,26 +121,9 @@ func ChangesOf(ctx context.Context, src Source, o ChangesOptions, emit func(*Com
 // from, for the progress line: those it adds or removes, but none of a
 // replace with row lineage (a compaction), which changes no row and whose
 // files are not read.
-func readFiles(s SnapshotInfo) int {
+func readFiles(s cdc.SnapshotInfo) int {
 	if s.Files < 0 || s.HasLineage && s.Operation == "replace" {
 		return 0
 	}
 	return s.Files
-}
-
-// LogAnomalies reports a commit's lineage anomalies, one warning each.
-func LogAnomalies(log *slog.Logger, c *Commit) {
-	if log == nil {
-		return
-	}
-	for _, a := range c.Anomalies {
-		if a.Kind == NotPaired {
-			log.Warn("deletes and inserts not paired by key: the commit is larger than max_held_rows, its events are deletes and inserts", "table", c.Table.Namespace+"."+c.Table.Name,
-				"snapshot_id", c.Snapshot.ID, "sequence_number", c.Snapshot.SequenceNumber, "kind", a.Kind, "detail", a.Detail)
-			continue
-		}
-		log.Warn("lineage anomaly: no event emitted", "table", c.Table.Namespace+"."+c.Table.Name,
-			"snapshot_id", c.Snapshot.ID, "sequence_number", c.Snapshot.SequenceNumber,
-			"kind", a.Kind, "file", a.File, "position", a.Position, "row_id", a.RowID)
-	}
 }
