@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"github.com/icecdc/icecdc/health"
@@ -232,6 +233,19 @@ func tableLag(head SnapshotInfo, pending []SnapshotInfo) health.TableLag {
 	l := health.TableLag{Head: health.Head{ID: head.ID, SequenceNumber: head.SequenceNumber, TimestampMs: head.TimestampMs}, Pending: len(pending)}
 	if len(pending) > 0 {
 		l.OldestMs = pending[0].TimestampMs
+		// pending is the follower's own list, oldest first, which it
+		// only reslices: kept while the table is behind, not once it
+		// caught up.
+		l.After = func(seq int64, done bool) (int, int64) {
+			i := sort.Search(len(pending), func(i int) bool {
+				s := pending[i].SequenceNumber
+				return s > seq || !done && s == seq
+			})
+			if i == len(pending) {
+				return 0, 0
+			}
+			return len(pending) - i, pending[i].TimestampMs
+		}
 	}
 	return l
 }

@@ -75,6 +75,22 @@ type TableLag struct {
 	// delivered (0 when caught up): the seconds behind grow from it.
 	OldestMs int64
 	At       time.Time // when it was measured (Lag sets it)
+	// After, when set, counts the snapshots of Pending a checkpoint at
+	// sequence number seq leaves undelivered (done: the whole of seq is
+	// delivered), and the oldest one's commit time: a checkpoint read
+	// after the lag was measured (a commit delivered in between) is
+	// counted against what is really left, wherever it stands.
+	After func(seq int64, done bool) (pending int, oldestMs int64)
+}
+
+// Behind is the lag of a checkpoint at seq (done: the whole of seq is
+// delivered): the snapshots not yet delivered and the oldest one's commit
+// time, Pending and OldestMs when the table gave no After.
+func (l *TableLag) Behind(seq int64, done bool) (pending int, oldestMs int64) {
+	if l.After == nil {
+		return l.Pending, l.OldestMs
+	}
+	return l.After(seq, done)
 }
 
 // Head is what /status shows of a branch head snapshot.

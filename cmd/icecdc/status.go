@@ -299,9 +299,9 @@ func dash(s string) string {
 }
 
 // tableStatuses lists the tables with a checkpoint, then those the daemon
-// follows without one yet; health may be nil. From a daemon, each table
+// follows without one yet; daemon (the running daemon's health) may be nil. From a daemon, each table
 // has the head and lag it measured at its last load.
-func tableStatuses(store *state.Store, pipeline string, health *health.Health) ([]tableStatus, error) {
+func tableStatuses(store *state.Store, pipeline string, daemon *health.Health) ([]tableStatus, error) {
 	stored, err := store.Tables(pipeline)
 	if err != nil {
 		return nil, err
@@ -313,11 +313,11 @@ func tableStatuses(store *state.Store, pipeline string, health *health.Health) (
 		cp := s.Checkpoint
 		out = append(out, tableStatus{Table: s.Table, Checkpoint: &cp, SavedAt: s.SavedAt.UTC()})
 	}
-	if health == nil {
+	if daemon == nil {
 		return out, nil
 	}
 	now := time.Now()
-	for _, h := range health.Tables() {
+	for _, h := range daemon.Tables() {
 		i, ok := index[h.Table]
 		if !ok {
 			i = len(out)
@@ -328,11 +328,11 @@ func tableStatuses(store *state.Store, pipeline string, health *health.Health) (
 				out[i].Head = newHead(cdc.SnapshotInfo{ID: l.Head.ID, SequenceNumber: l.Head.SequenceNumber, TimestampMs: l.Head.TimestampMs})
 			}
 			pending, oldest := l.Pending, l.OldestMs
-			if cp := out[i].Checkpoint; cp != nil && cp.Done && l.Head.ID != 0 && cp.Seq >= l.Head.SequenceNumber {
+			if cp := out[i].Checkpoint; cp != nil {
 				// The table measures its lag before a commit and again
 				// after its checkpoint is saved: a checkpoint read in
-				// between is at the head already, so nothing is behind.
-				pending, oldest = 0, 0
+				// between is counted against what is really left.
+				pending, oldest = l.Behind(cp.Seq, cp.Done)
 			}
 			out[i].Lag = newLag(pending, oldest, now)
 		}
