@@ -36,6 +36,15 @@ type Stage interface {
 	SchemaChange(ch *SchemaChange) (*SchemaChange, error)
 }
 
+// Excluder is a Stage that leaves columns out (package shape's column
+// options): a policy resolved after it asks whether a column it names is
+// one of them (package subscribe refuses such a column).
+type Excluder interface {
+	// Excludes reports whether the top-level column holding col (a name
+	// or a path through structs) is left out.
+	Excludes(col string) bool
+}
+
 // RowFilters is the language of a read's row filter (a signal's
 // additional-conditions): package rowfilter has icecdc's, which cmd hands
 // the pipeline. A filter is bound per read, not per table (see

@@ -34,7 +34,7 @@ func (cols Columns) ForTable(_ string, sc *iceberg.Schema, _ []string, before []
 	}
 	for _, col := range cols {
 		for _, st := range before {
-			if ex, ok := st.(interface{ Excludes(col string) bool }); ok && ex.Excludes(col) {
+			if ex, ok := st.(cdc.Excluder); ok && ex.Excludes(col) {
 				return nil, fmt.Errorf("tables[].columns: %q is a column debezium.column.include.list or column.exclude.list leaves out", col)
 			}
 		}

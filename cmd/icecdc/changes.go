@@ -314,7 +314,7 @@ func shapeAndSubscribe(cc *changesConfig, src *source.Table, cols []string) (cdc
 	if err != nil {
 		return nil, nil, err
 	}
-	ex, _ := shaping.(interface{ Excludes(col string) bool })
+	ex, _ := shaping.(cdc.Excluder)
 	for _, col := range cols {
 		if ex != nil && ex.Excludes(col) {
 			return nil, nil, fmt.Errorf("changes: --columns %q: a column debezium.column.include.list or column.exclude.list of --config leaves out", col)
